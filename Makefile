@@ -1,0 +1,46 @@
+# Every target builds its own virtualenv on first use: a fresh machine needs only python3.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: all verify test lint prove bench clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,dev]'
+	touch $(STAMP)
+
+## The main job: prove the example contract set consistent with z3 (offline, no API key).
+verify: $(STAMP)
+	$(VENV)/bin/hoare verify examples/
+
+## The whole test suite (offline).
+test: $(STAMP)
+	$(PY) -m pytest
+
+## ruff on everything, mypy --strict on the trusted kernel.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy --strict kernel/
+
+## Machine-check the Lean 4 model of the kernel (needs elan/lake; never faked).
+prove:
+	@command -v lake >/dev/null 2>&1 || { \
+	  echo "make prove: 'lake' was not found on PATH, so the Lean proofs were NOT checked."; \
+	  echo "Install the Lean toolchain manager elan (https://github.com/leanprover/elan):"; \
+	  echo "  curl -sSfL https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh | sh -s -- -y --default-toolchain none"; \
+	  echo "then add ~/.elan/bin to PATH and run 'make prove' again (lean/lean-toolchain pins the release)."; \
+	  exit 127; }
+	@if grep -rnE '(^|[^A-Za-z_])(sorry|admit)([^A-Za-z_]|$$)|^[[:space:]]*axiom[[:space:]]' --include='*.lean' lean; then \
+	  echo "make prove: lean/ contains sorry, admit or an axiom declaration (listed above)."; exit 1; fi
+	cd lean && lake build
+
+## Benchmarks: every figure is a ratio measured in one run (see bench/README.md).
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,85 @@
+"""The kernel never waits: it asks its driver to (spec §6).
+
+``run_call`` is a generator that yields ``Generate`` and ``Sleep`` effects and
+receives their answers. ``run_sync`` and ``run_async`` are the two drivers; an
+exception raised while performing an effect is thrown back into the call at the
+point that asked for it, where the spec says what it means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TypeVar
+
+from .outcome import Phase, Violation
+
+_EMPTY: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Generate:
+    """Ask the engine for a candidate. ``phase`` is ``PRE`` (repair ``input``) or ``POST``
+    (produce an output for ``input``); ``attempt`` counts the engine calls of that stage
+    from 1; ``feedback`` holds the errors this attempt must fix; ``previous`` is the
+    previous engine answer of the stage, if any."""
+
+    phase: Phase
+    attempt: int
+    input: object
+    feedback: tuple[Violation, ...]
+    previous: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait ``seconds`` before the next engine call (a backoff delay)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The engine's answer to ``Generate``: the raw output and what it cost."""
+
+    output: object
+    usage: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+
+
+Effect = Generate | Sleep
+T = TypeVar("T")
+
+
+def run_sync(call: Generator[Effect, object, T], perform: Callable[[Effect], object]) -> T:
+    """Drive ``call`` to completion, performing each effect with ``perform``."""
+    try:
+        effect = next(call)
+        while True:
+            try:
+                answer = perform(effect)
+            except Exception as error:
+                effect = call.throw(error)
+            else:
+                effect = call.send(answer)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+
+
+async def run_async(
+    call: Generator[Effect, object, T], perform: Callable[[Effect], Awaitable[object]]
+) -> T:
+    """Drive ``call`` to completion, awaiting each effect with ``perform``."""
+    try:
+        effect = next(call)
+        while True:
+            try:
+                answer = await perform(effect)
+            except Exception as error:
+                effect = call.throw(error)
+            else:
+                effect = call.send(answer)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result

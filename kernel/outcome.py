@@ -1,0 +1,152 @@
+"""What a contracted call produces: phases, violations, attempts and the ``Outcome``.
+
+Spec: spec/pipeline.md §1 (phases) and §5 (the outcome record). An ``Outcome``
+is built once per call and never shared between calls.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .config import Policy
+
+
+class Phase(enum.Enum):
+    """The phases of one call, in the order they run (spec §1)."""
+
+    INPUT = "input"
+    PRE = "pre"
+    ACT = "act"
+    PREFLIGHT = "preflight"
+    POST = "post"
+    FORWARD = "forward"
+    RESULT = "result"
+
+
+class ViolationKind(enum.Enum):
+    """Why a check failed (spec §5.1)."""
+
+    TYPE = "type"  # a type-check hook rejected a value
+    PREDICATE = "predicate"  # a pre/post predicate returned a falsy value or raised
+    ERROR = "error"  # a hook that is not a check raised (act, the engine)
+    UNSATISFIABLE = "unsatisfiable"  # the pre-flight check proved no output can pass
+
+
+class Verdict(enum.Enum):
+    """Answer of the pre-flight satisfiability hook (spec §3.4)."""
+
+    SATISFIABLE = "satisfiable"
+    UNSATISFIABLE = "unsatisfiable"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class PreflightResult:
+    """A pre-flight verdict with the reason shown to the user (e.g. an unsat core)."""
+
+    verdict: Verdict
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One failed check. ``attempt`` is 0 for the caller's own input, n for the n-th
+    engine call of its stage; ``policy`` is the effective policy that governed it."""
+
+    kind: ViolationKind
+    phase: Phase
+    message: str
+    attempt: int
+    policy: Policy
+    predicate: str | None = None
+    family: str | None = None
+    error_type: str | None = None
+
+    def describe(self) -> str:
+        """One line naming where the violation happened and why."""
+        where = self.phase.value
+        if self.predicate is not None:
+            where += f":{self.predicate}"
+        raised = f" ({self.error_type})" if self.error_type else ""
+        return f"[{where} attempt {self.attempt}] {self.kind.value}{raised}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One engine call: what it was told (``feedback``), what it said (``raw``), and
+    what was wrong with it (``violations``; empty when its candidate was accepted)."""
+
+    phase: Phase
+    index: int
+    raw: object
+    feedback: tuple[Violation, ...]
+    violations: tuple[Violation, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The complete record of one call (spec §5).
+
+    ``success`` is the contract's verdict before ``forward`` runs. ``result`` is the
+    validated output on success, else ``None``. ``input_used`` is the input
+    ``forward`` receives: the post-act input on success, the original input on
+    failure. ``timings_ns`` gains the ``forward`` and ``result`` phases when they end.
+    """
+
+    success: bool
+    result: object
+    original_input: object
+    input_used: object
+    policy: Policy
+    violations: tuple[Violation, ...]
+    attempts: tuple[Attempt, ...]
+    trials: tuple[tuple[str, bool], ...]
+    delays: tuple[float, ...]
+    usage: Mapping[str, int]
+    timings_ns: dict[str, int]
+    preflight: PreflightResult | None = None
+    exception: ContractViolationError | None = None
+    handler_error: str | None = None
+
+    @property
+    def generation_attempts(self) -> int:
+        """Engine calls made by the post stage (generation and post-remedies)."""
+        return sum(1 for a in self.attempts if a.phase is Phase.POST)
+
+    @property
+    def pre_remedies(self) -> int:
+        """Engine calls made by the pre stage (input repairs)."""
+        return sum(1 for a in self.attempts if a.phase is Phase.PRE)
+
+    @property
+    def post_remedies(self) -> int:
+        """Generation attempts after the first one."""
+        return max(0, self.generation_attempts - 1)
+
+    def summary(self) -> str:
+        """A readable account of the violations, one per line."""
+        if self.success:
+            return "contract satisfied"
+        return "\n".join(v.describe() for v in self.violations) or "contract failed"
+
+
+class ContractViolationError(Exception):
+    """Raised by a failed call under ``enforce``/``quick_enforce`` (and, as
+    ``ResultTypeError``, when ``forward`` returns the wrong type). Carries the outcome."""
+
+    outcome: Outcome | None
+
+    def __init__(self, message: str, outcome: Outcome | None = None) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        """The violations of the failed call."""
+        return () if self.outcome is None else self.outcome.violations
+
+
+class ResultTypeError(ContractViolationError, TypeError):
+    """``forward`` returned a value of the wrong type (spec §3.7)."""

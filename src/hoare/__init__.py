@@ -1,0 +1,1 @@
+"""hoare: Hoare triples {P} C {Q} around LLM calls."""

@@ -1,0 +1,152 @@
+"""The engine interface: one request in, one response out, sync or async.
+
+A contract turns each ``Generate`` effect of the kernel into a ``Request``; any
+object with ``complete`` and ``acomplete`` is an engine. Transport problems
+(rate limits, timeouts, 5xx) are retried inside the engine and surface, when
+retries are exhausted, as an ``EngineError``; the kernel then records an
+``error`` violation for that attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message."""
+
+    role: Role
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Sampling options. ``None`` means the engine's default."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    n: int = 1
+    seed: int | None = None
+    timeout: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Only the options that were set (stable, for cache keys)."""
+        return {k: v for k in self.__slots__ if (v := getattr(self, k)) is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one or more engine calls cost."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.requests + other.requests, self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"requests": self.requests, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens}
+
+
+class Request:
+    """What a contract asks of an engine.
+
+    ``messages`` are rendered on first access only (an engine that never reads
+    them, such as a rule-based ``FunctionEngine``, costs no rendering).
+    Besides the messages, a request made by a contract carries the typed
+    ``input`` in use, the ``feedback`` messages of the failed checks this
+    attempt must fix, the ``attempt`` number within its stage, and ``task``:
+    ``"generate"`` (produce an output) or ``"repair_input"`` (pre-remedy).
+    """
+
+    def __init__(
+        self,
+        *,
+        messages: tuple[Message, ...] | None = None,
+        render: Callable[[], tuple[Message, ...]] | None = None,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "output",
+        options: Options | None = None,
+        task: Literal["generate", "repair_input"] = "generate",
+        input: object = None,
+        feedback: tuple[str, ...] = (),
+        attempt: int = 1,
+        contract: str = "",
+    ) -> None:
+        if (messages is None) == (render is None):
+            raise ValueError("Request needs exactly one of messages= or render=")
+        if messages is not None:
+            self.__dict__["messages"] = messages
+        self._render = render
+        self.schema = schema
+        self.schema_name = schema_name
+        self.options = options or Options()
+        self.task = task
+        self.input = input
+        self.feedback = feedback
+        self.attempt = attempt
+        self.contract = contract
+
+    @cached_property
+    def messages(self) -> tuple[Message, ...]:
+        """The chat messages, rendered once on first access."""
+        assert self._render is not None
+        return self._render()
+
+    def key(self) -> dict[str, Any]:
+        """Everything that determines the engine's answer (for caches)."""
+        return {
+            "messages": [m.as_dict() for m in self.messages],
+            "schema": self.schema,
+            "schema_name": self.schema_name,
+            "options": self.options.as_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """An engine's answer: one text per completion requested (``options.n``)."""
+
+    texts: tuple[str, ...]
+    finish_reasons: tuple[str | None, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        """The first completion."""
+        return self.texts[0] if self.texts else ""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Anything that answers requests, synchronously and asynchronously."""
+
+    def complete(self, request: Request) -> Response: ...
+
+    async def acomplete(self, request: Request) -> Response: ...
+
+
+class EngineError(Exception):
+    """An engine call failed for good (after its own transport retries)."""
+
+
+class BudgetExceeded(EngineError):
+    """A request would exceed the call's budget; it was not sent."""
+
+
+class CacheMiss(EngineError):
+    """A ``replay`` cache had no answer for a request."""
