@@ -1,0 +1,42 @@
+"""Test-wide safety: tests run offline and talk to 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import pytest
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _loopback_only(address: object) -> None:
+    if isinstance(address, tuple) and address:
+        host = str(address[0])
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return
+        except ValueError:
+            if host == "localhost":
+                return
+        raise RuntimeError(f"test tried to connect to {address!r}: tests may only use 127.0.0.1")
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    _loopback_only(address)
+    _real_connect(self, address)  # type: ignore[arg-type]
+
+
+def _guarded_connect_ex(self: socket.socket, address: object) -> int:
+    _loopback_only(address)
+    return _real_connect_ex(self, address)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No real API credentials or endpoints leak into a test; only loopback sockets."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "HOARE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
