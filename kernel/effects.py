@@ -9,17 +9,15 @@ point that asked for it, where the spec says what it means.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from .outcome import Phase, Violation
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class Generate:
+class Generate(NamedTuple):
     """Ask the engine for a candidate. ``phase`` is ``PRE`` (repair ``input``) or ``POST``
     (produce an output for ``input``); ``attempt`` counts the engine calls of that stage
     from 1; ``feedback`` holds the errors this attempt must fix; ``previous`` is the
@@ -32,19 +30,17 @@ class Generate:
     previous: object = None
 
 
-@dataclass(frozen=True, slots=True)
-class Sleep:
+class Sleep(NamedTuple):
     """Wait ``seconds`` before the next engine call (a backoff delay)."""
 
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):
     """The engine's answer to ``Generate``: the raw output and what it cost."""
 
     output: object
-    usage: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    usage: Mapping[str, int] = _EMPTY
 
 
 Effect = Generate | Sleep

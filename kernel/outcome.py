@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
+from typing import NamedTuple
 
 from .config import Policy
 
@@ -73,26 +75,26 @@ class Violation:
         return f"[{where} attempt {self.attempt}] {self.kind.value}{raised}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One engine call: what it was told (``feedback``), what it said (``raw``), and
-    what was wrong with it (``violations``; empty when its candidate was accepted)."""
+class Attempt(NamedTuple):
+    """One engine call: the ``number``-th of its stage's, what it was told
+    (``feedback``), what it said (``raw``), and what was wrong with it
+    (``violations``; empty when its candidate was accepted)."""
 
     phase: Phase
-    index: int
+    number: int
     raw: object
     feedback: tuple[Violation, ...]
     violations: tuple[Violation, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """The complete record of one call (spec §5).
+class Outcome(NamedTuple):
+    """The complete record of one call (spec §5); immutable.
 
     ``success`` is the contract's verdict before ``forward`` runs. ``result`` is the
     validated output on success, else ``None``. ``input_used`` is the input
     ``forward`` receives: the post-act input on success, the original input on
-    failure. ``timings_ns`` gains the ``forward`` and ``result`` phases when they end.
+    failure. ``clock_marks`` records when each phase began (``None``: the call
+    ended); the kernel appends the ``forward`` and ``result`` marks as they happen.
     """
 
     success: bool
@@ -105,20 +107,30 @@ class Outcome:
     trials: tuple[tuple[str, bool], ...]
     delays: tuple[float, ...]
     usage: Mapping[str, int]
-    timings_ns: dict[str, int]
+    clock_marks: list[tuple[Phase | None, int]]
     preflight: PreflightResult | None = None
     exception: ContractViolationError | None = None
     handler_error: str | None = None
 
     @property
+    def timings_ns(self) -> dict[str, int]:
+        """Nanoseconds spent in each phase that ended (spec §5)."""
+        timings: dict[str, int] = {}
+        marks = self.clock_marks
+        for (phase, start), (_, end) in pairwise(marks):
+            if phase is not None:
+                timings[phase.value] = timings.get(phase.value, 0) + end - start
+        return timings
+
+    @property
     def generation_attempts(self) -> int:
         """Engine calls made by the post stage (generation and post-remedies)."""
-        return sum(1 for a in self.attempts if a.phase is Phase.POST)
+        return [a.phase for a in self.attempts].count(Phase.POST)
 
     @property
     def pre_remedies(self) -> int:
         """Engine calls made by the pre stage (input repairs)."""
-        return sum(1 for a in self.attempts if a.phase is Phase.PRE)
+        return [a.phase for a in self.attempts].count(Phase.PRE)
 
     @property
     def post_remedies(self) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random as _random
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .backoff import backoff_delay
 from .config import ContractConfig, Policy, strictest
@@ -71,8 +71,8 @@ class _Failed(Exception):
 class _Record:
     """Mutable per-call bookkeeping; becomes the immutable ``Outcome``."""
 
-    __slots__ = ("attempts", "clock", "delays", "mark", "phase", "preflight", "timings", "trials",
-                 "usage", "violations")
+    __slots__ = ("attempts", "clock", "delays", "marks", "preflight", "trials", "usage",
+                 "violations")
 
     def __init__(self, clock: Callable[[], int]) -> None:
         self.clock = clock
@@ -81,18 +81,12 @@ class _Record:
         self.trials: list[tuple[str, bool]] = []
         self.delays: list[float] = []
         self.usage: dict[str, int] = {}
-        self.timings: dict[str, int] = {}
         self.preflight: PreflightResult | None = None
-        self.phase: Phase | None = Phase.INPUT
-        self.mark = clock()
+        self.marks: list[tuple[Phase | None, int]] = [(Phase.INPUT, clock())]
 
     def enter(self, phase: Phase | None) -> None:
-        """Close the running phase's timer and start ``phase``'s (``None``: stop)."""
-        now = self.clock()
-        if self.phase is not None:
-            key = self.phase.value
-            self.timings[key] = self.timings.get(key, 0) + now - self.mark
-        self.phase, self.mark = phase, now
+        """Start timing ``phase`` (``None``: the call is over)."""
+        self.marks.append((phase, self.clock()))
 
     def fail(self, violations: tuple[Violation, ...]) -> None:
         """Record violations; a quick_enforce one ends the call at once (spec §2.2)."""
@@ -104,7 +98,7 @@ class _Record:
                 policy: Policy, exception: ContractViolationError | None = None) -> Outcome:
         return Outcome(success, result, original, used, policy, tuple(self.violations),
                        tuple(self.attempts), tuple(self.trials), tuple(self.delays),
-                       dict(self.usage), self.timings, self.preflight, exception)
+                       self.usage, self.marks, self.preflight, exception)
 
 
 def _hook_violation(kind: ViolationKind, phase: Phase, attempt: int, policy: Policy,
@@ -133,8 +127,13 @@ def run_call(
         except Exception as error:
             rec.fail((_hook_violation(ViolationKind.TYPE, Phase.INPUT, 0, policy, error),))
             raise _Failed(policy) from None
-        rec.enter(Phase.PRE)
-        accepted = yield from _stage(Phase.PRE, original, config, hooks, rec, random)
+        rec.enter(Phase.PRE)  # §3.2: candidate 0 is the caller's input
+        accepted = original
+        first = evaluate(hooks.pre_conditions, original, None, Phase.PRE, 0, policy, rec.trials)
+        if first:
+            rec.fail(first)
+            accepted = yield from _repair(Phase.PRE, original, [first], config, hooks, rec,
+                                          random)
         rec.enter(Phase.ACT)
         used = accepted
         if hooks.act is not None:  # §3.3
@@ -151,8 +150,8 @@ def run_call(
                 rec.fail((Violation(ViolationKind.UNSATISFIABLE, Phase.PREFLIGHT, message, 0,
                                     policy),))
                 raise _Failed(policy)
-        rec.enter(Phase.POST)
-        result = yield from _stage(Phase.POST, used, config, hooks, rec, random)
+        rec.enter(Phase.POST)  # §3.5: every candidate comes from the engine
+        result = yield from _repair(Phase.POST, used, [], config, hooks, rec, random)
     except _Failed as failed:
         return _fall_back(raw_input, original, failed.policy, config, hooks, rec)
     rec.enter(Phase.FORWARD)
@@ -172,28 +171,22 @@ def _preflight(check: Callable[[object], PreflightResult], used: object) -> Pref
     return answer
 
 
-def _stage(phase: Phase, given: object, config: ContractConfig, hooks: Hooks, rec: _Record,
-           random: Callable[[], float]) -> Generator[Effect, object, object]:
+def _repair(phase: Phase, subject: object, history: list[tuple[Violation, ...]],
+            config: ContractConfig, hooks: Hooks, rec: _Record,
+            random: Callable[[], float]) -> Generator[Effect, object, object]:
     """The bounded repair loop shared by PRE and POST (spec §4).
 
-    PRE checks the caller's input as candidate 0, then asks the engine to repair it
-    (at most ``tries`` calls, only with pre-remedy). POST asks the engine for
-    candidate 1 and repairs it (``tries`` calls with post-remedy, else exactly 1).
-    The first candidate with no violation is the stage's result.
+    ``history`` holds the violations of the candidates checked so far (PRE: the
+    caller's input; POST: none). Each engine call proposes a candidate: PRE a
+    repaired input (``tries`` calls, only with pre-remedy), POST an output
+    (``tries`` calls with post-remedy, else exactly 1). The first candidate with no
+    violation is the stage's result; when the budget is spent the contract fails.
     """
     contract_policy = config.policy
     if phase is Phase.PRE:
-        budget = config.pre_remedy_budget
-        predicates, subject = hooks.pre_conditions, given
-        first = evaluate(predicates, given, None, phase, 0, contract_policy, rec.trials)
-        if not first:
-            return given
-        rec.fail(first)
-        history = [first]
+        budget, predicates = config.pre_remedy_budget, hooks.pre_conditions
     else:
-        budget = config.generation_budget
-        predicates, subject = hooks.post_conditions, given
-        history = []
+        budget, predicates = config.generation_budget, hooks.post_conditions
     previous: object = None
     for call in range(1, budget + 1):
         if call > 1:  # §4.3: sleep before every engine call of a stage but its first
@@ -255,7 +248,7 @@ def _fall_back(raw_input: object, original: object, policy: Policy, config: Cont
         try:
             hooks.on_violation(outcome)
         except Exception as failure:  # a broken handler must not cancel the fallback
-            outcome = replace(outcome, handler_error=f"{type(failure).__name__}: {failure}")
+            outcome = outcome._replace(handler_error=f"{type(failure).__name__}: {failure}")
     error.outcome = outcome
     if policy in (Policy.ENFORCE, Policy.QUICK_ENFORCE):
         raise error
@@ -274,7 +267,7 @@ def _forward(used: object, outcome: Outcome, config: ContractConfig, hooks: Hook
                 hooks.check_result(value)
             except Exception as error:
                 bad = _hook_violation(ViolationKind.TYPE, Phase.RESULT, 0, outcome.policy, error)
-                checked = replace(outcome, violations=(*outcome.violations, bad))
+                checked = outcome._replace(violations=(*outcome.violations, bad))
                 raise ResultTypeError(
                     f"forward returned a value of the wrong type: {bad.message}", checked
                 ) from error

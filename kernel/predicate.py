@@ -17,15 +17,17 @@ from .outcome import Phase, Violation, ViolationKind
 
 @dataclass(frozen=True, slots=True)
 class Predicate:
-    """A named check ``check(value, context)``; ``context`` is the input actually used
-    for post-conditions and ``None`` for pre-conditions. ``policy`` overrides the
+    """A named check ``check(value, context)``, or ``check(value)`` when
+    ``uses_context`` is false; ``context`` is the input actually used for
+    post-conditions and ``None`` for pre-conditions. ``policy`` overrides the
     contract's policy for this predicate only."""
 
     id: str
-    check: Callable[[object, object], object]
+    check: Callable[..., object]
     message: str
     family: str
     policy: Policy | None = None
+    uses_context: bool = True
 
 
 def evaluate(
@@ -47,28 +49,19 @@ def evaluate(
         policy = predicate.policy or contract_policy
         if policy is Policy.IGNORE:
             continue
-        message = predicate.message
-        error_type: str | None = None
+        family = predicate.family
         try:
-            verdict = predicate.check(value, context)
-            passed = verdict is None or bool(verdict)
+            verdict = predicate.check(value, context) if predicate.uses_context \
+                else predicate.check(value)
+            if verdict is None or verdict:
+                if family not in families:
+                    families[family] = True
+                continue
+            message, error_type = predicate.message, None
         except Exception as error:  # a raising predicate is a failing one (spec §3.2)
-            passed = False
-            message = str(error) or message
-            error_type = type(error).__name__
-        families[predicate.family] = families.get(predicate.family, True) and passed
-        if not passed:
-            failures.append(
-                Violation(
-                    ViolationKind.PREDICATE,
-                    phase,
-                    message,
-                    attempt,
-                    policy,
-                    predicate.id,
-                    predicate.family,
-                    error_type,
-                )
-            )
+            message, error_type = str(error) or predicate.message, type(error).__name__
+        families[family] = False
+        failures.append(Violation(ViolationKind.PREDICATE, phase, message, attempt, policy,
+                                  predicate.id, family, error_type))
     trials.extend(families.items())
     return tuple(failures)

@@ -113,15 +113,18 @@ class SuccessTracker:
 
     def record(self, outcome: Outcome) -> None:
         """Count one call and every family trial it made."""
-        first_try = outcome.success and not outcome.pre_remedies and \
-            outcome.generation_attempts <= 1
+        generations = outcome.generation_attempts
+        first_try = outcome.success and generations == len(outcome.attempts) <= 1
+        families = self._families
         with self._lock:
             self._calls += 1
             self._successes += outcome.success
             self._first_attempt += first_try
-            self._generation_calls += outcome.generation_attempts
+            self._generation_calls += generations
             for family, passed in outcome.trials:
-                counts = self._families.setdefault(family, [0, 0])
+                counts = families.get(family)
+                if counts is None:
+                    counts = families[family] = [0, 0]
                 counts[0] += passed
                 counts[1] += 1
 

@@ -1,0 +1,178 @@
+"""What a contract class declares, read once per class: types, predicates, config.
+
+``describe(cls)`` is shared by the runtime (which builds kernel hooks from it)
+and the z3 verifier (which translates the same predicates), so both always
+talk about the same contract. Annotations are resolved with
+``typing.get_type_hints``, so ``from __future__ import annotations`` works.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .conditions import Condition, Post, Pre, positional_arity, source_expression
+from .kernel import ContractConfig, Policy
+from .models import TypeSpec, type_spec
+
+__all__ = ["ContractDefinitionError", "ContractDescription", "PredicateSource", "describe"]
+
+
+class ContractDefinitionError(TypeError):
+    """A contract class is malformed (missing annotation, bad predicate, …)."""
+
+
+@dataclass(frozen=True, eq=False)
+class PredicateSource:
+    """One predicate as the user wrote it.
+
+    ``fn`` is the user's function: for a method (``is_method``) it is the plain
+    function taking ``self`` first; for a declarative ``Pre``/``Post`` it is the
+    condition's callable. ``takes_input``: a post-condition that also receives
+    the input actually used.
+    """
+
+    id: str
+    family: str
+    message: str
+    fn: Callable[..., object]
+    phase: Literal["pre", "post"]
+    is_method: bool
+    takes_input: bool
+    policy: Policy | None
+
+
+@dataclass(frozen=True, eq=False)
+class ContractDescription:
+    """The static shape of a ``@contract`` class."""
+
+    cls: type
+    name: str  # "module:QualName"
+    config: ContractConfig
+    preflight: bool
+    verbose: bool
+    forward: Callable[..., object]  # the user's undecorated forward
+    input_param: str
+    input: TypeSpec
+    output: TypeSpec
+    act: Callable[..., object] | None
+    act_input: TypeSpec | None
+    act_output: TypeSpec | None
+    pre: tuple[PredicateSource, ...]
+    post: tuple[PredicateSource, ...]
+
+    @property
+    def used_input(self) -> TypeSpec:
+        """Type of the input the post stage works on: act's output, else the input."""
+        return self.act_output or self.input
+
+
+def _hints(fn: Callable[..., object], where: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception as error:
+        raise ContractDefinitionError(
+            f"cannot resolve the annotations of {where}: {error}. Make every annotated name "
+            f"importable from the module that defines it.") from error
+
+
+def _first_parameter(fn: Callable[..., object], where: str) -> inspect.Parameter:
+    """The first positional parameter after ``self`` (the contract input)."""
+    parameters = list(inspect.signature(fn).parameters.values())[1:]
+    for parameter in parameters:
+        if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                              inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            return parameter
+    raise ContractDefinitionError(
+        f"{where} needs a first positional parameter after self (the contract input), "
+        f"e.g. `def {getattr(fn, '__name__', 'forward')}(self, input: MyInput) -> MyOutput`")
+
+
+def _annotated_spec(hints: dict[str, Any], key: str, where: str, what: str) -> TypeSpec:
+    if key not in hints:
+        raise ContractDefinitionError(f"{where} must annotate {what}")
+    try:
+        return type_spec(hints[key])
+    except TypeError as error:
+        raise ContractDefinitionError(f"{where}: {what} {error}") from error
+
+
+def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
+             verbose: bool = False, forward: Callable[..., object] | None = None
+             ) -> ContractDescription:
+    """Read a contract class. Raises ``ContractDefinitionError`` naming what to fix."""
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    forward = forward or getattr(cls, "forward", None)
+    if not callable(forward):
+        raise ContractDefinitionError(f"{name} must define forward(self, input, **kwargs)")
+    where = f"{cls.__qualname__}.forward"
+    hints = _hints(forward, where)
+    first = _first_parameter(forward, where)
+    input_spec = _annotated_spec(hints, first.name, where,
+                                 f"its input parameter {first.name!r} with a type")
+    output_spec = _annotated_spec(hints, "return", where, "its return type (-> YourOutput)")
+
+    act = cls.__dict__.get("act") or getattr(cls, "act", None)
+    act_input = act_output = None
+    if act is not None:
+        act_where = f"{cls.__qualname__}.act"
+        act_hints = _hints(act, act_where)
+        act_first = _first_parameter(act, act_where)
+        act_input = _annotated_spec(act_hints, act_first.name, act_where,
+                                    f"its input parameter {act_first.name!r} with a type")
+        act_output = _annotated_spec(act_hints, "return", act_where,
+                                     "its return type (the input of the generation step)")
+
+    pre = _method_predicates(cls, "pre") + _declared(cls, "pre_conditions", Pre, "pre")
+    post = _method_predicates(cls, "post") + _declared(cls, "post_conditions", Post, "post")
+    return ContractDescription(cls, name, config, preflight, verbose, forward, first.name,
+                               input_spec, output_spec, act, act_input, act_output, pre, post)
+
+
+def _method_predicates(cls: type, phase: Literal["pre", "post"]) -> tuple[PredicateSource, ...]:
+    fn = getattr(cls, phase, None)
+    if fn is None:
+        return ()
+    if isinstance(inspect.getattr_static(cls, phase), (staticmethod, classmethod, property)):
+        raise ContractDefinitionError(
+            f"{cls.__qualname__}.{phase} must be a plain method: def {phase}(self, value)")
+    arity = positional_arity(fn)
+    if arity < 2:
+        raise ContractDefinitionError(
+            f"{cls.__qualname__}.{phase} must take the value to check: "
+            f"def {phase}(self, value{', input' if phase == 'post' else ''})")
+    takes_input = phase == "post" and arity >= 3
+    doc = (inspect.getdoc(fn) or "").strip().splitlines()
+    message = source_expression(fn) or (doc[0] if doc else "") or \
+        f"{cls.__qualname__}.{phase} rejected the value"
+    return (PredicateSource(phase, phase, message, fn, phase, True, takes_input, None),)
+
+
+def _declared(cls: type, attribute: str, kind: type[Condition],
+              phase: Literal["pre", "post"]) -> tuple[PredicateSource, ...]:
+    declared = getattr(cls, attribute, ())
+    if isinstance(declared, Condition) or not isinstance(declared, (list, tuple)):
+        raise ContractDefinitionError(
+            f"{cls.__qualname__}.{attribute} must be a list of {kind.__name__}(...) conditions")
+    sources = []
+    seen: set[str] = set()
+    for index, condition in enumerate(declared):
+        if not isinstance(condition, kind):
+            raise ContractDefinitionError(
+                f"{cls.__qualname__}.{attribute}[{index}] must be {kind.__name__}(fn, message), "
+                f"got {condition!r}")
+        pid = condition.id or f"{attribute}[{index}]"
+        if pid in seen or pid in ("pre", "post"):
+            raise ContractDefinitionError(f"{cls.__qualname__}: duplicate predicate id {pid!r}")
+        seen.add(pid)
+        arity = positional_arity(condition.fn)
+        if arity < 1:
+            raise ContractDefinitionError(
+                f"{cls.__qualname__}.{attribute}[{index}]: the function must take the value")
+        sources.append(PredicateSource(
+            pid, condition.family or pid, condition.describe(), condition.fn, phase, False,
+            phase == "post" and arity >= 2, condition.effective_policy))
+    return tuple(sources)

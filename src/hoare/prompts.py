@@ -1,0 +1,88 @@
+"""Chat messages for generation and repair attempts.
+
+A corrective prompt is built from scratch for every attempt: the contract's
+prompt, the output schema, the input, the *latest* invalid answer and the
+errors to fix (the latest attempt's, or all attempts' with
+``accumulate_errors``). Nothing else is carried over, so its size does not grow
+with the attempt number beyond the accumulated error messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .engines.base import Message, Response
+from .kernel import Phase, Violation, ViolationKind
+from .models import TypeSpec
+
+__all__ = ["render_messages", "system_text"]
+
+# Violations the model can act on. An engine failure ("error") says nothing about the
+# previous answer, so it is not shown to the model.
+_SHOWN = (ViolationKind.TYPE, ViolationKind.PREDICATE)
+
+
+def system_text(prompt: str, target: TypeSpec, task: str) -> str:
+    """The system message of a stage (cached per contract by the caller)."""
+    if task == "repair_input":
+        goal = (
+            "The input below violates the contract's pre-conditions. Repair the INPUT: "
+            "change as little as possible so that every listed problem is fixed."
+        )
+        schema_intro = f"Answer with one JSON value that conforms to this input schema " \
+                       f"({target.name}):"
+    else:
+        goal = "Produce the output for the input below."
+        schema_intro = f"Answer with one JSON value that conforms to this output schema " \
+                       f"({target.name}):"
+    return (
+        f"{prompt.strip()}\n\n{goal}\n{schema_intro}\n{target.schema_json}\n"
+        "Reply with the JSON only, no prose and no markdown fence."
+    )
+
+
+def _previous_text(previous: object) -> str | None:
+    if isinstance(previous, Response):
+        return previous.text
+    return None
+
+
+def _errors_block(feedback: Iterable[Violation], accumulated: bool) -> str:
+    shown = [v for v in feedback if v.kind in _SHOWN]
+    if not shown:
+        return ""
+    if not accumulated:
+        return "\n".join(f"- {v.message}" for v in shown)
+    lines: list[str] = []
+    current = None
+    for violation in shown:
+        if violation.attempt != current:
+            current = violation.attempt
+            label = "the original input" if current == 0 else f"attempt {current}"
+            lines.append(f"Problems with {label}:")
+        lines.append(f"- {violation.message}")
+    return "\n".join(lines)
+
+
+def render_messages(system: str, phase: Phase, input_json: str, input_name: str,
+                    feedback: tuple[Violation, ...], previous: object,
+                    accumulated: bool) -> tuple[Message, ...]:
+    """The messages of one attempt (see the module docstring for what goes in)."""
+    errors = _errors_block(feedback, accumulated)
+    if phase is Phase.PRE:
+        body = f"Input to repair ({input_name}):\n{input_json}"
+        previous_text = _previous_text(previous)
+        if previous_text is not None:
+            body += f"\n\nYour previous repair attempt:\n{previous_text}"
+        if errors:
+            body += f"\n\nProblems to fix:\n{errors}"
+        return Message("system", system), Message("user", body)
+    body = f"Input ({input_name}):\n{input_json}"
+    previous_text = _previous_text(previous)
+    if errors and previous_text is not None:
+        body += (f"\n\nYour previous answer was rejected:\n{previous_text}\n\n"
+                 f"Problems to fix:\n{errors}\n\n"
+                 "Return a corrected JSON answer that fixes every problem above.")
+    elif errors:
+        body += f"\n\nAvoid these problems:\n{errors}"
+    return Message("system", system), Message("user", body)
