@@ -446,7 +446,20 @@ def _finish(runtime: _Runtime, state: contextvars.ContextVar[Outcome | None],
         _log_outcome(runtime, outcome)
 
 
-def _wrap_forward(cls: type) -> Callable[..., Any]:
+def _user_forward(cls: type) -> Callable[..., Any]:
+    """The user's own forward: defined on ``cls`` or inherited (a subclass of a
+    contract may re-decorate it with another configuration)."""
+    for klass in cls.__mro__:
+        if klass is Contract:
+            break
+        candidate = klass.__dict__.get("forward")
+        if candidate is not None:
+            return getattr(candidate, "__hoare_original__", candidate)  # type: ignore[no-any-return]
+    raise ContractDefinitionError(
+        f"{cls.__qualname__} must define forward(self, input, **kwargs) -> Output")
+
+
+def _wrap_forward(cls: type, original: Callable[..., Any]) -> Callable[..., Any]:
     def forward(self: Contract, *args: Any, **kwargs: Any) -> Any:
         runtime = _runtime_of(self)
         raw, rest = _bind(runtime.description, args, kwargs)
@@ -466,11 +479,11 @@ def _wrap_forward(cls: type) -> Callable[..., Any]:
         _finish(runtime, state, outcome)
         return value
 
-    original = cls.__dict__["forward"]
     forward.__name__ = "forward"
     forward.__qualname__ = f"{cls.__qualname__}.forward"
     forward.__doc__ = original.__doc__
     forward.__wrapped__ = original  # type: ignore[attr-defined]
+    forward.__hoare_original__ = original  # type: ignore[attr-defined]
     return forward
 
 
@@ -510,10 +523,7 @@ def contract(
         if not (isinstance(target, type) and issubclass(target, Contract)):
             raise ContractDefinitionError(
                 f"@contract decorates a subclass of hoare.Contract, got {target!r}")
-        if "forward" not in target.__dict__:
-            raise ContractDefinitionError(
-                f"{target.__qualname__} must define forward(self, input, **kwargs) -> Output")
-        original = target.__dict__["forward"]
+        original = _user_forward(target)
         if inspect.iscoroutinefunction(original):
             raise ContractDefinitionError(
                 f"{target.__qualname__}.forward must be a plain def; call `await "
@@ -522,7 +532,7 @@ def contract(
                                forward=original)
         target.__hoare__ = description
         target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options())
-        target.forward = _wrap_forward(target)
+        target.forward = _wrap_forward(target, original)
         if verbose and not logger.hasHandlers():  # verbose asks to see the log: show it
             logger.addHandler(logging.StreamHandler())
             logger.setLevel(logging.INFO)
