@@ -1,4 +1,10 @@
-"""Engines: the generation step C of {P} C {Q}."""
+"""Engines: the generation step C of {P} C {Q}.
+
+``OpenAIEngine`` talks to any OpenAI-compatible server, ``FunctionEngine`` wraps a
+function; ``CachedEngine`` records and replays answers, ``BudgetedEngine`` caps
+spending. Transport failures are retried inside an engine (``TransportRetry``)
+and surface as ``TransportError`` subclasses of ``EngineError``.
+"""
 
 from .base import (
     BudgetExceeded,
@@ -11,9 +17,25 @@ from .base import (
     Response,
     Usage,
 )
+from .budget import Budget, BudgetedEngine, MissingPrice, Price, Spend
+from .cache import CacheConflict, CachedEngine, CacheFileError, CacheMode
 from .function import FunctionEngine
+from .openai_engine import EngineConfigError, OpenAIEngine
+from .transport import (
+    ConnectionFailed,
+    EngineTimeout,
+    Failure,
+    RateLimited,
+    RequestRejected,
+    ServerError,
+    TransportError,
+    TransportRetry,
+)
 
 __all__ = [
-    "BudgetExceeded", "CacheMiss", "Engine", "EngineError", "FunctionEngine", "Message",
-    "Options", "Request", "Response", "Usage",
+    "Budget", "BudgetExceeded", "BudgetedEngine", "CacheConflict", "CacheFileError",
+    "CacheMiss", "CacheMode", "CachedEngine", "ConnectionFailed", "Engine", "EngineConfigError",
+    "EngineError", "EngineTimeout", "Failure", "FunctionEngine", "Message", "MissingPrice",
+    "OpenAIEngine", "Options", "Price", "RateLimited", "Request", "RequestRejected", "Response",
+    "ServerError", "Spend", "TransportError", "TransportRetry", "Usage",
 ]

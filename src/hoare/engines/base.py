@@ -124,6 +124,9 @@ class Response:
     finish_reasons: tuple[str | None, ...] = ()
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    cached: bool = False
+    """True when a ``CachedEngine`` replayed this answer instead of asking its engine
+    (``usage`` is then what the recorded call cost)."""
 
     @property
     def text(self) -> str:

@@ -1,0 +1,368 @@
+"""``OpenAIEngine``: chat completions from any OpenAI-compatible server.
+
+Built on the official ``openai`` client (sync and async) with the client's own
+retries switched off: resending is ``TransportRetry``'s job, so there is one
+place that decides and one error that explains (see ``transport.py``). Works
+with OpenAI, vLLM, llama.cpp, Ollama and the like through ``base_url``.
+
+Structured output. When a request carries a JSON schema, the engine asks the
+server to enforce it with ``response_format={"type": "json_schema", ...}``.
+Many local servers do not support that, so in ``structured="auto"`` mode a
+rejection (HTTP 400/404/422 naming ``response_format``/``json_schema``) steps
+down to ``json_object`` and then to plain text (the contract's prompt already
+asks for JSON and shows the schema), and the engine remembers the step for
+the rest of its life so each later call costs one request, not three.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import re
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import openai
+
+from .base import EngineError, Options, Request, Response, Usage
+from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
+
+log = logging.getLogger("hoare.engines.openai")
+
+Structured = Literal["auto", "json_schema", "json_object", "text"]
+Format = Literal["json_schema", "json_object", "text"]
+
+PLACEHOLDER_API_KEY = "sk-no-key-required"
+"""Sent to a server given by ``base_url`` when no key is configured: local servers
+(vLLM, llama.cpp, Ollama) ignore it, and the ``openai`` client insists on one."""
+
+_STEP_DOWN: dict[Format, Format] = {"json_schema": "json_object", "json_object": "text"}
+_FORMAT_WORDS = ("response_format", "response format", "json_schema", "json schema",
+                 "json_object", "structured output", "guided_json", "grammar")
+_STRICT_UNSUPPORTED = frozenset({
+    "default", "minLength", "maxLength", "minProperties", "maxProperties", "patternProperties",
+    "unevaluatedProperties", "propertyNames", "if", "then", "else", "not", "allOf", "oneOf",
+    "dependentRequired", "dependentSchemas", "contains", "minContains", "maxContains",
+    "uniqueItems", "const",
+})
+
+
+class EngineConfigError(EngineError, ValueError):
+    """The engine cannot be set up as asked (no model, no key); raised at construction."""
+
+
+def schema_name(name: str) -> str:
+    """``name`` made acceptable to ``json_schema.name``: ``[a-zA-Z0-9_-]{1,64}``."""
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_")[:64]
+    return cleaned or "output"
+
+
+def is_strict_compatible(schema: Mapping[str, Any]) -> bool:
+    """Whether OpenAI's ``strict`` structured outputs accept ``schema`` unchanged: the root
+    is an object, every object lists all its properties as required and forbids
+    additional ones, and no keyword outside the strict subset appears. Conservative:
+    ``False`` only costs enforcement strength, a wrong ``True`` costs a 400."""
+    if schema.get("type") != "object":
+        return False
+
+    def ok(node: object) -> bool:
+        if isinstance(node, list):
+            return all(ok(item) for item in node)
+        if not isinstance(node, Mapping):
+            return True
+        if _STRICT_UNSUPPORTED.intersection(node):
+            return False
+        if node.get("type") == "object" or "properties" in node:
+            properties = node.get("properties", {})
+            if node.get("additionalProperties") is not False:
+                return False
+            if set(node.get("required", ())) != set(properties):
+                return False
+        for key, value in node.items():
+            if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+                if not all(ok(sub) for sub in value.values()):
+                    return False
+            elif key not in ("enum", "required") and not ok(value):
+                return False
+        return True
+
+    return ok(schema)
+
+
+def response_format(request: Request, fmt: Format) -> dict[str, Any] | None:
+    """The ``response_format`` payload for ``request`` under ``fmt`` (``None``: send none)."""
+    if request.schema is None or fmt == "text":
+        return None
+    if fmt == "json_object":
+        return {"type": "json_object"}
+    schema = dict(request.schema)
+    return {"type": "json_schema", "json_schema": {
+        "name": schema_name(request.schema_name), "schema": schema,
+        "strict": is_strict_compatible(schema)}}
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, Mapping):
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+        return str(dict(body))
+    if isinstance(body, str) and body:
+        return body
+    return error.message
+
+
+def classify_openai_error(error: BaseException) -> Failure | None:
+    """The ``TransportRetry`` classification of the ``openai`` client's exceptions."""
+    if isinstance(error, openai.APITimeoutError):
+        return Failure("timeout", "request timed out (client-side timeout)")
+    if isinstance(error, openai.APIConnectionError):
+        cause = error.__cause__ or error.__context__
+        detail = f": {cause}" if cause is not None else ""
+        return Failure("connection", f"{error.message.rstrip('.')}{detail}")
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        message = _server_message(error)
+        if status == 429:
+            return Failure("rate_limit", message, status, parse_retry_after(error.response.headers))
+        if status >= 500:
+            return Failure("server", message, status, parse_retry_after(error.response.headers))
+        if status == 408:
+            return Failure("timeout", message, status)
+        return Failure("rejected", message, status)
+    return None
+
+
+def _is_format_rejection(error: RequestRejected) -> bool:
+    text = error.server_message.lower()
+    return error.status in (400, 404, 415, 422) and any(word in text for word in _FORMAT_WORDS)
+
+
+def _is_max_tokens_rejection(error: RequestRejected) -> bool:
+    text = error.server_message
+    return error.status == 400 and "max_tokens" in text and "max_completion_tokens" in text
+
+
+def _merge(default: Options, given: Options) -> Options:
+    """``given`` over ``default``, field by field (``None``/``n=1`` mean "not set")."""
+    return Options(
+        model=given.model if given.model is not None else default.model,
+        temperature=given.temperature if given.temperature is not None else default.temperature,
+        max_tokens=given.max_tokens if given.max_tokens is not None else default.max_tokens,
+        n=given.n if given.n != 1 else default.n,
+        seed=given.seed if given.seed is not None else default.seed,
+        timeout=given.timeout if given.timeout is not None else default.timeout,
+    )
+
+
+class OpenAIEngine:
+    """An engine on an OpenAI-compatible chat-completions endpoint.
+
+    ``model`` defaults to ``default_options.model``, then ``$HOARE_MODEL``; ``base_url``
+    to ``$OPENAI_BASE_URL`` (else OpenAI's); ``api_key`` to ``$OPENAI_API_KEY`` (else,
+    when a ``base_url`` is set, a placeholder, since local servers need none).
+    ``structured`` chooses how a request's JSON schema is sent: ``"json_schema"``,
+    ``"json_object"``, ``"text"`` (not at all), or ``"auto"`` (``json_schema``,
+    stepping down when the server rejects it). Prebuilt ``client``/``async_client``
+    may be passed (their own retries are turned off). ``Options`` set on a request
+    override ``default_options``.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        structured: Structured = "auto",
+        transport: TransportRetry | None = None,
+        client: openai.OpenAI | None = None,
+        async_client: openai.AsyncOpenAI | None = None,
+        default_options: Options | None = None,
+    ) -> None:
+        if structured not in ("auto", "json_schema", "json_object", "text"):
+            raise EngineConfigError(f"OpenAIEngine(structured={structured!r}): expected 'auto', "
+                                    "'json_schema', 'json_object' or 'text'")
+        self.default_options = default_options or Options()
+        resolved = model or self.default_options.model or os.environ.get("HOARE_MODEL")
+        if not resolved:
+            raise EngineConfigError(
+                "OpenAIEngine has no model: pass OpenAIEngine(model='...'), set "
+                "default_options=Options(model='...'), or set the HOARE_MODEL environment "
+                "variable (with OPENAI_API_KEY, and OPENAI_BASE_URL for a non-OpenAI server).")
+        self.model: str = resolved
+        self.structured: Structured = structured
+        self.transport = transport or TransportRetry()
+        self._format: Format = "json_schema" if structured == "auto" else structured
+        self._token_param = "max_tokens"
+        self._lock = threading.Lock()
+
+        if client is not None or async_client is not None:
+            known = client if client is not None else async_client
+            assert known is not None
+            self.base_url = str(known.base_url)
+            self._api_key = known.api_key
+        else:
+            url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+            key = api_key or os.environ.get("OPENAI_API_KEY") or None
+            if key is None:
+                if url is None:
+                    raise EngineConfigError(
+                        "OpenAIEngine has no API key: pass api_key='...' or set OPENAI_API_KEY; "
+                        "for a local OpenAI-compatible server (vLLM, llama.cpp, Ollama) pass "
+                        "base_url='http://host:port/v1' or set OPENAI_BASE_URL, and no key is "
+                        "needed.")
+                key = PLACEHOLDER_API_KEY
+            self.base_url = url or "https://api.openai.com/v1"
+            self._api_key = key
+        self._client = client.with_options(max_retries=0) if client is not None else None
+        self._shared_async = (async_client.with_options(max_retries=0)
+                              if async_client is not None else None)
+        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                       openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary())
+
+    def __repr__(self) -> str:  # never shows the key
+        return (f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, "
+                f"structured={self.structured!r}, format_in_use={self._format!r})")
+
+    @property
+    def format_in_use(self) -> Format:
+        """How schemas are currently sent (after any remembered step-down)."""
+        return self._format
+
+    # -- clients ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> openai.OpenAI:
+        """The synchronous client (built on first use)."""
+        with self._lock:
+            if self._client is None:
+                self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url,
+                                             max_retries=0)
+            return self._client
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        """An async client for the running event loop: an async HTTP pool belongs to
+        the loop that opened it, so each loop gets its own unless one was given."""
+        if self._shared_async is not None:
+            return self._shared_async
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            found = self._async_clients.get(loop)
+            if found is None:
+                found = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url,
+                                           max_retries=0)
+                self._async_clients[loop] = found
+            return found
+
+    def close(self) -> None:
+        """Close the synchronous client's connections (they are otherwise closed when the
+        engine is garbage-collected)."""
+        if self._client is not None:
+            self._client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client of the running event loop (call before the loop ends)."""
+        with self._lock:
+            client = self._async_clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    # -- requests -----------------------------------------------------------------------
+
+    def params(self, request: Request, fmt: Format | None = None) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request``."""
+        options = _merge(self.default_options, request.options)
+        params: dict[str, Any] = {
+            "model": options.model or self.model,
+            "messages": [m.as_dict() for m in request.messages],
+        }
+        if options.temperature is not None:
+            params["temperature"] = options.temperature
+        if options.max_tokens is not None:
+            params[self._token_param] = options.max_tokens
+        if options.n != 1:
+            params["n"] = options.n
+        if options.seed is not None:
+            params["seed"] = options.seed
+        if options.timeout is not None:
+            params["timeout"] = options.timeout
+        payload = response_format(request, fmt or self._format)
+        if payload is not None:
+            params["response_format"] = payload
+        return params
+
+    def _where(self, params: Mapping[str, Any]) -> str:
+        return f"{params['model']} at {self.base_url}"
+
+    def _adapt(self, error: RequestRejected, fmt: Format) -> bool:
+        """After a rejection, change what we send if that can help; remember it."""
+        with self._lock:
+            if (self.structured == "auto" and fmt in _STEP_DOWN and _is_format_rejection(error)):
+                if self._format == fmt:
+                    self._format = _STEP_DOWN[fmt]
+                    log.warning("%s rejected response_format %r (%s); using %r from now on",
+                                self.base_url, fmt, error.server_message[:200], self._format)
+                return True
+            if self._token_param == "max_tokens" and _is_max_tokens_rejection(error):
+                self._token_param = "max_completion_tokens"
+                log.warning("%s wants max_completion_tokens instead of max_tokens; switching",
+                            self.base_url)
+                return True
+        return False
+
+    def complete(self, request: Request) -> Response:
+        for _ in range(4):  # at most: two format step-downs and one token-parameter switch
+            fmt = self._format
+            params = self.params(request, fmt)
+            client = self.client
+            try:
+                completion = self.transport.call(
+                    functools.partial(client.chat.completions.create, **params),
+                    classify_openai_error, where=self._where(params))
+            except RequestRejected as error:
+                if self._adapt(error, fmt):
+                    continue
+                raise
+            return self._response(completion, params)
+        raise EngineError(f"{self._where(params)}: the server kept rejecting the request")
+
+    async def acomplete(self, request: Request) -> Response:
+        for _ in range(4):
+            fmt = self._format
+            params = self.params(request, fmt)
+            client = self._async_client()
+            try:
+                completion = await self.transport.acall(
+                    functools.partial(client.chat.completions.create, **params),
+                    classify_openai_error, where=self._where(params))
+            except RequestRejected as error:
+                if self._adapt(error, fmt):
+                    continue
+                raise
+            return self._response(completion, params)
+        raise EngineError(f"{self._where(params)}: the server kept rejecting the request")
+
+    def _response(self, completion: Any, params: Mapping[str, Any]) -> Response:
+        choices = sorted(completion.choices or (), key=lambda c: c.index or 0)
+        if not choices:
+            raise EngineError(f"{self._where(params)} answered with no choices: "
+                              f"{str(completion)[:300]}")
+        texts = tuple((c.message.content if c.message is not None else None) or ""
+                      for c in choices)
+        reasons = tuple(c.finish_reason for c in choices)
+        usage = completion.usage
+        return Response(
+            texts=texts,
+            finish_reasons=reasons,
+            usage=Usage(requests=1,
+                        input_tokens=(usage.prompt_tokens or 0) if usage else 0,
+                        output_tokens=(usage.completion_tokens or 0) if usage else 0),
+            model=completion.model or str(params["model"]),
+        )

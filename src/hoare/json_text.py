@@ -1,0 +1,127 @@
+"""Find the JSON document in an LLM's answer.
+
+Models wrap JSON in markdown fences or surround it with prose; costing a
+remedy call for that (as SymbolicAI does) is waste. ``extract_json`` returns
+the text most likely meant as the JSON document and leaves judging it to the
+caller's parser: malformed or truncated JSON comes back as is, so the parser's
+error (and the corrective prompt built from it) is about the model's actual
+JSON, not about the prose around it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_JSON_LABELS = frozenset({"json", "jsonc", "json5", "javascript", "js"})
+_DECODER = json.JSONDecoder()
+_MAX_CANDIDATES = 32
+_CLOSER = {"{": "}", "[": "]"}
+
+
+def extract_json(text: str) -> str:
+    """The JSON document in ``text``: the whole text when it already is one (checked by
+    its first and last characters only, so the common case costs almost nothing),
+    else the contents of the first markdown fence that holds JSON, else the first
+    ``{…}``/``[…]`` in the prose that parses, else the first balanced one (brace
+    matching that skips strings), else the stripped text. Never raises."""
+    if not isinstance(text, str):
+        return ""
+    stripped = text.strip()
+    if not stripped:
+        return ""
+    first, last = stripped[0], stripped[-1]
+    if first in _CLOSER and last == _CLOSER[first]:
+        return stripped
+    if "```" in stripped:
+        fenced = _from_fences(stripped)
+        if fenced is not None:
+            return fenced
+    return _from_prose(stripped)
+
+
+def _from_fences(text: str) -> str | None:
+    """The first fence labelled as JSON, else the first fence whose body holds JSON."""
+    fences = [(m.group(1).lower(), m.group(2).strip(), m.start(2)) for m in _FENCE.finditer(text)]
+    labelled = [(body, at) for label, body, at in fences if label in _JSON_LABELS and body]
+    others = [(body, at) for label, body, at in fences
+              if label not in _JSON_LABELS and _find_start(body) is not None]
+    for body, at in labelled + others:
+        start = _find_start(text, at)
+        if start is not None:  # parse from the fence on: a string may contain ```
+            try:
+                _, end = _DECODER.raw_decode(text, start)
+            except ValueError:
+                pass
+            else:
+                if start - at <= len(body):
+                    return text[start:end]
+        return _inner(body)
+    return None
+
+
+def _inner(body: str) -> str:
+    """A fence body, trimmed to its JSON if prose or comments surround it."""
+    if body[:1] in _CLOSER and body[-1:] == _CLOSER[body[0]]:
+        return body
+    return _from_prose(body)
+
+
+def _find_start(text: str, start: int = 0) -> int | None:
+    positions = [p for p in (text.find("{", start), text.find("[", start)) if p != -1]
+    return min(positions) if positions else None
+
+
+def _from_prose(text: str) -> str:
+    """The longest ``{…}``/``[…]`` in ``text`` that parses as JSON (so a stray ``[1]``
+    in the prose does not win over the object), else the first balanced bracket span,
+    else everything from the first opening bracket (truncated JSON)."""
+    first_start = _find_start(text)
+    if first_start is None:
+        return text
+    best: tuple[int, int] | None = None
+    position: int | None = first_start
+    tried = 0
+    while position is not None and tried < _MAX_CANDIDATES:
+        tried += 1
+        try:
+            _, end = _DECODER.raw_decode(text, position)
+        except ValueError:
+            position = _find_start(text, position + 1)
+            continue
+        if best is None or end - position > best[1] - best[0]:
+            best = (position, end)
+        position = _find_start(text, end)
+    if best is not None:
+        return text[best[0]:best[1]]
+    closing = _balanced_end(text, first_start)
+    if closing is not None:
+        return text[first_start:closing]
+    return text[first_start:].strip()
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """The index just past the bracket closing ``text[start]``, skipping over JSON
+    string literals (with escapes), or ``None`` if it never closes."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None

@@ -1,0 +1,294 @@
+"""A real OpenAI-compatible HTTP server for offline tests.
+
+``OpenAIServer`` listens on 127.0.0.1 (a free port), answers
+``POST /v1/chat/completions`` (and ``/chat/completions``) from a script, and
+records every request it receives, so tests drive the real ``openai`` client
+over real HTTP: status codes, headers, timeouts and all.
+
+Script items, consumed one per request in order:
+
+* ``str``: a completion with that text (one choice);
+* ``list``/``tuple`` of ``str``: one choice per text (for ``n > 1``);
+* ``dict``: a JSON body sent with status 200, as is;
+* ``Reply(status, body, headers, delay)``, or a ``(status, headers, body)`` tuple
+  whose body is a dict, a str or ``None``;
+* a callable ``fn(body: dict) -> item``, for answers that depend on the request.
+
+When the script runs out the server answers ``default`` if given, else HTTP 500
+"script exhausted" (a test that sends too much fails loudly).
+
+``reject_response_format=True`` (or a set of types such as ``{"json_schema"}``)
+answers 400 to requests carrying such a ``response_format``, like servers
+without structured output; those requests are recorded but consume no script
+item.
+
+Usage::
+
+    from openai_server import OpenAIServer, completion, error
+
+    def test_something():
+        with OpenAIServer(['{"x": 1}', error(429, "slow down", retry_after=0)]) as server:
+            engine = server.engine()          # an OpenAIEngine on this server, no real waits
+            ...
+            assert server.bodies[0]["messages"][0]["role"] == "system"
+
+or with the ``openai_server`` fixture (import it into the test module)::
+
+    from openai_server import openai_server  # noqa: F401
+
+    def test_other(openai_server):
+        openai_server.push('{"x": 1}')
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from hoare.engines import OpenAIEngine, Options, TransportRetry
+
+MODEL = "test-model"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted HTTP answer."""
+
+    status: int = 200
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the server received (header names lower-cased)."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def completion(*texts: str, finish_reason: str = "stop", model: str = MODEL,
+               prompt_tokens: int | None = None, completion_tokens: int | None = None,
+               delay: float = 0.0) -> Reply:
+    """A 200 chat completion with one choice per text. Token counts default to word
+    counts (prompt: filled in from the request when ``None``)."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": i, "message": {"role": "assistant", "content": text},
+             "finish_reason": finish_reason}
+            for i, text in enumerate(texts)
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": (completion_tokens if completion_tokens is not None
+                                  else sum(_words(t) for t in texts)),
+        },
+    }
+    return Reply(200, body, {}, delay)
+
+
+def error(status: int, message: str, *, retry_after: float | None = None,
+          retry_after_ms: float | None = None, headers: Mapping[str, str] | None = None,
+          delay: float = 0.0, type: str = "error") -> Reply:
+    """An OpenAI-style error body with ``status`` (and optional retry headers)."""
+    all_headers = dict(headers or {})
+    if retry_after is not None:
+        all_headers["retry-after"] = str(retry_after)
+    if retry_after_ms is not None:
+        all_headers["retry-after-ms"] = str(retry_after_ms)
+    body = {"error": {"message": message, "type": type, "param": None, "code": None}}
+    return Reply(status, body, all_headers, delay)
+
+
+def _as_reply(item: Any, body: dict[str, Any]) -> Reply:
+    if callable(item) and not isinstance(item, Reply):
+        item = item(body)
+    if isinstance(item, Reply):
+        reply = item
+    elif isinstance(item, str):
+        reply = completion(item)
+    elif isinstance(item, list | tuple) and len(item) == 3 and isinstance(item[0], int):
+        status, headers, payload = item
+        reply = Reply(status, payload, headers or {})
+    elif isinstance(item, list | tuple):
+        reply = completion(*item)
+    elif isinstance(item, dict):
+        reply = Reply(200, item)
+    else:
+        raise TypeError(f"unusable script item {item!r}")
+    if (reply.status == 200 and isinstance(reply.body, dict)
+            and isinstance(reply.body.get("usage"), dict)
+            and reply.body["usage"].get("prompt_tokens") is None):
+        prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages", ()))
+        usage = dict(reply.body["usage"], prompt_tokens=prompt)
+        reply = Reply(reply.status, dict(reply.body, usage=usage), reply.headers, reply.delay)
+    return reply
+
+
+class OpenAIServer:
+    """A scripted OpenAI-compatible server on 127.0.0.1; a context manager."""
+
+    def __init__(self, script: Iterable[Any] = (), *, default: Any = None,
+                 reject_response_format: bool | Collection[str] = False) -> None:
+        self.script: list[Any] = list(script)
+        self.default = default
+        if reject_response_format is True:
+            self.rejected_formats: Collection[str] = {"json_schema", "json_object"}
+        else:
+            self.rejected_formats = set(reject_response_format or ())
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- script -------------------------------------------------------------------------
+
+    def push(self, *items: Any) -> None:
+        """Append answers to the script."""
+        with self._lock:
+            self.script.extend(items)
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """The JSON bodies received, in order."""
+        with self._lock:
+            return [r.body for r in self.received]
+
+    @property
+    def remaining(self) -> int:
+        """Script items not yet served."""
+        with self._lock:
+            return len(self.script)
+
+    def _next(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.received.append(Received(path, headers, body))
+            fmt = body.get("response_format")
+            if isinstance(fmt, dict) and fmt.get("type") in self.rejected_formats:
+                return error(400, f"response_format type '{fmt.get('type')}' is not supported "
+                                  "by this server", type="invalid_request_error")
+            if self.script:
+                item = self.script.pop(0)
+            elif self.default is not None:
+                item = self.default
+            else:
+                return error(500, "test server script exhausted: the test sent more requests "
+                                  "than it scripted")
+        return _as_reply(item, body)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The base URL to give a client, ``http://127.0.0.1:PORT/v1``."""
+        if self._httpd is None:
+            raise RuntimeError("OpenAIServer is not running: use it as a context manager")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> OpenAIServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                    self._send(error(404, f"no route {self.path}"))
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    self._send(error(400, "body is not JSON"))
+                    return
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                self._send(server._next(self.path, headers, body))
+
+            def _send(self, reply: Reply) -> None:
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.body is None:
+                    data = b""
+                elif isinstance(reply.body, str | bytes):
+                    data = reply.body.encode() if isinstance(reply.body, str) else reply.body
+                else:
+                    data = json.dumps(reply.body).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        httpd.block_on_close = False
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, name="openai-test-server",
+                                         daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- convenience --------------------------------------------------------------------
+
+    def engine(self, *, max_retries: int = 4, sleeps: list[float] | None = None,
+               **kwargs: Any) -> OpenAIEngine:
+        """An ``OpenAIEngine`` on this server whose transport retries never really wait
+        (the waits are appended to ``sleeps`` when given). ``kwargs`` go to the engine."""
+        waits = sleeps if sleeps is not None else []
+
+        async def asleep(seconds: float) -> None:
+            waits.append(seconds)
+
+        kwargs.setdefault("transport", TransportRetry(max_retries=max_retries, sleep=waits.append,
+                                                      asleep=asleep))
+        kwargs.setdefault("api_key", "test-key")
+        kwargs.setdefault("default_options", Options(timeout=10.0))
+        return OpenAIEngine(kwargs.pop("model", MODEL), base_url=self.url, **kwargs)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A running ``OpenAIServer`` with an empty script (``push`` answers onto it)."""
+    with OpenAIServer() as server:
+        yield server
+
+
+ScriptItem = str | list[str] | dict[str, Any] | Reply | Callable[[dict[str, Any]], Any]
