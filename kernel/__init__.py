@@ -7,7 +7,7 @@ model in lean/ mirrors these modules one-to-one.
 
 from .backoff import backoff_delay, base_delay
 from .config import ContractConfig, Policy, RetryPolicy, strictest
-from .effects import Effect, Generate, Reply, Sleep, run_async, run_sync
+from .effects import Effect, FatalEngineError, Generate, Reply, Sleep, run_async, run_sync
 from .outcome import (
     Attempt,
     ContractViolationError,
@@ -24,9 +24,9 @@ from .predicate import Predicate, evaluate
 from .stats import Rate, Stats, SuccessTracker, wilson_interval
 
 __all__ = [
-    "Attempt", "ContractConfig", "ContractViolationError", "Effect", "Generate", "Hooks",
-    "Outcome", "Phase", "Policy", "Predicate", "PreflightResult", "Rate", "Reply",
-    "ResultTypeError", "RetryPolicy", "Sleep", "Stats", "SuccessTracker", "Verdict",
+    "Attempt", "ContractConfig", "ContractViolationError", "Effect", "FatalEngineError",
+    "Generate", "Hooks", "Outcome", "Phase", "Policy", "Predicate", "PreflightResult", "Rate",
+    "Reply", "ResultTypeError", "RetryPolicy", "Sleep", "Stats", "SuccessTracker", "Verdict",
     "Violation", "ViolationKind", "backoff_delay", "base_delay", "evaluate", "run_async",
     "run_call", "run_sync", "strictest", "wilson_interval",
 ]

@@ -43,6 +43,12 @@ class Reply(NamedTuple):
     usage: Mapping[str, int] = _EMPTY
 
 
+class FatalEngineError(Exception):
+    """An engine failure that retrying cannot fix (a spent budget, a rejected
+    request, a missing replay): raised while performing ``Generate``, it ends the
+    stage without further engine calls (spec §4.4)."""
+
+
 Effect = Generate | Sleep
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .backoff import backoff_delay
 from .config import ContractConfig, Policy, strictest
-from .effects import Effect, Generate, Reply, Sleep
+from .effects import Effect, FatalEngineError, Generate, Reply, Sleep
 from .outcome import (
     Attempt,
     ContractViolationError,
@@ -199,12 +199,13 @@ def _repair(phase: Phase, subject: object, history: list[tuple[Violation, ...]],
             feedback = history[-1] if history else ()
         raw: object = None
         candidate: object = None
-        typed = False
+        typed = fatal = False
         try:
             reply = yield Generate(phase, call, subject, feedback, previous)
         except Exception as error:  # the engine failed: this attempt has no candidate
             failures: tuple[Violation, ...] = (
                 _hook_violation(ViolationKind.ERROR, phase, call, contract_policy, error),)
+            fatal = isinstance(error, FatalEngineError)
         else:
             if isinstance(reply, Reply):
                 raw = reply.output
@@ -233,6 +234,8 @@ def _repair(phase: Phase, subject: object, history: list[tuple[Violation, ...]],
         previous = raw
         if phase is Phase.PRE and typed:
             subject = candidate  # keep repairing the latest well-typed input
+        if fatal:  # §4.4: retrying cannot help
+            break
     raise _Failed(strictest([v.policy for v in history[-1]]))
 
 

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from . import configuration
 from .description import ContractDefinitionError, ContractDescription, PredicateSource, describe
 from .engines.base import Engine, Options, Request, Response
+from .engines.budget import Budget, BudgetedEngine, Spend
 from .json_text import extract_json
 from .kernel import (
     ContractConfig,
@@ -164,17 +165,24 @@ def _log_violation(outcome: Outcome) -> None:
 
 
 class _Call:
-    """One call of one instance: its extra kwargs, its engine, its effects."""
+    """One call of one instance: its extra kwargs, its engine and budget meter, its
+    effects, and (once known) its outcome. The instance's context variable points at
+    the latest ``_Call`` of the current thread or task."""
 
-    __slots__ = ("engine", "instance", "rest", "runtime", "state")
+    __slots__ = ("engine", "instance", "outcome", "rest", "runtime", "spend")
 
-    def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any],
-                 state: contextvars.ContextVar[Outcome | None]) -> None:
+    def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any]) -> None:
         self.instance = instance
         self.runtime = runtime
         self.rest = rest
-        self.state = state
-        self.engine = instance._hoare_engine()
+        self.outcome: Outcome | None = None
+        engine = instance._hoare_engine()
+        budget = instance.__dict__.get("_hoare_budget_value")
+        self.spend: Spend | None = None
+        if budget is not None:  # one meter per call, or the caller's shared meter
+            self.spend = budget.meter() if isinstance(budget, Budget) else budget
+            engine = BudgetedEngine(engine, self.spend)
+        self.engine = engine
 
     def hooks(self, bound: _Bound) -> Hooks:
         runtime = self.runtime
@@ -184,7 +192,7 @@ class _Call:
             runtime.check_result, bound.handler)
 
     def forward(self, used: object, outcome: Outcome) -> object:
-        self.state.set(outcome)
+        self.outcome = outcome
         return self.runtime.description.forward(self.instance, used, **self.rest)
 
     def act(self, accepted: object) -> object:
@@ -279,7 +287,8 @@ class Contract:
     __hoare__: ContractDescription
     __hoare_runtime__: _Runtime
 
-    def __init__(self, *args: Any, engine: Engine | None = None, **options: Any) -> None:
+    def __init__(self, *args: Any, engine: Engine | None = None,
+                 budget: Budget | Spend | None = None, **options: Any) -> None:
         if args:
             raise TypeError(f"{type(self).__qualname__}: unexpected positional arguments "
                             f"{args!r} for Contract.__init__ (it takes engine= and options)")
@@ -292,6 +301,10 @@ class Contract:
         if engine is not None and not isinstance(engine, Engine):
             raise TypeError(f"engine must have complete() and acomplete(), got {engine!r}")
         self.__dict__["_hoare_engine_value"] = engine
+        if budget is not None and not isinstance(budget, (Budget, Spend)):
+            raise TypeError(f"budget must be a hoare.engines.Budget (a cap per call) or a "
+                            f"Spend meter (shared), got {budget!r}")
+        self.__dict__["_hoare_budget_value"] = budget
 
     # -- configuration -----------------------------------------------------------------
     def _hoare_engine(self) -> Engine:
@@ -301,7 +314,7 @@ class Contract:
     def _hoare_options(self) -> Options:
         return self.__dict__.get("_hoare_options_value") or self.__hoare_runtime__.options
 
-    def _hoare_state(self) -> contextvars.ContextVar[Outcome | None]:
+    def _hoare_state(self) -> contextvars.ContextVar[_Call | None]:
         state = self.__dict__.get("_hoare_state_var")
         if state is None:
             state = self.__dict__.setdefault(
@@ -327,27 +340,27 @@ class Contract:
         """The contracted call with asynchronous engine I/O and backoff sleeps."""
         runtime = _runtime_of(self)
         raw, rest = _bind(runtime.description, args, kwargs)
-        state = self._hoare_state()
-        state.set(None)
-        call = _Call(self, runtime, rest, state)
+        call = _Call(self, runtime, rest)
+        self._hoare_state().set(call)
         token = _CURRENT_CALL.set(call)
         try:
             outcome, value = await run_async(
                 run_call(raw, runtime.config, _hooks_for(call, self._hoare_bound())),
                 call.aperform)
         except ContractViolationError as error:
-            _finish(runtime, state, error.outcome)
+            _finish(call, error.outcome)
             raise
         finally:
             _CURRENT_CALL.reset(token)
-        _finish(runtime, state, outcome)
+        _finish(call, outcome)
         return value
 
     # -- per-call results (this thread / task's latest call) ----------------------------
     @property
     def contract_outcome(self) -> Outcome | None:
         """The kernel ``Outcome`` of the latest call in this thread or task."""
-        return self._hoare_state().get()
+        call = self._hoare_state().get()
+        return None if call is None else call.outcome
 
     @property
     def contract_successful(self) -> bool:
@@ -366,9 +379,11 @@ class Contract:
 
     def contract_perf_stats(self) -> dict[str, Any]:
         """Figures of the latest call in this thread or task: time per phase (ms),
-        engine calls, remedies, backoff time and token usage summed over attempts."""
-        outcome = self.contract_outcome
-        if outcome is None:
+        engine calls, remedies, backoff time, token usage summed over attempts, and
+        what the call's budget meter spent (requests, tokens, cost), if it has one."""
+        call = self._hoare_state().get()
+        outcome = None if call is None else call.outcome
+        if call is None or outcome is None:
             return {}
         phases = {phase: nanos / 1e6 for phase, nanos in outcome.timings_ns.items()}
         return {
@@ -380,6 +395,7 @@ class Contract:
             "post_remedies": outcome.post_remedies,
             "backoff_s": sum(outcome.delays),
             "usage": dict(outcome.usage),
+            "spend": None if call.spend is None else call.spend.spent(),
         }
 
     @classmethod
@@ -438,12 +454,11 @@ def _current_act(accepted: object) -> object:
     return _CURRENT_CALL.get().act(accepted)
 
 
-def _finish(runtime: _Runtime, state: contextvars.ContextVar[Outcome | None],
-            outcome: Outcome | None) -> None:
+def _finish(call: _Call, outcome: Outcome | None) -> None:
     if outcome is not None:
-        state.set(outcome)
-        runtime.tracker.record(outcome)
-        _log_outcome(runtime, outcome)
+        call.outcome = outcome
+        call.runtime.tracker.record(outcome)
+        _log_outcome(call.runtime, outcome)
 
 
 def _user_forward(cls: type) -> Callable[..., Any]:
@@ -463,20 +478,19 @@ def _wrap_forward(cls: type, original: Callable[..., Any]) -> Callable[..., Any]
     def forward(self: Contract, *args: Any, **kwargs: Any) -> Any:
         runtime = _runtime_of(self)
         raw, rest = _bind(runtime.description, args, kwargs)
-        state = self._hoare_state()
-        state.set(None)
-        call = _Call(self, runtime, rest, state)
+        call = _Call(self, runtime, rest)
+        self._hoare_state().set(call)
         token = _CURRENT_CALL.set(call)
         try:
             outcome, value = run_sync(
                 run_call(raw, runtime.config, _hooks_for(call, self._hoare_bound())),
                 call.perform)
         except ContractViolationError as error:
-            _finish(runtime, state, error.outcome)
+            _finish(call, error.outcome)
             raise
         finally:
             _CURRENT_CALL.reset(token)
-        _finish(runtime, state, outcome)
+        _finish(call, outcome)
         return value
 
     forward.__name__ = "forward"

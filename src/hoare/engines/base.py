@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..kernel import FatalEngineError
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -144,12 +146,14 @@ class Engine(Protocol):
 
 
 class EngineError(Exception):
-    """An engine call failed for good (after its own transport retries)."""
+    """An engine call failed for good (after its own transport retries). Subclasses
+    that are also ``FatalEngineError`` end the contract's stage at once: a different
+    corrective prompt cannot fix them."""
 
 
-class BudgetExceeded(EngineError):
+class BudgetExceeded(EngineError, FatalEngineError):
     """A request would exceed the call's budget; it was not sent."""
 
 
-class CacheMiss(EngineError):
+class CacheMiss(EngineError, FatalEngineError):
     """A ``replay`` cache had no answer for a request."""

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..kernel import FatalEngineError
 from .base import BudgetExceeded, Engine, EngineError, Request, Response, Usage
 
 
-class MissingPrice(EngineError, ValueError):
+class MissingPrice(EngineError, FatalEngineError, ValueError):
     """A cost cap is set but the price of the model in use is unknown."""
 
 

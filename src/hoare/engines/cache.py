@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from ..kernel import FatalEngineError
 from .base import CacheMiss, Engine, EngineError, Request, Response, Usage
 
 try:
@@ -52,7 +53,7 @@ FORMAT = "hoare-engine-cache"
 VERSION = 1
 
 
-class CacheConflict(EngineError):
+class CacheConflict(EngineError, FatalEngineError):
     """``create`` mode found an answer already recorded for a request."""
 
 

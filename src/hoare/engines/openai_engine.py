@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import openai
 
+from ..kernel import FatalEngineError
 from .base import EngineError, Options, Request, Response, Usage
 from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
 
@@ -51,7 +52,7 @@ _STRICT_UNSUPPORTED = frozenset({
 })
 
 
-class EngineConfigError(EngineError, ValueError):
+class EngineConfigError(EngineError, FatalEngineError, ValueError):
     """The engine cannot be set up as asked (no model, no key); raised at construction."""
 
 

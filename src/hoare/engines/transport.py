@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from ..kernel import FatalEngineError
 from .base import EngineError
 
 T = TypeVar("T")
@@ -84,7 +85,7 @@ class ServerError(TransportError):
     """HTTP 5xx on the last attempt."""
 
 
-class RequestRejected(TransportError):
+class RequestRejected(TransportError, FatalEngineError):
     """The server refused the request (a 4xx other than 408/429): resending the
     same request cannot help, so it is never retried."""
 
