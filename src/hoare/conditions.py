@@ -47,8 +47,8 @@ class Condition:
 
     def describe(self) -> str:
         """The message, or the source expression, or the function's name."""
-        return self.message or source_expression(self.fn) or getattr(
-            self.fn, "__qualname__", repr(self.fn))
+        return self.message or source_expression(self.fn) or str(
+            getattr(self.fn, "__qualname__", None) or repr(self.fn))
 
 
 class Pre(Condition):

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import ValidationError
 
@@ -208,7 +208,7 @@ class _Call:
         runtime, instance = self.runtime, self.instance
         description = runtime.description
         repair = effect.phase is Phase.PRE
-        task = "repair_input" if repair else "generate"
+        task: Literal["generate", "repair_input"] = "repair_input" if repair else "generate"
         spec_in = description.input if repair else description.used_input
         target = description.input if repair else description.output
 
