@@ -388,7 +388,7 @@ def test_enforce_calls_the_handler_once_and_raises_without_forward() -> None:
         prompt = "p"
 
         def post(self, a: Answer) -> bool:
-            return False
+            return a.score >= 90
 
         def forward(self, q: Question) -> Answer:
             forwarded.append(q)
