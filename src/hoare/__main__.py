@@ -1,0 +1,7 @@
+"""``python -m hoare``: the ``hoare`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,550 @@
+"""The checks of ``hoare verify``: per contract and per pipeline.
+
+* ``pre_satisfiable``: some well-typed input passes every pre-condition.
+* ``post_satisfiable``: for some input passing the pre-conditions (or, with an
+  ``act``, some output of ``act``, which is opaque) some well-typed output passes
+  every post-condition.
+* ``predicate_vacuous`` (one per predicate): can it pass and can it fail, given
+  the types? Never passes: ``fail``; never fails: ``warn``.
+* ``composition`` (one per pair of adjacent pipeline stages): every output of A
+  its type and post-conditions allow is accepted by B's input type and
+  pre-conditions; otherwise a counterexample.
+
+Soundness: an opaque predicate is left out of a query. Leaving a conjunct out
+only grows the modelled set, so a refutation (unsat) still holds; a ``pass``
+resting on a witness needs the witness replayed through pydantic and every
+predicate, which an opaque predicate prevents: such a check is ``unknown``. A
+``pass`` resting on unsat (composition) needs every negated part exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from ..description import ContractDescription, PredicateSource
+from ..kernel import Policy
+from .predicates import InstanceSelf, SelfModel, StaticSelf, Translation, translate
+from .report import CheckResult, ContractReport
+from .semantics import _not
+from .solver import Assertion, QueryCache, QueryResult, SolverOptions, solve
+from .types import TypeBuilder, TypedValue
+from .values import (
+    Z3_LOCK,
+    SList,
+    SModel,
+    SOpt,
+    SStr,
+    Sym,
+    naming,
+)
+from .witness import WitnessError, call_predicate, concretize, validate
+
+__all__ = ["ContractModel", "check_contract", "contract_model"]
+
+FLOAT_NOTE = ("floats are modelled as real numbers (no rounding or overflow); nan and ±inf "
+              "are modelled as separate cases")
+
+
+@dataclass
+class ContractModel:
+    """A contract in z3: symbolic input/act output/output with their type
+    constraints, and the predicates that run (``ignore`` ones are left out)."""
+
+    desc: ContractDescription
+    instance: object | None
+    self_model: SelfModel
+    input: TypedValue
+    act_output: TypedValue | None
+    output: TypedValue
+    pre: list[Translation]
+    post: list[Translation]
+    ignored: list[str] = field(default_factory=list)
+    # z3 answers of independent components, shared by every query on this contract
+    cache: QueryCache = field(default_factory=QueryCache)
+
+    @property
+    def used(self) -> TypedValue:
+        return self.act_output or self.input
+
+    @property
+    def used_key(self) -> str:
+        return "act_output" if self.act_output is not None else "input"
+
+    @property
+    def name(self) -> str:
+        return self.desc.name
+
+    def translations(self) -> list[Translation]:
+        return [*self.pre, *self.post]
+
+
+def _effective(desc: ContractDescription, source: PredicateSource) -> bool:
+    return (source.policy or desc.config.policy) is not Policy.IGNORE
+
+
+def contract_model(desc: ContractDescription, instance: object | None = None,
+                   prefix: str = "c.") -> ContractModel:
+    """Translate a contract once: types, then each effective predicate."""
+    with Z3_LOCK, naming(prefix):
+        self_model: SelfModel = InstanceSelf(instance) if instance is not None \
+            else StaticSelf(desc.cls)
+        typed_in = TypeBuilder("input").build(desc.input)
+        typed_act = TypeBuilder("act_output").build(desc.act_output) \
+            if desc.act_output is not None else None
+        typed_out = TypeBuilder("output").build(desc.output)
+        used = typed_act or typed_in
+        ignored = [p.id for p in (*desc.pre, *desc.post) if not _effective(desc, p)]
+        pre = [translate(p, [typed_in.value], self_model) for p in desc.pre
+               if _effective(desc, p)]
+        post = [translate(p, [typed_out.value, used.value], self_model) for p in desc.post
+                if _effective(desc, p)]
+    return ContractModel(desc, instance, self_model, typed_in, typed_act, typed_out, pre, post,
+                         ignored)
+
+
+# -- assertions ------------------------------------------------------------------------
+
+
+def type_assertions(typed: TypedValue) -> list[Assertion]:
+    return [Assertion(c.label, c.expr, c.kind) for c in typed.constraints]
+
+
+def predicate_assertions(translations: Sequence[Translation]) -> list[Assertion]:
+    out: list[Assertion] = []
+    for t in translations:
+        if t.opaque is not None:
+            continue
+        out.extend(Assertion(None, d, "def") for d in t.defs)
+        out.extend(Assertion(c.label, _not(c.cond), "pred") for c in t.cases)
+    return out
+
+
+def _nice_strings(*values: TypedValue) -> list[z3.BoolRef]:
+    """Printable ASCII strings, tried first for readable witnesses."""
+    printable = z3.Star(z3.Range(z3.StringVal(" "), z3.StringVal("~")))
+    out = []
+    for typed in values:
+        for sym in _leaves(typed.root):
+            if isinstance(sym, SStr):
+                out.append(z3.InRe(sym.e, printable))
+    return out
+
+
+def _leaves(sym: Sym) -> list[Sym]:
+    if isinstance(sym, SModel):
+        return [leaf for value in sym.fields.values() for leaf in _leaves(value)]
+    if isinstance(sym, SOpt):
+        return _leaves(sym.inner)
+    if isinstance(sym, SList):
+        return [leaf for slot in sym.slots for leaf in _leaves(slot)]
+    return [sym]
+
+
+# -- replay ----------------------------------------------------------------------------
+
+
+class _Replay:
+    """Replays witnesses: pydantic validation, then the real predicates."""
+
+    def __init__(self, cm: ContractModel) -> None:
+        self.cm = cm
+
+    def instance(self, model: z3.ModelRef | None) -> tuple[object, list[str]]:
+        """The instance predicates see, and the assumed attribute values."""
+        if self.cm.instance is not None:
+            return self.cm.instance, []
+        cls = self.cm.desc.cls
+        obj = object.__new__(cls)
+        assumed = []
+        static = self.cm.self_model
+        assert isinstance(static, StaticSelf)
+        for name, (kind, payload, _ann) in static._init.items():
+            if kind in ("const", "default"):
+                obj.__dict__[name] = payload
+        for name, sym in static.free.items():
+            if model is None:
+                continue
+            try:
+                value = concretize(sym, model)
+            except WitnessError:
+                continue
+            obj.__dict__[name] = value
+            assumed.append(f"self.{name} = {value!r}")
+        return obj, assumed
+
+    def predicates(self, translations: Sequence[Translation], instance: object, value: object,
+                   used: object = None) -> list[str]:
+        """Failures of the translated predicates on a validated value."""
+        failures = []
+        for t in translations:
+            if t.opaque is not None:
+                continue
+            run = call_predicate(t.source, instance, value, used)
+            if not run.passed:
+                failures.append(f"{t.label} ({t.name}) {run.detail}")
+        return failures
+
+
+def _value(typed: TypedValue, model: z3.ModelRef) -> Any:
+    root = concretize(typed.root, model)
+    return root.get("value") if typed.spec.wrapped else root
+
+
+def _opaque(translations: Sequence[Translation]) -> list[Translation]:
+    return [t for t in translations if t.opaque is not None]
+
+
+def _opaque_text(translations: Sequence[Translation]) -> str:
+    return "; ".join(f"{t.name} is opaque ({t.opaque})" for t in translations)
+
+
+def _notes(cm: ContractModel, *typed: TypedValue, translations: Sequence[Translation] = ()
+           ) -> list[str]:
+    notes: list[str] = []
+    for tv in typed:
+        notes.extend(f"not translated: {d}" for d in tv.dropped)
+    for t in translations:
+        notes.extend(f"{t.name}: modelled loosely: {h}" for h in t.havoc)
+    if any(tv.uses_float for tv in typed) or any(t.uses_float for t in translations):
+        notes.append(FLOAT_NOTE)
+    return list(dict.fromkeys(notes))
+
+
+def _assumptions(*typed: TypedValue, translations: Sequence[Translation] = ()) -> list[str]:
+    out: list[str] = []
+    for tv in typed:
+        out.extend(tv.assumptions)
+    for t in translations:
+        out.extend(t.assumptions)
+    return list(dict.fromkeys(out))
+
+
+def _unknown(kind: str, query: QueryResult, notes: list[str], predicate: str | None = None
+             ) -> CheckResult:
+    return CheckResult(kind, "unknown", query.reason, notes=notes, predicate=predicate)
+
+
+# -- checks ----------------------------------------------------------------------------
+
+
+def check_pre(cm: ContractModel, options: SolverOptions) -> CheckResult:
+    kind = "pre_satisfiable"
+    notes = _notes(cm, cm.input, translations=cm.pre)
+    assumptions = _assumptions(cm.input, translations=cm.pre)
+    query = solve(type_assertions(cm.input) + predicate_assertions(cm.pre), options,
+                  _nice_strings(cm.input), cm.cache)
+    if query.status == "unsat":
+        return CheckResult(kind, "fail", f"no valid {cm.desc.input.name} passes the "
+                           f"pre-conditions: the contract can never run",
+                           constraints=query.core, notes=notes, assumptions=assumptions)
+    if query.status == "unknown":
+        return _unknown(kind, query, notes)
+    assert query.model is not None
+    replay = _Replay(cm)
+    try:
+        witness = _value(cm.input, query.model)
+    except WitnessError as error:
+        return CheckResult(kind, "unknown", f"no concrete witness: {error}", notes=notes)
+    instance, assumed = replay.instance(query.model)
+    ok, value, error_text = validate(cm.desc.input, witness)
+    if not ok:
+        return CheckResult(kind, "unknown", f"the witness does not validate: {error_text}",
+                           witness=witness, notes=notes)
+    failures = replay.predicates(cm.pre, instance, value)
+    if failures:
+        return CheckResult(kind, "unknown", "the witness does not replay: " +
+                           "; ".join(failures), witness=witness, notes=notes)
+    opaque = _opaque(cm.pre)
+    if opaque:
+        return CheckResult(kind, "unknown", f"a valid input passes the translated "
+                           f"pre-conditions, but {_opaque_text(opaque)}", witness=witness,
+                           notes=notes, assumptions=assumptions + assumed)
+    what = "pre-conditions" if cm.pre else "input type (no pre-conditions)"
+    return CheckResult(kind, "pass", f"a valid input passes the {what}", witness=witness,
+                       notes=notes, assumptions=assumptions + assumed)
+
+
+def check_post(cm: ContractModel, options: SolverOptions,
+               pre: CheckResult | None = None) -> CheckResult:
+    kind = "post_satisfiable"
+    if pre is not None and pre.status == "fail" and cm.act_output is None:
+        return CheckResult(kind, "fail", "no input passes the pre-conditions (see "
+                           "pre_satisfiable), so no output is ever accepted",
+                           constraints=pre.constraints, notes=pre.notes,
+                           assumptions=pre.assumptions)
+    assertions = type_assertions(cm.output) + predicate_assertions(cm.post)
+    typed = [cm.output, cm.used]
+    translations = list(cm.post)
+    if cm.act_output is not None:
+        assertions += type_assertions(cm.act_output)
+    else:
+        assertions += type_assertions(cm.input) + predicate_assertions(cm.pre)
+        translations += cm.pre
+    notes = _notes(cm, *typed, translations=translations)
+    assumptions = _assumptions(*typed, translations=translations)
+    query = solve(assertions, options, _nice_strings(cm.output, cm.used), cm.cache)
+    if query.status == "unsat":
+        source = "act's output (act is opaque)" if cm.act_output is not None else \
+            "any input passing the pre-conditions"
+        return CheckResult(kind, "fail", f"no valid {cm.desc.output.name} passes the "
+                           f"post-conditions for {source}: remediation can never succeed",
+                           constraints=query.core, notes=notes, assumptions=assumptions)
+    if query.status == "unknown":
+        return _unknown(kind, query, notes)
+    assert query.model is not None
+    replay = _Replay(cm)
+    try:
+        used_json = _value(cm.used, query.model)
+        out_json = _value(cm.output, query.model)
+    except WitnessError as error:
+        return CheckResult(kind, "unknown", f"no concrete witness: {error}", notes=notes)
+    witness = {cm.used_key: used_json, "output": out_json}
+    instance, assumed = replay.instance(query.model)
+    ok, used, error_text = validate(cm.used.spec, used_json)
+    failures = [] if ok else [f"the {cm.used_key} does not validate: {error_text}"]
+    if ok and cm.act_output is None:
+        failures += replay.predicates(cm.pre, instance, used)
+    ok_out, out, error_text = validate(cm.desc.output, out_json)
+    if not ok_out:
+        failures.append(f"the output does not validate: {error_text}")
+    elif ok:
+        failures += replay.predicates(cm.post, instance, out, used)
+    if failures:
+        return CheckResult(kind, "unknown", "the witness does not replay: " +
+                           "; ".join(failures), witness=witness, notes=notes)
+    opaque = _opaque(translations)
+    if opaque:
+        return CheckResult(kind, "unknown", f"a valid output passes the translated "
+                           f"post-conditions, but {_opaque_text(opaque)}", witness=witness,
+                           notes=notes, assumptions=assumptions + assumed)
+    what = "post-conditions" if cm.post else "output type (no post-conditions)"
+    return CheckResult(kind, "pass", f"a valid output passes the {what}", witness=witness,
+                       notes=notes, assumptions=assumptions + assumed)
+
+
+def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
+                  known: CheckResult | None = None) -> CheckResult:
+    """``known``: a replayed ``pre_satisfiable``/``post_satisfiable`` pass, whose
+    witness passes every predicate of its phase: then it shows that ``t`` can pass
+    and only the "can fail" query is needed."""
+    kind = "predicate_vacuous"
+    is_pre = t.source.phase == "pre"
+    typed = [cm.input] if is_pre else [cm.output, cm.used]
+    notes = _notes(cm, *typed, translations=[t])
+    assumptions = _assumptions(*typed, translations=[t])
+    if t.opaque is not None:
+        return CheckResult(kind, "unknown", f"opaque: {t.opaque}", predicate=t.name,
+                           notes=notes)
+    context = [a for tv in typed for a in type_assertions(tv)]
+    defs = [Assertion(None, d, "def") for d in t.defs]
+    reused = _known_example(cm, t, known)
+    can_pass = QueryResult("sat") if reused is not None else \
+        solve(context + defs + predicate_assertions([t]), options, _nice_strings(*typed),
+              cm.cache)
+    if can_pass.status == "unsat":
+        return CheckResult(kind, "fail", f"{t.label} can never pass for a valid "
+                           f"{'input' if is_pre else 'output'}", constraints=can_pass.core,
+                           predicate=t.name, notes=notes, assumptions=assumptions)
+    negated = f"not {t.label}"
+    can_fail = solve(context + defs + [Assertion(negated, t.fails(), "goal")], options,
+                     _nice_strings(*typed), cm.cache)
+    if can_fail.status == "unsat":
+        core = [label for label in can_fail.core if label != negated]
+        reason = "the types imply it" if core else "it holds for every value"
+        if t.may_return_none:
+            reason += ("; note that a predicate returning None passes (spec §3.2): "
+                       "return a bool, e.g. `... is not None`")
+        return CheckResult(kind, "warn", f"{t.label} can never fail: {reason} (a weak "
+                           f"guarantee)", constraints=core, predicate=t.name, notes=notes,
+                           assumptions=assumptions)
+    for query in (can_pass, can_fail):
+        if query.status == "unknown":
+            return _unknown(kind, query, notes, t.name)
+    assert can_fail.model is not None
+    replay = _Replay(cm)
+    results = []
+    example_assumptions: list[str] = []
+    for query, should_pass in ((can_pass, True), (can_fail, False)):
+        if query.model is None and reused is not None:
+            results.append(reused)
+            assert known is not None
+            example_assumptions += [f"witness: {a}" for a in known.assumptions
+                                    if a.startswith("self.") and " = " in a]
+            continue
+        assert query.model is not None
+        try:
+            if is_pre:
+                value_json: Any = _value(cm.input, query.model)
+                shown = value_json
+            else:
+                used_json = _value(cm.used, query.model)
+                value_json = _value(cm.output, query.model)
+                shown = {cm.used_key: used_json, "output": value_json} \
+                    if t.source.takes_input else value_json
+        except WitnessError as error:
+            return CheckResult(kind, "unknown", f"no concrete witness: {error}",
+                               predicate=t.name, notes=notes)
+        instance, assumed = replay.instance(query.model)
+        role = "witness" if should_pass else "counterexample"
+        example_assumptions += [f"{role}: {a}" for a in assumed]
+        ok, value, error_text = validate(cm.input.spec if is_pre else cm.output.spec,
+                                         value_json)
+        used = None
+        if ok and not is_pre:
+            ok, used, error_text = validate(cm.used.spec, used_json)
+        if not ok:
+            return CheckResult(kind, "unknown", f"the witness does not validate: {error_text}",
+                               witness=shown, predicate=t.name, notes=notes)
+        run = call_predicate(t.source, instance, value, used)
+        if run.passed != should_pass:
+            what = "passing" if should_pass else "failing"
+            return CheckResult(kind, "unknown", f"the {what} example does not replay "
+                               f"({run.detail or 'it passed'})", witness=shown,
+                               predicate=t.name, notes=notes)
+        results.append(shown)
+    return CheckResult(kind, "pass", f"{t.label} can pass and can fail", witness=results[0],
+                       counterexample=results[1], predicate=t.name, notes=notes,
+                       assumptions=assumptions + example_assumptions)
+
+
+def _known_example(cm: ContractModel, t: Translation, known: CheckResult | None) -> Any:
+    """The passing example a replayed satisfiability witness gives for ``t``."""
+    if known is None or known.status != "pass" or known.witness is None:
+        return None
+    if t.source.phase == "pre":
+        return known.witness
+    witness = known.witness
+    if t.source.takes_input:
+        return {cm.used_key: witness[cm.used_key], "output": witness["output"]}
+    return witness["output"]
+
+
+def check_total(cm: ContractModel, options: SolverOptions) -> CheckResult | None:
+    """``post_total``: every input passing the pre-conditions (with an ``act``: every
+    value of act's output type) admits an output passing the post-conditions.
+
+    ``Φ(u) = ∃ output. type(output) ∧ post(output, u)`` is computed once by
+    quantifier elimination (linear arithmetic only); then z3 looks for an input
+    with ``pre(u) ∧ ¬Φ(u)``. A counterexample is confirmed on the concrete input
+    (no output exists for it) before it is reported, as a ``warn``: the run-time
+    pre-flight stops such calls at no cost, but the pre-conditions are too weak.
+    None when the check does not apply or cannot be decided.
+    """
+    from .concrete import Extractor, constants
+    from .qe import eliminate
+    from .solver import components
+
+    translated = [t for t in cm.post if t.opaque is None]
+    if not any(t.reads_input for t in translated):
+        return None  # post_satisfiable already decides it
+    kind = "post_total"
+    outputs = [a for a in type_assertions(cm.output) if a.kind != "bound"]
+    posts = outputs + predicate_assertions(cm.post)
+    with Z3_LOCK:
+        inputs = set(Extractor(cm.used.value).consts)
+        memo: dict[int, frozenset[str]] = {}
+        dynamic = [a for group in components(posts) for a in group
+                   if any(constants(x.expr, memo) & inputs for x in group)]
+        if not dynamic:
+            return None
+        keep = set().union(*(constants(a.expr, memo) for a in dynamic)) & inputs
+        phi = eliminate(z3.And(*[a.expr for a in dynamic]), keep, options.timeout_ms)
+    if phi is None:
+        return None
+    domain = type_assertions(cm.used)
+    translations = list(cm.post)
+    if cm.act_output is None:
+        domain += predicate_assertions(cm.pre)
+        translations += cm.pre
+    notes = _notes(cm, cm.output, cm.used, translations=translations)
+    query = solve([*domain, Assertion("no output exists", z3.Not(phi), "goal")], options,
+                  _nice_strings(cm.used), cm.cache)
+    exact = cm.output.exact and len(translated) == len(cm.post) and \
+        not any(t.havoc for t in cm.post)
+    if query.status == "unsat":
+        if not exact:
+            return None
+        source = "value of act's output type" if cm.act_output is not None else \
+            "input passing the pre-conditions"
+        return CheckResult(kind, "pass", f"every {source} admits an output passing the "
+                           f"post-conditions", notes=notes)
+    if query.status != "sat" or query.model is None:
+        return None
+    try:
+        used_json = _value(cm.used, query.model)
+    except WitnessError:
+        return None
+    replay = _Replay(cm)
+    instance, _ = replay.instance(query.model)
+    ok, used, _text = validate(cm.used.spec, used_json)
+    if not ok or (cm.act_output is None and replay.predicates(cm.pre, instance, used)) or \
+            _opaque(cm.pre if cm.act_output is None else []):
+        return None
+    from .concrete import bind
+
+    try:
+        with Z3_LOCK:
+            equalities = [Assertion(None, e) for e in bind(cm.used.value, used)]
+    except Exception:
+        return None
+    confirm = solve([*posts, *equalities], options)
+    if confirm.status != "unsat":
+        return None
+    if cm.act_output is not None:
+        message = ("for this output of act no output can pass the post-conditions: such "
+                   "calls end in the pre-flight; constrain act's output type or the "
+                   "post-conditions")
+    else:
+        message = ("for this input (it passes the pre-conditions) no output can pass the "
+                   "post-conditions: such calls end in the pre-flight; strengthen the "
+                   "pre-conditions")
+    return CheckResult(kind, "warn", message, counterexample=used_json,
+                       constraints=confirm.core, notes=notes)
+
+
+def _guarded(kind: str, run: Callable[[], CheckResult], predicate: str | None = None
+             ) -> CheckResult:
+    """A check that hits a bug or an unexpected z3 error is ``unknown``, never fatal."""
+    try:
+        return run()
+    except Exception as error:  # a verifier bug must not stop the other checks
+        return CheckResult(kind, "unknown", f"internal error: {type(error).__name__}: {error}",
+                           predicate=predicate)
+
+
+def check_contract(desc: ContractDescription, options: SolverOptions,
+                   instance: object | None = None, name: str | None = None) -> ContractReport:
+    """Every check of one contract."""
+    report = ContractReport(name or desc.name)
+    try:
+        cm = contract_model(desc, instance)
+    except Exception as error:
+        report.checks.append(CheckResult("translation", "unknown", f"internal error: "
+                                         f"{type(error).__name__}: {error}"))
+        return report
+    pre = _guarded("pre_satisfiable", lambda: check_pre(cm, options))
+    report.checks.append(pre)
+    report.checks.append(_guarded("post_satisfiable", lambda: check_post(cm, options, pre)))
+    post = report.checks[-1]
+    if post.status == "pass":
+        total = _guarded("post_total", lambda: check_total(cm, options))  # type: ignore[arg-type,return-value]
+        if total is not None:
+            report.checks.append(total)
+    for t in cm.translations():
+        known = pre if t.source.phase == "pre" else post
+        report.checks.append(_guarded(
+            "predicate_vacuous",
+            lambda t=t, known=known: check_vacuity(cm, t, options, known),  # type: ignore[misc]
+            t.name))
+    if cm.ignored:
+        report.notes.append(f"{desc.name}: predicates with policy ignore are never evaluated "
+                            f"and not checked: {', '.join(cm.ignored)}")
+    for check in report.checks:
+        for note in check.notes:
+            if note == FLOAT_NOTE and note not in report.notes:
+                report.notes.append(note)
+    return report

@@ -1,0 +1,464 @@
+"""The run-time pre-flight (spec §3.4): before the first generation, can any output
+satisfy the post-conditions for *this* input and instance?
+
+``unsatisfiable`` is only answered when z3 proves it (the reason names the
+conflicting constraints); opaque predicates, limits and anything unexpected
+give ``unknown``, which lets the call proceed. The work is done once per class
+and cached:
+
+* post-conditions that read neither the input nor ``self``: one verdict per
+  class, so a call costs a dictionary lookup;
+* post-conditions reading ``self.<attr>``: one verdict (or one prepared solver)
+  per distinct tuple of those attribute values;
+* post-conditions reading the input: the translation is prepared once; a call
+  binds the concrete input (``concrete.bind``) inside ``push``/``pop`` on a
+  prepared incremental solver, and an LRU cache answers repeated inputs.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from ..description import ContractDescription, PredicateSource
+from ..kernel import Policy, PreflightResult, Verdict
+from .concrete import BindError, Extractor, constants
+from .predicates import (
+    InstanceSelf,
+    StaticSelf,
+    Translation,
+    reads_parameter,
+    self_attributes,
+    translate,
+)
+from .qe import Compiled, compile_formula, eliminate
+from .solver import Assertion, SolverOptions, _ordered, solve
+from .types import TypeBuilder, TypedValue
+from .values import Z3_LOCK, Opaque, is_plain_data, naming
+
+__all__ = ["Preflight"]
+
+PREFLIGHT_OPTIONS = SolverOptions(timeout_ms=1_000, rlimit=3_000_000)
+# The budget of a per-call query: small, because it is paid on every call.
+PER_CALL_OPTIONS = SolverOptions(timeout_ms=100, rlimit=300_000)
+_INPUT_CACHE = 256
+_CANDIDATES = 8  # outputs that satisfied earlier calls, tried first by substitution
+_GIVE_UP = 3  # per-call queries in a row that z3 could not decide: stop asking
+
+
+@dataclass
+class _Prepared:
+    """One translation of the post stage (for one tuple of ``self`` attributes)."""
+
+    output: TypedValue
+    used: TypedValue
+    posts: list[Translation]
+    verdict: PreflightResult | None = None  # when no post-condition reads the input
+    solver: z3.Solver | None = None
+    literals: list[z3.BoolRef] | None = None
+    names: dict[str, str] | None = None
+    positive: PreflightResult | None = None  # the verdict when an output exists
+    relevant: set[str] | None = None  # input constants the post-conditions constrain
+
+    def stale(self) -> bool:
+        """Has a module constant, closure variable or class attribute read by a
+        post-condition changed since the translation?"""
+        return any(t.stale() for t in self.posts)
+    phi: Compiled | None = None  # ∃ output. post — over the input, from quantifier elimination
+    extract: Extractor | None = None  # the input's relevant constant values
+    formula: z3.BoolRef | None = None  # the input-dependent part, all conjoined
+    outside: list[z3.ExprRef] = field(default_factory=list)  # its non-input constants
+    candidates: list[list[tuple[z3.ExprRef, z3.ExprRef]]] = field(default_factory=list)
+    undecided: int = 0  # per-call queries in a row that ended unknown
+
+
+def _effective(desc: ContractDescription, source: PredicateSource) -> bool:
+    return (source.policy or desc.config.policy) is not Policy.IGNORE
+
+
+_REGISTRY: weakref.WeakKeyDictionary[ContractDescription, Preflight | None] = \
+    weakref.WeakKeyDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+class Preflight:
+    """The pre-flight of one contract class. Thread-safe; z3 work is serialised."""
+
+    def __init__(self, desc: ContractDescription,
+                 options: SolverOptions = PREFLIGHT_OPTIONS) -> None:
+        self.desc = desc
+        self.options = options
+        self.posts = [p for p in desc.post if _effective(desc, p)]
+        self.reads_input = any(p.takes_input and reads_parameter(p, 1) for p in self.posts)
+        names: list[str] = []
+        for post in self.posts:
+            for name in self_attributes(post) or ():
+                if name not in names:
+                    names.append(name)
+        self.attributes = tuple(names)
+        self._prepared: dict[tuple[Any, ...], _Prepared] = {}
+        self._inputs: OrderedDict[str, PreflightResult] = OrderedDict()
+        self._lock = threading.RLock()
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def for_description(cls, desc: ContractDescription, *,
+                        options: SolverOptions = PREFLIGHT_OPTIONS) -> Preflight | None:
+        """The pre-flight of a class, built once (cached per description); ``None``
+        when there is nothing to check at run time (no translatable post-condition
+        and an output type that some value satisfies)."""
+        with _REGISTRY_LOCK:
+            if desc in _REGISTRY:
+                return _REGISTRY[desc]
+        checker: Preflight | None = cls(desc, options)
+        assert checker is not None
+        if not checker._useful():
+            checker = None
+        with _REGISTRY_LOCK:
+            _REGISTRY.setdefault(desc, checker)
+            return _REGISTRY[desc]
+
+    def _useful(self) -> bool:
+        with Z3_LOCK, naming("pf.static."):
+            output = TypeBuilder("output").build(self.desc.output)
+            used = TypeBuilder("input").build(self.desc.used_input)
+            posts = [translate(p, [output.value, used.value], StaticSelf(self.desc.cls))
+                     for p in self.posts]
+        if any(t.opaque is None for t in posts):
+            return True
+        if any(p.is_method and self_attributes(p) != () for p in self.posts):
+            return True  # an instance's attributes may make a method translatable
+        query = solve([Assertion(c.label, c.expr, c.kind) for c in output.constraints
+                       if c.kind == "type" or c.label is None], self.options)
+        return query.status == "unsat"
+
+    # -- per call -----------------------------------------------------------------------
+    def check(self, instance: object, used_input: object) -> PreflightResult:
+        """Is there an output passing the post-conditions for ``used_input``?"""
+        try:
+            key = self._key(instance)
+        except _NotPlain as error:
+            return PreflightResult(Verdict.UNKNOWN, str(error))
+        prepared = self._prepared.get(key)
+        if prepared is None or prepared.stale():
+            prepared = self._prepare(key, instance, replace=prepared)
+        if prepared.verdict is not None:
+            return prepared.verdict
+        return self._check_input(prepared, key, used_input)
+
+    def _key(self, instance: object) -> tuple[Any, ...]:
+        if not self.attributes:
+            return ()
+        data = getattr(instance, "__dict__", {})
+        values = []
+        for name in self.attributes:
+            value = data[name] if name in data else getattr(type(instance), name, None)
+            if not is_plain_data(value):
+                raise _NotPlain(f"self.{name} is not plain data: pre-flight skipped")
+            values.append(_freeze(value))
+        return tuple(values)
+
+    def _prepare(self, key: tuple[Any, ...], instance: object,
+                 replace: _Prepared | None = None) -> _Prepared:
+        with self._lock:
+            found = self._prepared.get(key)
+            if found is not None and found is not replace:
+                return found
+            if replace is not None:  # a constant the predicates read has changed
+                self._inputs.clear()
+            with Z3_LOCK, naming(f"pf.{len(self._prepared)}."):
+                self_model = InstanceSelf(instance)
+                output = TypeBuilder("output").build(self.desc.output)
+                used = TypeBuilder("input").build(self.desc.used_input)
+                posts = [translate(p, [output.value, used.value], self_model)
+                         for p in self.posts]
+            prepared = _Prepared(output, used, posts)
+            assertions = [Assertion(c.label, c.expr, c.kind) for c in output.constraints]
+            for t in posts:
+                if t.opaque is None:
+                    assertions += [Assertion(None, d) for d in t.defs]
+                    assertions += [Assertion(c.label, z3.Not(c.cond), "pred") for c in t.cases]
+            prepared.positive = self._positive(prepared)
+            if self.reads_input:
+                self._split(prepared, assertions)
+            else:
+                query = solve(assertions, self.options)
+                prepared.verdict = self._verdict(query.status, query.core, query.reason,
+                                                 prepared, "")
+            self._prepared[key] = prepared
+            return prepared
+
+    def _split(self, prepared: _Prepared, assertions: list[Assertion]) -> None:
+        """Decide once what does not depend on the input; prepare the rest.
+
+        Assertions are grouped into components that share no constant. A component
+        without input constants (say, ``reason.strip() != ""`` on the output) has
+        the same answer for every input: it is checked now. The others are
+        prepared for each call, by quantifier elimination when they are linear
+        arithmetic, else as an incremental solver.
+        """
+        assertions = [a for a in assertions if a.kind != "bound"]  # the input is concrete
+        memo: dict[int, frozenset[str]] = {}
+        with Z3_LOCK:
+            input_names = set(assign_names(prepared.used))
+            groups = _components(assertions, memo)
+        static = [a for group in groups if not (group[1] & input_names) for a in group[0]]
+        dynamic = [a for group in groups if group[1] & input_names for a in group[0]]
+        if static:
+            query = solve(static, self.options)
+            if query.status != "sat":
+                prepared.verdict = self._verdict(query.status, query.core, query.reason,
+                                                 prepared, "")
+                if query.status == "unknown":
+                    prepared.verdict = PreflightResult(Verdict.UNKNOWN, query.reason)
+                return
+        if not dynamic:
+            prepared.verdict = prepared.positive
+            return
+        with Z3_LOCK:
+            relevant: set[str] = set()
+            for a in dynamic:
+                relevant |= constants(a.expr, memo) & input_names
+            prepared.relevant = relevant
+            prepared.extract = Extractor(prepared.used.value, relevant)
+            formula = z3.And(*[a.expr for a in dynamic])
+            reduced = eliminate(formula, relevant, self.options.timeout_ms)
+            if reduced is not None:
+                prepared.phi = compile_formula(reduced)
+            prepared.formula = formula
+            names = set().union(*(constants(a.expr, memo) for a in dynamic)) - relevant
+            found = _named_constants(formula)
+            prepared.outside = [found[n] for n in sorted(names) if n in found]
+        self._incremental(prepared, dynamic)
+        if prepared.phi is None:  # a first candidate output, for the substitution test
+            query = solve(dynamic, self.options)
+            if query.status == "sat" and query.model is not None:
+                self._remember(prepared, query.model)
+
+    def _positive(self, prepared: _Prepared) -> PreflightResult:
+        opaque = [t for t in prepared.posts if t.opaque is not None]
+        if opaque:
+            return PreflightResult(Verdict.UNKNOWN, "; ".join(
+                f"{t.name} is opaque ({t.opaque})" for t in opaque))
+        loose = prepared.output.dropped + [h for t in prepared.posts for h in t.havoc]
+        if loose:
+            return PreflightResult(Verdict.UNKNOWN, "not modelled exactly: " + "; ".join(loose))
+        return PreflightResult(Verdict.SATISFIABLE,
+                               "z3 found an output satisfying the post-conditions")
+
+    def _verdict(self, status: str, core: list[str], reason: str, prepared: _Prepared,
+                 where: str) -> PreflightResult:
+        if status == "unsat" and prepared.output.assumptions:
+            # Never block a call on an assumption (validators that might change values).
+            return PreflightResult(Verdict.UNKNOWN, "no output would pass if " + "; ".join(
+                prepared.output.assumptions))
+        if status == "unsat":
+            conflict = " ∧ ".join(_ordered(core)) if core else "the output type"
+            return PreflightResult(
+                Verdict.UNSATISFIABLE,
+                f"no {self.desc.output.name} can pass the post-conditions{where}: {conflict}")
+        if status == "sat":
+            assert prepared.positive is not None
+            return prepared.positive
+        return PreflightResult(Verdict.UNKNOWN, reason)
+
+    def _incremental(self, prepared: _Prepared, assertions: list[Assertion]) -> None:
+        with Z3_LOCK:
+            solver = z3.Solver()
+            solver.set("timeout", self.options.timeout_ms)
+            solver.set("rlimit", self.options.rlimit)
+            solver.set("random_seed", self.options.seed)
+            solver.set("core.minimize", True)
+            grouped: dict[str, list[z3.BoolRef]] = {}
+            for assertion in assertions:
+                if assertion.kind == "bound":
+                    continue  # the input is concrete: no witness is built
+                if assertion.label is None:
+                    solver.add(assertion.expr)
+                else:
+                    grouped.setdefault(assertion.label, []).append(assertion.expr)
+            literals = []
+            names = {}
+            for index, (label, exprs) in enumerate(grouped.items()):
+                literal = z3.Bool(f"pf.track!{index}")
+                names[str(literal)] = label
+                literals.append(literal)
+                solver.add(z3.Implies(literal, z3.And(*exprs)))
+            prepared.solver, prepared.literals, prepared.names = solver, literals, names
+
+    def _check_input(self, prepared: _Prepared, key: tuple[Any, ...],
+                     used_input: object) -> PreflightResult:
+        assert prepared.extract is not None
+        try:
+            env, exact = prepared.extract(used_input)
+        except BindError as error:
+            return PreflightResult(Verdict.UNKNOWN, f"input not modelled: {error}")
+        if prepared.phi is not None:
+            try:
+                exists: bool | None = bool(prepared.phi(env))
+            except (ArithmeticError, TypeError, ValueError):
+                exists = None
+            if exists is True:
+                return self._satisfiable(prepared, exact)
+        # No formula, or no output: ask the solver (which also names the conflict).
+        try:
+            cache_key: str | None = _input_key(key, used_input)
+        except Exception:
+            cache_key = None
+        if cache_key is not None:
+            cached = self._inputs.get(cache_key)
+            if cached is not None:
+                return cached
+        result = self._solve(prepared, env, exact)
+        if cache_key is not None and result.verdict is not Verdict.UNKNOWN:
+            with self._lock:
+                self._inputs[cache_key] = result
+                if len(self._inputs) > _INPUT_CACHE:
+                    self._inputs.popitem(last=False)
+        return result
+
+    def _satisfiable(self, prepared: _Prepared, exact: bool) -> PreflightResult:
+        result = prepared.positive
+        assert result is not None
+        if not exact and result.verdict is Verdict.SATISFIABLE:
+            return PreflightResult(Verdict.UNKNOWN, "the input is only partly modelled "
+                                   "(long lists or unmodelled fields)")
+        return result
+
+    def _remember(self, prepared: _Prepared, model: z3.ModelRef) -> None:
+        """Keep the output part of a model as a candidate for later inputs."""
+        pairs = [(const, model.eval(const, model_completion=True))
+                 for const in prepared.outside]
+        prepared.candidates.insert(0, pairs)
+        del prepared.candidates[_CANDIDATES:]
+
+    def _substitution_test(self, prepared: _Prepared, bindings: list[tuple[z3.ExprRef,
+                                                                        z3.ExprRef]]) -> bool:
+        """Does an output that satisfied an earlier call satisfy this one? Checked by
+        substituting values and simplifying (no search): True is a proof."""
+        assert prepared.formula is not None
+        for candidate in prepared.candidates:
+            try:
+                value = z3.simplify(z3.substitute(prepared.formula, *bindings, *candidate))
+            except z3.Z3Exception:
+                continue
+            if z3.is_true(value):
+                return True
+        return False
+
+    def _solve(self, prepared: _Prepared, env: dict[str, Any], exact: bool
+               ) -> PreflightResult:
+        solver = prepared.solver
+        assert solver is not None and prepared.literals is not None and \
+            prepared.names is not None and prepared.extract is not None
+        with self._lock, Z3_LOCK:
+            try:
+                equalities = prepared.extract.equalities(env)
+            except Opaque as error:  # a character z3 strings cannot hold
+                return PreflightResult(Verdict.UNKNOWN, f"input not modelled: {error}")
+            bindings = [(e.arg(0), e.arg(1)) for e in equalities]
+            if prepared.candidates and self._substitution_test(prepared, bindings):
+                prepared.undecided = 0
+                return self._satisfiable(prepared, exact)
+            if prepared.undecided >= _GIVE_UP:
+                return PreflightResult(Verdict.UNKNOWN, "z3 cannot decide these "
+                                       "post-conditions quickly: per-call pre-flight stopped")
+            solver.set("timeout", PER_CALL_OPTIONS.timeout_ms)
+            solver.set("rlimit", PER_CALL_OPTIONS.rlimit)
+            solver.push()
+            try:
+                solver.add(*equalities)
+                answer = solver.check(*prepared.literals)
+                if answer == z3.unsat:
+                    prepared.undecided = 0
+                    core = [prepared.names[str(c)] for c in solver.unsat_core()]
+                    return self._verdict("unsat", core, "", prepared, " for this input")
+                if answer == z3.sat:
+                    prepared.undecided = 0
+                    self._remember(prepared, solver.model())
+                    return self._satisfiable(prepared, exact)
+                prepared.undecided += 1
+                return PreflightResult(Verdict.UNKNOWN, solver.reason_unknown())
+            finally:
+                solver.pop()
+
+
+def _named_constants(expr: z3.ExprRef) -> dict[str, z3.ExprRef]:
+    out: dict[str, z3.ExprRef] = {}
+    stack, seen = [expr], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen or z3.is_re(node):
+            continue
+        seen.add(node.get_id())
+        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[node.decl().name()] = node
+        else:
+            stack.extend(node.children())
+    return out
+
+
+def assign_names(typed: TypedValue) -> list[str]:
+    """The names of every z3 constant of a symbolic value (leaves, list lengths,
+    ``None`` flags)."""
+    return list(Extractor(typed.value).consts)
+
+
+def _components(assertions: list[Assertion], memo: dict[int, frozenset[str]]
+                ) -> list[tuple[list[Assertion], frozenset[str]]]:
+    """Group assertions that share constants (union-find over constant names)."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    names = [constants(a.expr, memo) for a in assertions]
+    for group in names:
+        first = None
+        for name in group:
+            root = find(name)
+            if first is None:
+                first = root
+            elif root != first:
+                parent[root] = first
+    buckets: dict[str, tuple[list[Assertion], set[str]]] = {}
+    constant_free: list[Assertion] = []
+    for assertion, group in zip(assertions, names, strict=True):
+        if not group:
+            constant_free.append(assertion)
+            continue
+        root = find(next(iter(group)))
+        bucket = buckets.setdefault(root, ([], set()))
+        bucket[0].append(assertion)
+        bucket[1].update(group)
+    out = [(items, frozenset(group)) for items, group in buckets.values()]
+    if constant_free:
+        out.append((constant_free, frozenset()))
+    return out
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _freeze(value: object) -> object:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_freeze(v) for v in value)
+    return value
+
+
+def _input_key(key: tuple[Any, ...], value: object) -> str:
+    """A cache key for a concrete input (``repr`` keeps nan apart from None)."""
+    dump = getattr(value, "model_dump", None)
+    shown = dump() if callable(dump) else value
+    return f"{type(value).__qualname__}:{key!r}:{shown!r}"

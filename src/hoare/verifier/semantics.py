@@ -1,0 +1,681 @@
+"""Python's operators on symbolic values, with Python's semantics, not z3's.
+
+* ``//`` and ``%`` floor (Python) where z3's integer ``/`` and ``%`` are Euclidean;
+  a zero divisor *raises* (``ZeroDivisionError``), which makes the predicate fail.
+* ``s[i]`` with a negative ``i`` counts from the end (z3's ``SubString(s, -1, 1)``
+  is ``""``); out of range raises ``IndexError``.
+* floats are reals plus the ``nan``/``+inf``/``-inf`` cases: ``nan`` compares
+  unequal to everything, ``inf - inf`` is ``nan``, ``x / 0.0`` raises. Real
+  arithmetic has no rounding; reports say so.
+* comparisons of incompatible types (``None < 1``, ``"a" < 1``) raise ``TypeError``;
+  ``==`` between them is ``False``.
+
+Every operation that can raise records the condition with ``error()``; the
+predicate translator guards it with the current path and short-circuit
+condition. Cases we do not model exactly become *havoc*: a fresh unconstrained
+value, which over-approximates and keeps refutations sound. Anything else raises
+``Opaque``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from collections.abc import Callable
+
+import z3
+
+from .values import (
+    FIN,
+    NAN,
+    NINF,
+    NONE,
+    PINF,
+    Opaque,
+    SBool,
+    SColl,
+    SEnum,
+    SFloat,
+    SInt,
+    SList,
+    SModel,
+    SNone,
+    SObj,
+    SOpaque,
+    SOpt,
+    SStr,
+    SStripped,
+    STruth,
+    Sym,
+    bool_val,
+    const_to_sym,
+    fresh_name,
+    int_val,
+    real_val,
+)
+
+__all__ = ["Semantics"]
+
+TRUE = z3.BoolVal(True)
+FALSE = z3.BoolVal(False)
+
+
+def tag_is(tag: z3.ArithRef, k: int) -> z3.BoolRef:
+    """``tag == k``, folded when the tag is a numeral (most floats are known finite)."""
+    if z3.is_int_value(tag):
+        return bool_val(tag.as_long() == k)
+    return tag == k
+
+
+def _and(*parts: z3.BoolRef) -> z3.BoolRef:
+    kept = [p for p in parts if not z3.is_true(p)]
+    if any(z3.is_false(p) for p in kept):
+        return FALSE
+    if not kept:
+        return TRUE
+    return kept[0] if len(kept) == 1 else z3.And(*kept)
+
+
+def _or(*parts: z3.BoolRef) -> z3.BoolRef:
+    kept = [p for p in parts if not z3.is_false(p)]
+    if any(z3.is_true(p) for p in kept):
+        return TRUE
+    if not kept:
+        return FALSE
+    return kept[0] if len(kept) == 1 else z3.Or(*kept)
+
+
+def _not(p: z3.BoolRef) -> z3.BoolRef:
+    if z3.is_true(p):
+        return FALSE
+    if z3.is_false(p):
+        return TRUE
+    return z3.Not(p)
+
+
+def _if(c: z3.BoolRef, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
+    if z3.is_true(c):
+        return a
+    if z3.is_false(c):
+        return b
+    return z3.If(c, a, b)
+
+
+class Semantics:
+    """Operators on ``Sym``s. Subclasses provide ``error`` (record a raise),
+    ``define`` (a definitional side constraint) and ``havoc_note``."""
+
+    uses_float = False
+
+    # -- hooks ------------------------------------------------------------------------
+    def error(self, cond: z3.BoolRef, exc: str) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def define(self, constraint: z3.BoolRef) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def havoc_note(self, reason: str) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def havoc_bool(self, reason: str) -> z3.BoolRef:
+        self.havoc_note(reason)
+        return z3.Bool(fresh_name("havoc"))
+
+    def havoc_float(self, reason: str) -> SFloat:
+        self.havoc_note(reason)
+        tag = z3.Int(fresh_name("havoc.tag"))
+        self.define(z3.And(tag >= FIN, tag <= NINF))
+        return SFloat(tag, z3.Real(fresh_name("havoc")))
+
+    def has_non_space(self, s: z3.SeqRef) -> z3.BoolRef:
+        """``bool(s.strip())``: ``s`` has a character that is not ``str.isspace``."""
+        from .regex import _category, _complement, _ranges_re
+
+        space = _category("space", "python-re")[0]
+        anything = z3.Full(z3.ReSort(z3.StringSort()))
+        return z3.InRe(s, z3.Concat(anything, _ranges_re(_complement(space)), anything))
+
+    # -- basic views --------------------------------------------------------------------
+    def unwrap(self, value: Sym, exc: str = "TypeError") -> Sym:
+        """The non-None part of an optional; using ``None`` raises ``exc``."""
+        if isinstance(value, SOpt):
+            self.error(value.none, exc)
+            return self.unwrap(value.inner, exc)
+        if isinstance(value, SNone):
+            self.error(TRUE, exc)
+        if isinstance(value, SOpaque):
+            raise Opaque(value.reason)
+        return value
+
+    def truthy(self, value: Sym) -> z3.BoolRef:
+        if isinstance(value, SBool):
+            return value.e
+        if isinstance(value, STruth):
+            return value.e
+        if isinstance(value, SInt):
+            return value.e != 0
+        if isinstance(value, SFloat):
+            self.uses_float = True
+            return _or(_not(tag_is(value.tag, FIN)), value.r != 0)
+        if isinstance(value, SStripped):
+            return self.has_non_space(value.source)
+        if isinstance(value, SStr):
+            return z3.Length(value.e) > 0
+        if isinstance(value, SNone):
+            return FALSE
+        if isinstance(value, SOpt):
+            return _and(_not(value.none), self.truthy(value.inner))
+        if isinstance(value, SList):
+            return value.n > 0
+        if isinstance(value, SColl):
+            return bool_val(bool(value.items))
+        if isinstance(value, SModel):
+            return TRUE  # BaseModel defines neither __bool__ nor __len__
+        if isinstance(value, SEnum):
+            if issubclass(value.cls, (int, str, float)):
+                return self.truthy(self.enum_value(value))
+            return TRUE
+        if isinstance(value, SOpaque):
+            if value.truthy is not None:
+                return bool_val(value.truthy)
+            raise Opaque(value.reason)
+        if isinstance(value, SObj):
+            if isinstance(value.obj, (type, type(len))) or callable(value.obj):
+                return TRUE
+        raise Opaque(f"truthiness of {value.kind}")
+
+    def passes(self, value: Sym) -> z3.BoolRef:
+        """A predicate's return value passes: ``None`` or truthy (spec §3.2)."""
+        if isinstance(value, SNone):
+            return TRUE
+        if isinstance(value, SOpt):
+            return _or(value.none, self.passes(value.inner))
+        return self.truthy(value)
+
+    # -- numbers ------------------------------------------------------------------------
+    @staticmethod
+    def is_number(value: Sym) -> bool:
+        return isinstance(value, (SInt, SBool, SFloat)) or (
+            isinstance(value, SEnum) and issubclass(value.cls, (int, float))
+            and not issubclass(value.cls, bool))
+
+    def int_expr(self, value: Sym) -> z3.ArithRef:
+        if isinstance(value, SInt):
+            return value.e
+        if isinstance(value, SBool):
+            return _if(value.e, int_val(1), int_val(0))
+        raise Opaque(f"{value.kind} used as an int")
+
+    def as_float(self, value: Sym) -> SFloat:
+        self.uses_float = True
+        if isinstance(value, SFloat):
+            return value
+        if isinstance(value, SEnum):
+            return self.as_float(self.enum_value(value))
+        return SFloat(int_val(FIN), z3.ToReal(self.int_expr(value)))
+
+    def numeric(self, value: Sym) -> Sym:
+        if isinstance(value, SEnum):
+            return self.enum_value(value)
+        return value
+
+    # -- enums --------------------------------------------------------------------------
+    def enum_value(self, value: SEnum) -> Sym:
+        members = value.members
+        syms = [const_to_sym(m.value) for m in members]
+        if not members:
+            raise Opaque("empty enum")
+        result = syms[-1]
+        for index in range(len(members) - 2, -1, -1):
+            result = self.ite(value.idx == index, syms[index], result)
+        if isinstance(result, STruth):
+            raise Opaque(f"values of {value.cls.__name__} have mixed types")
+        return result
+
+    def enum_name(self, value: SEnum) -> Sym:
+        members = value.members
+        result: Sym = const_to_sym(members[-1].name)
+        for index in range(len(members) - 2, -1, -1):
+            result = self.ite(value.idx == index, const_to_sym(members[index].name), result)
+        return result
+
+    # -- merging ------------------------------------------------------------------------
+    def ite(self, cond: z3.BoolRef, a: Sym, b: Sym) -> Sym:
+        """``a if cond else b`` as one symbolic value (same kinds), else truthiness only."""
+        if z3.is_true(cond):
+            return a
+        if z3.is_false(cond):
+            return b
+        if isinstance(a, SInt) and isinstance(b, SInt):
+            return SInt(z3.If(cond, a.e, b.e))
+        if isinstance(a, SBool) and isinstance(b, SBool):
+            return SBool(z3.If(cond, a.e, b.e))
+        if isinstance(a, SFloat) and isinstance(b, SFloat):
+            return SFloat(z3.If(cond, a.tag, b.tag), z3.If(cond, a.r, b.r))
+        if isinstance(a, SStr) and isinstance(b, SStr):
+            return SStr(z3.If(cond, a.e, b.e))
+        if isinstance(a, SEnum) and isinstance(b, SEnum) and a.cls is b.cls:
+            return SEnum(a.cls, z3.If(cond, a.idx, b.idx))
+        if isinstance(a, SNone) and isinstance(b, SNone):
+            return NONE
+        if isinstance(a, SNone) and not isinstance(b, SOpaque):
+            if isinstance(b, SOpt):
+                return SOpt(_or(cond, b.none), b.inner)
+            return SOpt(cond, b)
+        if isinstance(b, SNone) and not isinstance(a, SOpaque):
+            if isinstance(a, SOpt):
+                return SOpt(_or(_not(cond), a.none), a.inner)
+            return SOpt(_not(cond), a)
+        if isinstance(a, SOpt) and isinstance(b, SOpt):
+            inner = self.ite(cond, a.inner, b.inner)
+            if not isinstance(inner, STruth):
+                return SOpt(z3.If(cond, a.none, b.none), inner)
+        if isinstance(a, SOpt) and not isinstance(b, (SOpt, SOpaque)):
+            inner = self.ite(cond, a.inner, b)
+            if not isinstance(inner, STruth):
+                return SOpt(_and(cond, a.none), inner)
+        if isinstance(b, SOpt) and not isinstance(a, (SOpt, SOpaque)):
+            inner = self.ite(cond, a, b.inner)
+            if not isinstance(inner, STruth):
+                return SOpt(_and(_not(cond), b.none), inner)
+        if isinstance(a, SModel) and isinstance(b, SModel) and a.cls is b.cls:
+            fields = {k: self.ite(cond, a.fields[k], b.fields[k]) for k in a.fields}
+            if not any(isinstance(v, STruth) for v in fields.values()):
+                return SModel(a.cls, fields, a.path)
+        if isinstance(a, SObj) and isinstance(b, SObj) and a.obj is b.obj:
+            return a
+        return STruth(z3.If(cond, self.truthy(a), self.truthy(b)))
+
+    # -- equality and identity -----------------------------------------------------------
+    def eq(self, a: Sym, b: Sym) -> z3.BoolRef:
+        if isinstance(a, SOpaque):
+            raise Opaque(a.reason)
+        if isinstance(b, SOpaque):
+            raise Opaque(b.reason)
+        if isinstance(a, SOpt):
+            return _if(a.none, self.eq(NONE, b), self.eq(a.inner, b))
+        if isinstance(b, SOpt):
+            return _if(b.none, self.eq(a, NONE), self.eq(a, b.inner))
+        if isinstance(a, SNone) or isinstance(b, SNone):
+            return bool_val(isinstance(a, SNone) and isinstance(b, SNone))
+        if isinstance(a, SEnum) and isinstance(b, SEnum) and a.cls is b.cls:
+            return a.idx == b.idx
+        if isinstance(a, SEnum) or isinstance(b, SEnum):
+            enum_side = a if isinstance(a, SEnum) else b
+            assert isinstance(enum_side, SEnum)
+            if issubclass(enum_side.cls, (int, str, float)):  # mixed-in: compare values
+                a = self.enum_value(a) if isinstance(a, SEnum) else a
+                b = self.enum_value(b) if isinstance(b, SEnum) else b
+                return self.eq(a, b)
+            return FALSE
+        if self.is_number(a) and self.is_number(b):
+            if isinstance(a, SFloat) or isinstance(b, SFloat):
+                x, y = self.as_float(a), self.as_float(b)
+                return _and(_not(tag_is(x.tag, NAN)), _not(tag_is(y.tag, NAN)),
+                            x.tag == y.tag, _or(_not(tag_is(x.tag, FIN)), x.r == y.r))
+            return self.int_expr(a) == self.int_expr(b)
+        if isinstance(a, SStr) and isinstance(b, SStr):
+            for x, y in ((a, b), (b, a)):
+                if isinstance(x, SStripped) and not isinstance(y, SStripped) and \
+                        z3.is_string_value(y.e) and y.e.as_string() == "":
+                    return _not(self.has_non_space(x.source))
+            return a.e == b.e
+        if isinstance(a, (SList, SColl)) and isinstance(b, (SList, SColl)):
+            return self.seq_eq(a, b)
+        if isinstance(a, SModel) or isinstance(b, SModel):
+            if isinstance(a, SModel) and isinstance(b, SModel):
+                raise Opaque("equality of pydantic models")
+            return FALSE
+        if isinstance(a, SObj) and isinstance(b, SObj):
+            return bool_val(bool(a.obj == b.obj))
+        if isinstance(a, STruth) or isinstance(b, STruth):
+            raise Opaque("equality of a value of unknown type")
+        if isinstance(a, SObj) or isinstance(b, SObj):
+            return FALSE
+        if a.kind != b.kind:
+            return FALSE
+        raise Opaque(f"equality of {a.kind} values")
+
+    def seq_eq(self, a: Sym, b: Sym) -> z3.BoolRef:
+        if isinstance(a, SColl) and isinstance(b, SList):
+            a, b = b, a
+        if isinstance(a, SColl) and isinstance(b, SColl):
+            if len(a.items) != len(b.items):
+                return FALSE
+            return _and(*[self.eq(x, y) for x, y in zip(a.items, b.items, strict=True)])
+        if isinstance(a, SList) and isinstance(b, SColl):
+            if (a.container == "list") != (b.container == "list"):
+                return FALSE  # [1] != (1,)
+            k = len(b.items)
+            if k > len(a.slots):
+                return _and(a.n == k, self.havoc_bool("list compared past its slots"))
+            return _and(a.n == k, *[self.eq(a.slots[i], b.items[i]) for i in range(k)])
+        raise Opaque("equality of two symbolic lists")
+
+    def is_(self, a: Sym, b: Sym) -> z3.BoolRef:
+        """``a is b``: defined for ``None``, booleans and enum members (singletons)."""
+        if isinstance(b, SNone) or isinstance(a, SNone):
+            other = a if isinstance(b, SNone) else b
+            if isinstance(other, SNone):
+                return TRUE
+            if isinstance(other, SOpt):
+                return other.none
+            if isinstance(other, SOpaque) and other.truthy is True:
+                return FALSE
+            if isinstance(other, SOpaque):
+                raise Opaque(other.reason)
+            return FALSE
+        if isinstance(a, SOpt):
+            return _and(_not(a.none), self.is_(a.inner, b))
+        if isinstance(b, SOpt):
+            return _and(_not(b.none), self.is_(a, b.inner))
+        if isinstance(a, SEnum) and isinstance(b, SEnum):
+            return self.eq(a, b)
+        if isinstance(a, SEnum) or isinstance(b, SEnum):
+            other = a if isinstance(b, SEnum) else b
+            if isinstance(other, (SInt, SStr, SFloat, SBool, SModel, SList)):
+                return FALSE  # a member is never identical to a plain value
+        if isinstance(a, SBool) and isinstance(b, SBool):
+            return a.e == b.e
+        if isinstance(a, SBool) or isinstance(b, SBool):
+            other = a if isinstance(b, SBool) else b
+            if isinstance(other, (SInt, SStr, SFloat, SList, SModel)):
+                return FALSE
+        raise Opaque("`is` between values other than None, booleans and enum members")
+
+    # -- ordering -----------------------------------------------------------------------
+    def compare(self, op: str, a: Sym, b: Sym) -> z3.BoolRef:
+        """``<``, ``<=``, ``>``, ``>=``; ``None`` or mixed types raise ``TypeError``."""
+        a = self.unwrap(a)
+        b = self.unwrap(b)
+        if op in (">", ">="):
+            return self.compare("<" if op == ">" else "<=", b, a)
+        if isinstance(a, SEnum) and not issubclass(a.cls, (int, str, float)):
+            self.error(TRUE, "TypeError")
+            return FALSE
+        if isinstance(b, SEnum) and not issubclass(b.cls, (int, str, float)):
+            self.error(TRUE, "TypeError")
+            return FALSE
+        a, b = self.numeric(a), self.numeric(b)
+        if self.is_number(a) and self.is_number(b):
+            if isinstance(a, SFloat) or isinstance(b, SFloat):
+                return self.float_less(op, self.as_float(a), self.as_float(b))
+            x, y = self.int_expr(a), self.int_expr(b)
+            return x < y if op == "<" else x <= y
+        if isinstance(a, SStr) and isinstance(b, SStr):
+            return a.e < b.e if op == "<" else a.e <= b.e
+        if isinstance(a, (SList, SColl, SModel, SObj, STruth)) or \
+                isinstance(b, (SList, SColl, SModel, SObj, STruth)):
+            if {a.kind, b.kind} <= {"list", "collection"}:
+                raise Opaque("ordering of sequences")
+            if isinstance(a, STruth) or isinstance(b, STruth):
+                raise Opaque("ordering of a value of unknown type")
+        self.error(TRUE, "TypeError")
+        return FALSE
+
+    def float_less(self, op: str, a: SFloat, b: SFloat) -> z3.BoolRef:
+        not_nan = _and(_not(tag_is(a.tag, NAN)), _not(tag_is(b.tag, NAN)))
+
+        def rank(t: z3.ArithRef) -> z3.ArithRef:
+            if z3.is_int_value(t):
+                return int_val({NINF: 0, FIN: 1, PINF: 2, NAN: 1}[t.as_long()])
+            return z3.If(t == NINF, 0, z3.If(t == PINF, 2, 1))
+
+        both_fin = _and(tag_is(a.tag, FIN), tag_is(b.tag, FIN))
+        strictly = _or(rank(a.tag) < rank(b.tag), _and(both_fin, a.r < b.r))
+        if op == "<":
+            return _and(not_nan, strictly)
+        same = _and(a.tag == b.tag, _or(_not(tag_is(a.tag, FIN)), a.r == b.r))
+        return _and(not_nan, _or(strictly, same))
+
+    # -- membership ---------------------------------------------------------------------
+    def contains(self, container: Sym, item: Sym) -> z3.BoolRef:
+        """``item in container``."""
+        container = self.unwrap(container)
+        if isinstance(container, SStr):
+            item = self.unwrap(item)
+            if not isinstance(item, SStr):
+                self.error(TRUE, "TypeError")
+                return FALSE
+            return z3.Contains(container.e, item.e)
+        if isinstance(container, SColl):
+            return _or(*[self.eq(item, x) for x in container.items])
+        if isinstance(container, SList):
+            found = [_and(i < container.n, self.eq(slot, item))
+                     for i, slot in enumerate(container.slots)]
+            if not container.exact:
+                found.append(_and(container.n > len(container.slots),
+                                  self.havoc_bool(f"`in` past the verifier's bound on "
+                                                  f"{container.path}")))
+            return _or(*found)
+        if isinstance(container, SEnum):
+            raise Opaque("`in` on an enum member")
+        if isinstance(container, SObj) and isinstance(container.obj, type) \
+                and issubclass(container.obj, enum.Enum):
+            raise Opaque("`in` on an Enum class")
+        if isinstance(container, (SInt, SFloat, SBool, SNone)):
+            self.error(TRUE, "TypeError")
+            return FALSE
+        raise Opaque(f"`in` on a {container.kind}")
+
+    # -- arithmetic ---------------------------------------------------------------------
+    def unary(self, op: str, value: Sym) -> Sym:
+        if op == "not":
+            return SBool(_not(self.truthy(value)))
+        value = self.numeric(self.unwrap(value))
+        if isinstance(value, SFloat):
+            if op == "+":
+                return value
+            if op == "-":
+                tag = value.tag
+                if not z3.is_int_value(tag):
+                    tag = z3.If(tag == PINF, NINF, z3.If(tag == NINF, PINF, tag))
+                elif tag.as_long() in (PINF, NINF):
+                    tag = int_val(NINF if tag.as_long() == PINF else PINF)
+                return SFloat(tag, -value.r)
+            self.error(TRUE, "TypeError")
+            return value
+        if isinstance(value, (SInt, SBool)):
+            x = self.int_expr(value)
+            return SInt({"+": x, "-": -x, "~": -x - 1}[op])
+        self.error(TRUE, "TypeError")
+        return SInt(int_val(0))
+
+    def binop(self, op: str, a: Sym, b: Sym) -> Sym:
+        a, b = self.unwrap(a), self.unwrap(b)
+        if isinstance(a, SStr) and isinstance(b, SStr):
+            if op == "+":
+                return SStr(z3.Concat(a.e, b.e))
+            self.error(TRUE, "TypeError")
+            return a
+        if op == "*" and (isinstance(a, SStr) or isinstance(b, SStr)):
+            text, count = (a, b) if isinstance(a, SStr) else (b, a)
+            if isinstance(count, SInt) and z3.is_int_value(count.e) and \
+                    count.e.as_long() <= 16:
+                k = count.e.as_long()
+                if k <= 0:
+                    return SStr(z3.StringVal(""))
+                return SStr(z3.Concat(*([text.e] * k)) if k > 1 else text.e)
+            if isinstance(count, (SInt, SBool)):
+                raise Opaque("string repetition by a symbolic count")
+        a, b = self.numeric(a), self.numeric(b)
+        if not (self.is_number(a) and self.is_number(b)):
+            if isinstance(a, (SList, SColl)) or isinstance(b, (SList, SColl)):
+                raise Opaque(f"`{op}` on sequences")
+            if isinstance(a, (SStr, SInt, SFloat, SBool, SNone)) and \
+                    isinstance(b, (SStr, SInt, SFloat, SBool, SNone)):
+                self.error(TRUE, "TypeError")
+                return SInt(int_val(0))
+            raise Opaque(f"`{op}` on {a.kind} and {b.kind}")
+        if isinstance(a, SFloat) or isinstance(b, SFloat) or op == "/":
+            return self.float_binop(op, a, b)
+        x, y = self.int_expr(a), self.int_expr(b)
+        if op == "+":
+            return SInt(x + y)
+        if op == "-":
+            return SInt(x - y)
+        if op == "*":
+            return SInt(x * y)
+        if op in ("//", "%"):
+            self.error(y == 0, "ZeroDivisionError")
+            # z3 integer division is Euclidean; Python floors. For y > 0 they agree;
+            # for y < 0, floor(x / y) == floor(-x / -y).
+            safe = _if(y == 0, int_val(1), y)
+            quotient = z3.If(safe > 0, x / safe, (-x) / (-safe))
+            if op == "//":
+                return SInt(quotient)
+            return SInt(x - safe * quotient)
+        if op == "**":
+            if z3.is_int_value(y) and 0 <= y.as_long() <= 8:
+                result: z3.ArithRef = int_val(1)
+                for _ in range(y.as_long()):
+                    result = result * x
+                return SInt(z3.simplify(result) if z3.is_int_value(x) else result)
+            raise Opaque("`**` with a symbolic or large exponent")
+        raise Opaque(f"operator {op} on ints")
+
+    def float_binop(self, op: str, a: Sym, b: Sym) -> Sym:
+        x, y = self.as_float(a), self.as_float(b)
+        fin_x, fin_y = tag_is(x.tag, FIN), tag_is(y.tag, FIN)
+        nan_x, nan_y = tag_is(x.tag, NAN), tag_is(y.tag, NAN)
+        pinf_x, pinf_y = tag_is(x.tag, PINF), tag_is(y.tag, PINF)
+        ninf_x, ninf_y = tag_is(x.tag, NINF), tag_is(y.tag, NINF)
+        inf_x, inf_y = _or(pinf_x, ninf_x), _or(pinf_y, ninf_y)
+        if op == "-":
+            y = self.unary("-", y)  # type: ignore[assignment]
+            assert isinstance(y, SFloat)
+            return self.float_binop("+", x, y)
+        if op == "+":
+            nan = _or(nan_x, nan_y, _and(pinf_x, ninf_y), _and(ninf_x, pinf_y))
+            tag = _if(nan, int_val(NAN), _if(_or(pinf_x, pinf_y), int_val(PINF),
+                                             _if(_or(ninf_x, ninf_y), int_val(NINF),
+                                                 int_val(FIN))))
+            return SFloat(tag, x.r + y.r)
+        if op == "*":
+            zero_x, zero_y = _and(fin_x, x.r == 0), _and(fin_y, y.r == 0)
+            nan = _or(nan_x, nan_y, _and(inf_x, zero_y), _and(inf_y, zero_x))
+            pos_x = _if(fin_x, x.r > 0, pinf_x)
+            pos_y = _if(fin_y, y.r > 0, pinf_y)
+            tag = _if(nan, int_val(NAN), _if(_or(inf_x, inf_y),
+                                             _if(pos_x == pos_y, int_val(PINF), int_val(NINF)),
+                                             int_val(FIN)))
+            return SFloat(tag, x.r * y.r)
+        if op == "/":
+            self.error(_and(fin_y, y.r == 0), "ZeroDivisionError")
+            nan = _or(nan_x, nan_y, _and(inf_x, inf_y))
+            pos_x = _if(fin_x, x.r > 0, pinf_x)
+            pos_y = _if(fin_y, y.r > 0, pinf_y)
+            tag = _if(nan, int_val(NAN), _if(inf_x, _if(pos_x == pos_y, int_val(PINF),
+                                                        int_val(NINF)), int_val(FIN)))
+            safe = _if(y.r == 0, real_val(1), y.r)
+            return SFloat(tag, _if(_and(fin_x, fin_y), x.r / safe, real_val(0)))
+        if op in ("//", "%"):
+            self.error(_and(fin_y, y.r == 0), "ZeroDivisionError")
+            safe = _if(y.r == 0, real_val(1), y.r)
+            floor = z3.ToReal(z3.ToInt(x.r / safe))
+            exact = SFloat(int_val(FIN), floor if op == "//" else x.r - safe * floor)
+            both = _and(fin_x, fin_y)
+            if z3.is_true(both):
+                return exact
+            return self.ite(both, exact, self.havoc_float(f"float `{op}` with nan/inf"))
+        if op == "**":
+            if isinstance(b, SInt) and z3.is_int_value(b.e) and 0 <= b.e.as_long() <= 4:
+                result: Sym = SFloat(int_val(FIN), real_val(1))
+                for _ in range(b.e.as_long()):
+                    result = self.float_binop("*", result, x)
+                return result
+            raise Opaque("float `**`")
+        raise Opaque(f"operator {op} on floats")
+
+    # -- builtins -----------------------------------------------------------------------
+    def absolute(self, value: Sym) -> Sym:
+        value = self.numeric(self.unwrap(value))
+        if isinstance(value, SFloat):
+            tag = value.tag
+            if not z3.is_int_value(tag):
+                tag = z3.If(tag == NINF, PINF, tag)
+            elif tag.as_long() == NINF:
+                tag = int_val(PINF)
+            return SFloat(tag, z3.If(value.r < 0, -value.r, value.r))
+        if isinstance(value, (SInt, SBool)):
+            x = self.int_expr(value)
+            return SInt(z3.If(x < 0, -x, x))
+        self.error(TRUE, "TypeError")
+        return SInt(int_val(0))
+
+    def length(self, value: Sym) -> SInt:
+        value = self.unwrap(value)
+        if isinstance(value, SStr):
+            return SInt(z3.Length(value.e))
+        if isinstance(value, SList):
+            return SInt(value.n)
+        if isinstance(value, SColl):
+            return SInt(int_val(len(value.items)))
+        if isinstance(value, (SInt, SFloat, SBool, SModel, SEnum)):
+            if isinstance(value, SEnum) and issubclass(value.cls, str):
+                length = self.length(self.enum_value(value))
+                return length
+            self.error(TRUE, "TypeError")
+            return SInt(int_val(0))
+        raise Opaque(f"len() of a {value.kind}")
+
+    def to_int(self, value: Sym) -> Sym:
+        value = self.numeric(self.unwrap(value))
+        if isinstance(value, (SInt, SBool)):
+            return SInt(self.int_expr(value))
+        if isinstance(value, SFloat):
+            self.error(tag_is(value.tag, NAN), "ValueError")
+            self.error(_or(tag_is(value.tag, PINF), tag_is(value.tag, NINF)), "OverflowError")
+            r = value.r
+            return SInt(z3.If(r >= 0, z3.ToInt(r), -z3.ToInt(-r)))
+        raise Opaque(f"int() of a {value.kind}")
+
+    def to_float(self, value: Sym) -> Sym:
+        value = self.numeric(self.unwrap(value))
+        if self.is_number(value):
+            return self.as_float(value)
+        raise Opaque(f"float() of a {value.kind}")
+
+    def to_str(self, value: Sym) -> Sym:
+        value = self.unwrap(value) if not isinstance(value, SNone) else value
+        if isinstance(value, SStr):
+            return value
+        if isinstance(value, SInt):
+            x = value.e
+            return SStr(z3.If(x >= 0, z3.IntToStr(x),
+                              z3.Concat(z3.StringVal("-"), z3.IntToStr(-x))))
+        if isinstance(value, SBool):
+            return SStr(z3.If(value.e, z3.StringVal("True"), z3.StringVal("False")))
+        if isinstance(value, SNone):
+            return SStr(z3.StringVal("None"))
+        raise Opaque(f"str() of a {value.kind}")
+
+    def min_max(self, name: str, values: list[tuple[z3.BoolRef, Sym]],
+                empty_raises: bool = True) -> Sym:
+        """``min``/``max`` over (present, value) pairs, Python's choice on ties:
+        the first extreme value wins; ``nan`` poisons like Python's comparisons."""
+        result: Sym | None = None
+        present_any: z3.BoolRef = FALSE
+        for present, value in values:
+            if result is None:
+                result, present_any = value, present
+                continue
+            better = self.compare("<", value, result) if name == "min" else \
+                self.compare(">", value, result)
+            take = _and(present, _or(_not(present_any), better))
+            result = self.ite(take, value, result)
+            present_any = _or(present_any, present)
+        if result is None:
+            if empty_raises:
+                self.error(TRUE, "ValueError")
+            return SInt(int_val(0))
+        if empty_raises:
+            self.error(_not(present_any), "ValueError")
+        return result
+
+
+KNOWN_BUILTINS: dict[str, Callable[..., object]] = {
+    name: getattr(builtins, name) for name in (
+        "len", "abs", "min", "max", "all", "any", "sum", "int", "float", "str", "bool",
+        "isinstance")
+}

@@ -1,0 +1,590 @@
+"""pydantic types → z3: one symbolic value per field and tracked constraints.
+
+Each constraint carries a human label (``ge=0 (Score.score)``) so that an unsat
+core names what conflicts. What is modelled:
+
+* ``int``, ``bool``, ``str`` (z3 strings), ``float`` as a *real number* plus the
+  ``nan``/``±inf`` cases pydantic accepts unless a bound or ``allow_inf_nan=False``
+  excludes them;
+* ``Literal[...]``, ``Enum`` (by member index; ``use_enum_values`` by value),
+  ``Optional[X]`` (``None`` is a separate case), nested models;
+* ``list[X]``/``tuple[X, ...]`` as a length plus a few element slots: lengths are
+  exact, elements past the slots are unconstrained (a witness never uses them:
+  a *verifier bound* assumption keeps witnesses inside the slots and is reported
+  when a proof needs it);
+* ``ge/gt/le/lt``, ``multiple_of`` (ints), ``min_length/max_length``, ``pattern``
+  (search semantics), ``allow_inf_nan``, model-wide ``str_min_length`` & co.
+
+A constraint that cannot be translated is *dropped* (the modelled set grows, so
+refutations stay sound) and listed with its reason; ``exact`` becomes False, so
+no check may rely on the type set in a negative position (composition).
+pydantic does not validate defaults: a field whose default violates its own
+constraints may also hold that default.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import annotated_types as at
+import z3
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from ..models import TypeSpec
+from .regex import translate_pattern
+from .values import (
+    FIN,
+    NINF,
+    NONE,
+    PINF,
+    Opaque,
+    SBool,
+    SEnum,
+    SFloat,
+    SInt,
+    SList,
+    SModel,
+    SNone,
+    SOpaque,
+    SOpt,
+    SStr,
+    Sym,
+    const_to_sym,
+    fresh_name,
+    int_val,
+    real_val,
+)
+
+__all__ = ["Constraint", "TypeBuilder", "TypedValue"]
+
+MAX_SLOTS = 6  # list elements modelled when the type bounds the length this tightly
+DEFAULT_SLOTS = 3  # list elements modelled otherwise
+MAX_DEPTH = 6
+MAX_LEAVES = 600  # symbolic scalars per value; larger values become opaque
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``expr`` holds for every valid value. ``label`` None: structural (always
+    asserted, never in a core). ``kind``: "type", "bound" (verifier bound)."""
+
+    label: str | None
+    expr: z3.BoolRef
+    kind: Literal["type", "bound"] = "type"
+
+
+@dataclass
+class TypedValue:
+    """A symbolic value of a ``TypeSpec`` and what its type says about it."""
+
+    spec: TypeSpec
+    root: SModel  # the validated model (the wrapper model for native types)
+    value: Sym  # what user code sees: ``root`` or, wrapped, its ``value`` field
+    constraints: list[Constraint]
+    dropped: list[str]  # constraints not translated, with the reason
+    assumptions: list[str]  # e.g. validators assumed only to reject
+    uses_float: bool
+    role: str
+
+    @property
+    def exact(self) -> bool:
+        """The constraints are exactly the type's (no dropped ones, no assumption)."""
+        return not self.dropped and not self.assumptions
+
+    @property
+    def type_constraints(self) -> list[Constraint]:
+        return [c for c in self.constraints if c.kind == "type"]
+
+    @property
+    def bounds(self) -> list[Constraint]:
+        return [c for c in self.constraints if c.kind == "bound"]
+
+
+def _implies(guard: z3.BoolRef, expr: z3.BoolRef) -> z3.BoolRef:
+    return expr if z3.is_true(guard) else z3.Implies(guard, expr)
+
+
+def _flatten(metadata: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in metadata:
+        if item is None:
+            continue
+        if isinstance(item, FieldInfo):
+            out.extend(_flatten(list(item.metadata)))
+        elif isinstance(item, at.GroupedMetadata) and not _is_string_constraints(item):
+            out.extend(_flatten(list(item)))
+        else:
+            out.append(item)
+    return out
+
+
+def _is_string_constraints(item: object) -> bool:
+    return type(item).__name__ == "StringConstraints"
+
+
+def _number(value: object) -> Fraction | None:
+    try:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, float) and (value != value or value in (float("inf"),
+                                                                     float("-inf"))):
+            return None
+        return Fraction(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _fmt(value: object) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+class TypeBuilder:
+    """Builds symbolic values of pydantic types for one role (``input``, ``output``…)."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.dropped: list[str] = []
+        self.assumptions: list[str] = []
+        self.uses_float = False
+        self.leaves = 0
+
+    # -- entry point --------------------------------------------------------------------
+    def build(self, spec: TypeSpec, *, owner: str | None = None) -> TypedValue:
+        constraints: list[Constraint] = []
+        name = owner or (self.role if spec.wrapped else spec.model.__name__)
+        root = self.model(spec.model, self.role, name, z3.BoolVal(True), constraints, 0,
+                          wrapped=spec.wrapped)
+        value = root.fields.get("value", root) if spec.wrapped else root
+        if isinstance(root, SOpaque):  # pragma: no cover - models are always built
+            raise TypeError(root.reason)
+        return TypedValue(spec, root, value, constraints, self.dropped, self.assumptions,
+                          self.uses_float, self.role)
+
+    def fresh(self, ann: Any, path: str, constraints: list[Constraint]) -> Sym:
+        """An unconstrained value of ``ann`` (the tail of a list): constraints dropped."""
+        return self.value(ann, [], path, path, z3.BoolVal(True), [], 0)
+
+    # -- models -------------------------------------------------------------------------
+    def model(self, cls: type[BaseModel], path: str, owner: str, guard: z3.BoolRef,
+              constraints: list[Constraint], depth: int, *, wrapped: bool = False) -> Any:
+        if depth > MAX_DEPTH:
+            return SOpaque(f"{cls.__name__} nested too deeply to model")
+        config = cls.model_config
+        self._model_assumptions(cls)
+        fields: dict[str, Sym] = {}
+        omit: dict[str, object] = {}
+        for name, info in cls.model_fields.items():
+            field_owner = owner if wrapped else f"{owner}.{name}"
+            metadata = list(info.metadata)
+            local: list[Constraint] = []
+            sym = self.value(info.annotation, metadata, f"{path}.{name}", field_owner, guard,
+                             local, depth + 1, config=config)
+            fields[name] = sym
+            if not info.is_required() and not config.get("validate_default"):
+                local, omitted = self._with_default(info, sym, local, field_owner, guard)
+                if omitted is not _NO_DEFAULT:
+                    omit[name] = omitted
+            constraints.extend(local)
+        return SModel(cls, fields, path, omit)
+
+    def _model_assumptions(self, cls: type[BaseModel]) -> None:
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        if decorators is None:
+            return
+        for kind in ("field_validators", "model_validators", "root_validators"):
+            for name, decorator in getattr(decorators, kind, {}).items():
+                mode = getattr(decorator.info, "mode", "after")
+                if mode != "before":
+                    note = (f"validator {cls.__name__}.{name} ({mode}) assumed only to reject "
+                            f"values, never to change them")
+                    if note not in self.assumptions:
+                        self.assumptions.append(note)
+        if "model_post_init" in cls.__dict__:
+            note = f"{cls.__name__}.model_post_init assumed not to change fields"
+            if note not in self.assumptions:
+                self.assumptions.append(note)
+
+    def _with_default(self, info: FieldInfo, sym: Sym, local: list[Constraint], owner: str,
+                      guard: z3.BoolRef) -> tuple[list[Constraint], object]:
+        """pydantic does not validate defaults: allow the default when it breaks the
+        constraints. Returns the constraints and the default to omit in witnesses."""
+        if info.default_factory is not None:
+            factory = info.default_factory
+            if factory in (list, tuple, dict, set, frozenset, str, int, float, bool):
+                default: object = factory()  # type: ignore[call-arg]
+            else:
+                typed = [c for c in local if c.kind == "type" and c.label is not None]
+                if typed:
+                    self.dropped.append(f"constraints of {owner} (its default_factory is not "
+                                        f"evaluated)")
+                    return [c for c in local if c not in typed], _NO_DEFAULT
+                return local, _NO_DEFAULT
+        else:
+            default = info.default
+        typed = [c for c in local if c.kind == "type" and c.label is not None]
+        if not typed:
+            return local, _NO_DEFAULT
+        try:
+            constant = const_to_sym(default)
+        except Opaque:
+            constant = SOpaque("unrepresentable default")
+        equal = _symbolic_equal(sym, constant)
+        if equal is None:
+            self.dropped.append(f"constraints of {owner} (its default {default!r:.40} is not "
+                                f"modelled)")
+            return [c for c in local if c not in typed], _NO_DEFAULT
+        holds = z3.simplify(z3.substitute(z3.And(*[c.expr for c in typed]),
+                                          *_bindings(sym, constant)))
+        if z3.is_true(holds):
+            return local, _NO_DEFAULT
+        combined = z3.Or(z3.And(*[c.expr for c in typed]), _implies(guard, equal))
+        rest = [c for c in local if c not in typed]
+        labels = " ∧ ".join(dict.fromkeys(str(c.label) for c in typed))
+        rest.append(Constraint(f"({labels}) or the default {default!r:.40}", combined))
+        return rest, default
+
+    # -- values -------------------------------------------------------------------------
+    def value(self, ann: Any, metadata: list[Any], path: str, owner: str, guard: z3.BoolRef,
+              constraints: list[Constraint], depth: int, *,
+              config: dict[str, Any] | None = None) -> Sym:
+        config = config or {}
+        origin = typing.get_origin(ann)
+        if origin is typing.Annotated:
+            base, *extra = typing.get_args(ann)
+            return self.value(base, [*metadata, *extra], path, owner, guard, constraints,
+                              depth, config=config)
+        if self.leaves > MAX_LEAVES:
+            return SOpaque(f"{owner}: value too large to model")
+        items = _flatten(metadata)
+        self._validator_notes(items, owner)
+        if ann is int:
+            self.leaves += 1
+            sym = SInt(z3.Int(fresh_name(path)))
+            self._numeric(sym, items, owner, guard, constraints)
+            return sym
+        if ann is float:
+            self.leaves += 1
+            self.uses_float = True
+            tag = z3.Int(fresh_name(path + ".tag"))
+            fsym = SFloat(tag, z3.Real(fresh_name(path)))
+            constraints.append(Constraint(None, z3.And(tag >= FIN, tag <= NINF)))
+            self._numeric(fsym, items, owner, guard, constraints, config=config)
+            return fsym
+        if ann is bool:
+            self.leaves += 1
+            return SBool(z3.Bool(fresh_name(path)))
+        if ann is str:
+            self.leaves += 1
+            ssym = SStr(z3.String(fresh_name(path)))
+            self._string(ssym, items, owner, guard, constraints, config)
+            return ssym
+        if ann is type(None):
+            return NONE
+        try:
+            if origin is Literal:
+                return self._literal(ann, path, owner, guard, constraints)
+            if isinstance(ann, type) and issubclass(ann, enum.Enum):
+                return self._enum(ann, path, owner, guard, constraints, config)
+        except Opaque as error:
+            return SOpaque(f"{owner}: {error}")
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            return self.model(ann, path, ann.__name__, guard, constraints, depth + 1)
+        if origin in (typing.Union, types.UnionType):
+            args = typing.get_args(ann)
+            others = [a for a in args if a is not type(None)]
+            if len(others) == len(args) - 1 and len(others) == 1:
+                none = z3.Bool(fresh_name(path + ".none"))
+                inner = self.value(others[0], metadata, path, owner,
+                                   z3.And(guard, z3.Not(none)) if not z3.is_true(guard)
+                                   else z3.Not(none), constraints, depth, config=config)
+                if isinstance(inner, SOpaque):
+                    return SOpaque(inner.reason, example=None)
+                return SOpt(none, inner)
+            return SOpaque(f"{owner}: union {ann!r} not modelled")
+        if origin in (list, tuple, typing.List, typing.Tuple):  # noqa: UP006
+            args = typing.get_args(ann)
+            if origin in (tuple, typing.Tuple) and not (  # noqa: UP006
+                    len(args) == 2 and args[1] is Ellipsis):
+                return SOpaque(f"{owner}: fixed-length tuple not modelled")
+            element = args[0] if args else Any
+            return self._list(element, items, path, owner, guard, constraints, depth,
+                              "tuple" if origin in (tuple, typing.Tuple) else "list")  # noqa: UP006
+        return SOpaque(f"{owner}: type {getattr(ann, '__name__', ann)!s} not modelled")
+
+    def _validator_notes(self, items: list[Any], owner: str) -> None:
+        for item in items:
+            name = type(item).__name__
+            if name in ("AfterValidator", "WrapValidator", "PlainValidator"):
+                note = f"{name} on {owner} assumed only to reject values, never to change them"
+                if note not in self.assumptions:
+                    self.assumptions.append(note)
+
+    # -- scalars ------------------------------------------------------------------------
+    def _numeric(self, sym: SInt | SFloat, items: list[Any], owner: str, guard: z3.BoolRef,
+                 constraints: list[Constraint], *, config: dict[str, Any] | None = None
+                 ) -> None:
+        allow_special = True if config is None else config.get("allow_inf_nan", True)
+        for item in items:
+            for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+                if isinstance(item, getattr(at, attr.capitalize())):
+                    bound = _number(getattr(item, attr))
+                    label = f"{attr}={_fmt(getattr(item, attr))} ({owner})"
+                    if bound is None:
+                        self.dropped.append(f"{label}: bound not modelled")
+                        continue
+                    constraints.append(Constraint(label, _implies(guard, _bound(sym, op,
+                                                                                bound))))
+            if isinstance(item, at.MultipleOf):
+                label = f"multiple_of={_fmt(item.multiple_of)} ({owner})"
+                m = item.multiple_of
+                if isinstance(sym, SInt) and isinstance(m, int) and not isinstance(m, bool) \
+                        and m != 0:
+                    constraints.append(Constraint(label, _implies(guard, sym.e % abs(m) == 0)))
+                else:
+                    self.dropped.append(f"{label}: float multiple_of uses a tolerance")
+            name = type(item).__name__
+            if name == "AllowInfNan" or (name == "_PydanticGeneralMetadata"
+                                         and hasattr(item, "allow_inf_nan")):
+                allow_special = bool(item.allow_inf_nan)
+            elif name not in _IGNORED and not isinstance(item, (at.Gt, at.Ge, at.Lt, at.Le,
+                                                                at.MultipleOf)):
+                self._unknown(item, owner)
+        if isinstance(sym, SFloat) and not allow_special:
+            constraints.append(Constraint(f"allow_inf_nan=False ({owner})",
+                                          _implies(guard, sym.tag == FIN)))
+
+    def _string(self, sym: SStr, items: list[Any], owner: str, guard: z3.BoolRef,
+                constraints: list[Constraint], config: dict[str, Any]) -> None:
+        engine = config.get("regex_engine", "rust-regex")
+        lengths: list[tuple[str, int]] = []
+        patterns: list[str] = []
+        transforms = [k for k in ("str_strip_whitespace", "str_to_lower", "str_to_upper")
+                      if config.get(k)]
+        if config.get("str_min_length") is not None:
+            lengths.append(("min_length", int(config["str_min_length"])))
+        if config.get("str_max_length") is not None:
+            lengths.append(("max_length", int(config["str_max_length"])))
+        for item in items:
+            name = type(item).__name__
+            if isinstance(item, at.MinLen):
+                lengths.append(("min_length", item.min_length))
+            elif isinstance(item, at.MaxLen):
+                lengths.append(("max_length", item.max_length))
+            elif name in ("_PydanticGeneralMetadata", "StringConstraints"):
+                data = getattr(item, "__dict__", {})
+                for key in ("strip_whitespace", "to_lower", "to_upper"):
+                    if data.get(key) or getattr(item, key, None):
+                        transforms.append(key)
+                if getattr(item, "min_length", None) is not None and name == "StringConstraints":
+                    lengths.append(("min_length", item.min_length))
+                if getattr(item, "max_length", None) is not None and name == "StringConstraints":
+                    lengths.append(("max_length", item.max_length))
+                pattern = getattr(item, "pattern", None) or data.get("pattern")
+                if pattern is not None:
+                    patterns.append(pattern if isinstance(pattern, str) else pattern.pattern)
+                if getattr(item, "ascii_only", None):
+                    constraints.append(Constraint(f"ascii_only ({owner})",
+                                                  _implies(guard, _ascii(sym.e))))
+            elif name not in _IGNORED:
+                self._unknown(item, owner)
+        for key, bound in lengths:
+            length = z3.Length(sym.e)
+            expr = length >= bound if key == "min_length" else length <= bound
+            constraints.append(Constraint(f"{key}={bound} ({owner})", _implies(guard, expr)))
+        for pattern in patterns:
+            label = f"pattern={pattern!r} ({owner})"
+            translation = translate_pattern(pattern, engine)
+            if translation.regex is None:
+                self.dropped.append(f"{label}: {translation.reason}")
+                continue
+            if not translation.exact:
+                self.dropped.append(f"{label}: Unicode classes over-approximated")
+            constraints.append(Constraint(label, _implies(guard, z3.InRe(sym.e,
+                                                                         translation.regex))))
+        if transforms:
+            self.dropped.append(f"{', '.join(sorted(set(transforms)))} on {owner}: the value "
+                                f"is transformed; only its constraints are modelled")
+
+    def _unknown(self, item: object, owner: str) -> None:
+        note = f"{type(item).__name__} on {owner}: not translated"
+        if type(item).__name__ in ("BeforeValidator", "AfterValidator", "WrapValidator",
+                                   "PlainValidator"):
+            return
+        if note not in self.dropped:
+            self.dropped.append(note)
+
+    def _literal(self, ann: Any, path: str, owner: str, guard: z3.BoolRef,
+                 constraints: list[Constraint]) -> Sym:
+        values = list(typing.get_args(ann))
+        label = f"Literal[{', '.join(repr(v) for v in values)}] ({owner})"
+        has_none = None in values
+        values = [v for v in values if v is not None]
+        if not values:
+            return NONE
+        kinds = {type(v) for v in values}
+        sym: Sym
+        if kinds == {bool}:
+            sym = SBool(z3.Bool(fresh_name(path)))
+            expr = z3.Or(*[sym.e == v for v in values])
+        elif kinds == {int}:
+            sym = SInt(z3.Int(fresh_name(path)))
+            expr = z3.Or(*[sym.e == v for v in values])
+        elif kinds == {str}:
+            sym = SStr(z3.String(fresh_name(path)))
+            expr = z3.Or(*[sym.e == const_to_sym(v).e for v in values])  # type: ignore[attr-defined]
+        elif len(kinds) == 1 and issubclass(next(iter(kinds)), enum.Enum):
+            cls = next(iter(kinds))
+            members = list(cls)
+            sym = SEnum(cls, z3.Int(fresh_name(path)))
+            expr = z3.Or(*[sym.idx == members.index(v) for v in values])
+        else:
+            return SOpaque(f"{owner}: Literal of mixed types not modelled",
+                           example=values[0])
+        self.leaves += 1
+        if has_none:
+            none = z3.Bool(fresh_name(path + ".none"))
+            constraints.append(Constraint(label, _implies(guard, z3.Or(none, expr))))
+            return SOpt(none, sym)
+        constraints.append(Constraint(label, _implies(guard, expr)))
+        return sym
+
+    def _enum(self, cls: type[enum.Enum], path: str, owner: str, guard: z3.BoolRef,
+              constraints: list[Constraint], config: dict[str, Any]) -> Sym:
+        members = list(cls)
+        if not members:
+            return SOpaque(f"{owner}: empty enum {cls.__name__}")
+        self.leaves += 1
+        if config.get("use_enum_values"):
+            values = [m.value for m in members]
+            literal = Literal[tuple(values)]  # type: ignore[valid-type]
+            return self._literal(literal, path, owner, guard, constraints)
+        idx = z3.Int(fresh_name(path))
+        constraints.append(Constraint(f"{cls.__name__} ({owner})",
+                                      _implies(guard, z3.And(idx >= 0, idx < len(members)))))
+        return SEnum(cls, idx)
+
+    def _list(self, element: Any, items: list[Any], path: str, owner: str, guard: z3.BoolRef,
+              constraints: list[Constraint], depth: int, container: str) -> Sym:
+        min_len = max([i.min_length for i in items if isinstance(i, at.MinLen)], default=0)
+        maxes = [i.max_length for i in items if isinstance(i, at.MaxLen)]
+        max_len = min(maxes) if maxes else None
+        for item in items:
+            if not isinstance(item, (at.MinLen, at.MaxLen)) and type(item).__name__ not in \
+                    _IGNORED:
+                self._unknown(item, owner)
+        if max_len is not None and max_len <= MAX_SLOTS:
+            slots = max_len
+        else:
+            slots = max(DEFAULT_SLOTS, min(min_len, MAX_SLOTS))
+        if depth > 2:
+            slots = min(slots, 2)
+        n = z3.Int(fresh_name(path + ".len"))
+        constraints.append(Constraint(None, n >= 0))
+        if min_len:
+            constraints.append(Constraint(f"min_length={min_len} ({owner})",
+                                          _implies(guard, n >= min_len)))
+        if max_len is not None:
+            constraints.append(Constraint(f"max_length={max_len} ({owner})",
+                                          _implies(guard, n <= max_len)))
+        exact = max_len is not None and max_len <= slots
+        if not exact:
+            constraints.append(Constraint(f"len({owner}) ≤ {slots} (verifier bound)",
+                                          _implies(guard, n <= slots), kind="bound"))
+        element_syms = []
+        for index in range(slots):
+            active = n > index
+            slot_guard = active if z3.is_true(guard) else z3.And(guard, active)
+            element_syms.append(self.value(element, [], f"{path}[{index}]", f"{owner}[i]",
+                                           slot_guard, constraints, depth + 1))
+        if any(isinstance(s, SOpaque) for s in element_syms):
+            first = next(s for s in element_syms if isinstance(s, SOpaque))
+            assert isinstance(first, SOpaque)
+            return SOpaque(first.reason, example=[])
+
+        def tail() -> Sym:
+            return TypeBuilder(self.role).value(element, [], f"{path}[tail]", f"{owner}[i]",
+                                                z3.BoolVal(True), [], depth + 1)
+
+        return SList(n, tuple(element_syms), owner, tail, exact, container)
+
+
+def _ascii(expr: z3.SeqRef) -> z3.BoolRef:
+    return z3.InRe(expr, z3.Star(z3.Range(z3.StringVal("\\u{0}"), z3.StringVal("\\u{7f}"))))
+
+
+class _NoDefault:
+    pass
+
+
+_NO_DEFAULT = _NoDefault()
+_IGNORED = {"Strict", "BeforeValidator", "AfterValidator", "WrapValidator", "PlainValidator",
+            "_PydanticGeneralMetadata", "AllowInfNan", "FieldInfo", "Discriminator",
+            "WithJsonSchema", "Tag", "SkipJsonSchema", "Examples", "Doc"}
+
+
+def _bound(sym: SInt | SFloat, op: str, bound: Fraction) -> z3.BoolRef:
+    if isinstance(sym, SInt):
+        x: z3.ArithRef = sym.e if bound.denominator == 1 else z3.ToReal(sym.e)
+        b = int_val(int(bound)) if bound.denominator == 1 else real_val(bound)
+        return {">": x > b, ">=": x >= b, "<": x < b, "<=": x <= b}[op]
+    finite = sym.tag == FIN
+    b = real_val(bound)
+    compare = {">": sym.r > b, ">=": sym.r >= b, "<": sym.r < b, "<=": sym.r <= b}[op]
+    infinite = sym.tag == (PINF if op in (">", ">=") else NINF)
+    return z3.Or(z3.And(finite, compare), infinite)
+
+
+def _symbolic_equal(sym: Sym, constant: Sym) -> z3.BoolRef | None:
+    """``sym == constant`` structurally (for defaults), None when not expressible."""
+    if isinstance(sym, SOpt):
+        if isinstance(constant, SNone):
+            return sym.none
+        inner = _symbolic_equal(sym.inner, constant)
+        return None if inner is None else z3.And(z3.Not(sym.none), inner)
+    if isinstance(sym, SInt) and isinstance(constant, SInt):
+        return sym.e == constant.e
+    if isinstance(sym, SBool) and isinstance(constant, SBool):
+        return sym.e == constant.e
+    if isinstance(sym, SStr) and isinstance(constant, SStr):
+        return sym.e == constant.e
+    if isinstance(sym, SFloat) and isinstance(constant, (SFloat, SInt)):
+        if isinstance(constant, SInt):
+            return z3.And(sym.tag == FIN, sym.r == z3.ToReal(constant.e))
+        return z3.And(sym.tag == constant.tag, sym.r == constant.r) \
+            if z3.is_int_value(constant.tag) and constant.tag.as_long() == FIN \
+            else sym.tag == constant.tag
+    if isinstance(sym, SEnum) and isinstance(constant, SEnum) and sym.cls is constant.cls:
+        return sym.idx == constant.idx
+    if isinstance(sym, SList) and type(constant).__name__ == "SColl":
+        items = constant.items  # type: ignore[attr-defined]
+        if len(items) == 0:
+            return sym.n == 0
+    if isinstance(sym, SNone) and isinstance(constant, SNone):
+        return z3.BoolVal(True)
+    return None
+
+
+def _bindings(sym: Sym, constant: Sym) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    """Substitutions making ``sym`` the constant (to evaluate constraints on a default)."""
+    if isinstance(sym, SOpt):
+        if isinstance(constant, SNone):
+            return [(sym.none, z3.BoolVal(True))]
+        return [(sym.none, z3.BoolVal(False)), *_bindings(sym.inner, constant)]
+    if isinstance(sym, (SInt, SBool, SStr)) and type(sym) is type(constant):
+        return [(sym.e, constant.e)]  # type: ignore[attr-defined]
+    if isinstance(sym, SFloat) and isinstance(constant, SFloat):
+        return [(sym.tag, constant.tag), (sym.r, constant.r)]
+    if isinstance(sym, SFloat) and isinstance(constant, SInt):
+        return [(sym.tag, int_val(FIN)), (sym.r, z3.ToReal(constant.e))]
+    if isinstance(sym, SEnum) and isinstance(constant, SEnum):
+        return [(sym.idx, constant.idx)]
+    if isinstance(sym, SList) and type(constant).__name__ == "SColl" and \
+            not constant.items:  # type: ignore[attr-defined]
+        return [(sym.n, int_val(0))]
+    return []

@@ -1,0 +1,373 @@
+"""Symbolic Python values: what a value of a pydantic type looks like to z3.
+
+Every value a predicate can see is a ``Sym``. The classes keep Python's
+distinctions that z3 does not have: ``None`` is a separate case of an
+``Optional`` (a tag, never a magic number), a ``float`` is a real number *plus*
+a tag for ``nan``/``+inf``/``-inf`` (pydantic accepts them unless a bound or
+``allow_inf_nan=False`` excludes them), a ``list`` is a symbolic length with a
+bounded number of element slots (elements past the slots are *havoc*: fresh
+unconstrained values, which keeps every refutation sound).
+
+z3 terms are built in the main context under ``Z3_LOCK``: z3 contexts are not
+thread-safe and the runtime pre-flight may run in several threads.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+import itertools
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import z3
+
+__all__ = [
+    "FIN",
+    "NAN",
+    "NINF",
+    "NONE",
+    "PINF",
+    "Z3_LOCK",
+    "Opaque",
+    "SBool",
+    "SColl",
+    "SEnum",
+    "SFloat",
+    "SInt",
+    "SList",
+    "SModel",
+    "SNone",
+    "SObj",
+    "SOpaque",
+    "SOpt",
+    "SSelf",
+    "SStr",
+    "STruth",
+    "Sym",
+    "bool_val",
+    "const_to_sym",
+    "decode_z3_string",
+    "fresh_name",
+    "int_val",
+    "real_val",
+    "str_val",
+]
+
+Z3_LOCK = threading.RLock()
+
+# Float tags. A float is ``(tag, real)``; ``real`` is meaningful when ``tag == FIN``.
+FIN, NAN, PINF, NINF = 0, 1, 2, 3
+
+_counter = itertools.count()
+_scope: contextvars.ContextVar[tuple[str, Iterator[int]] | None] = contextvars.ContextVar(
+    "hoare_z3_names", default=None)
+
+
+def fresh_name(base: str) -> str:
+    """A z3 constant name, unique within the current ``naming`` scope (else in the
+    process). Scoped names make one contract's formulas identical from run to run,
+    so that verdicts under a resource limit reproduce."""
+    scope = _scope.get()
+    if scope is None:
+        return f"g{next(_counter)}.{base}"
+    prefix, counter = scope
+    return f"{prefix}{next(counter)}.{base}"
+
+
+@contextmanager
+def naming(prefix: str) -> Iterator[None]:
+    """Name the z3 constants created inside with ``prefix`` and a fresh counter."""
+    token = _scope.set((prefix, itertools.count()))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+class Opaque(Exception):
+    """A construct the verifier does not model faithfully.
+
+    Raised while translating; the predicate (or the value) becomes *opaque*: no
+    check that depends on it may pass.
+    """
+
+
+class Sym:
+    """Base class of symbolic values."""
+
+    __slots__ = ()
+
+    kind = "value"
+
+
+@dataclass(frozen=True, eq=False)
+class SInt(Sym):
+    e: z3.ArithRef
+    kind = "int"
+
+
+@dataclass(frozen=True, eq=False)
+class SBool(Sym):
+    e: z3.BoolRef
+    kind = "bool"
+
+
+@dataclass(frozen=True, eq=False)
+class SFloat(Sym):
+    """A Python float: ``tag`` is FIN, NAN, PINF or NINF; ``r`` the value when finite."""
+
+    tag: z3.ArithRef
+    r: z3.ArithRef
+    kind = "float"
+
+
+@dataclass(frozen=True, eq=False)
+class SStr(Sym):
+    e: z3.SeqRef
+    kind = "str"
+
+
+class SStripped(SStr):
+    """``source.strip()`` (or ``lstrip``/``rstrip``), defined lazily.
+
+    Its truthiness (``if not s.strip()``) is exactly "``source`` has a
+    non-whitespace character", one regex membership; the full definition of the
+    stripped string (three strings and regexes) is only added, through
+    ``define``, when its value is used otherwise.
+    """
+
+    def __init__(self, source: z3.SeqRef, mode: str,
+                 define: Callable[[z3.SeqRef, str], z3.SeqRef]) -> None:
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "_define", define)
+        object.__setattr__(self, "_value", None)
+
+    @property  # type: ignore[override]
+    def e(self) -> z3.SeqRef:
+        if self._value is None:
+            object.__setattr__(self, "_value", self._define(self.source, self.mode))
+        return self._value  # type: ignore[return-value]
+
+
+class SNone(Sym):
+    """The constant ``None``."""
+
+    __slots__ = ()
+    kind = "None"
+
+    def __repr__(self) -> str:
+        return "NONE"
+
+
+NONE = SNone()
+
+
+@dataclass(frozen=True, eq=False)
+class SOpt(Sym):
+    """``inner`` unless ``none`` holds, in which case the value is ``None``."""
+
+    none: z3.BoolRef
+    inner: Sym
+    kind = "optional"
+
+
+@dataclass(frozen=True, eq=False)
+class SModel(Sym):
+    """An instance of a pydantic model. ``omit``: fields whose default violates the
+    field's own constraints (pydantic does not validate defaults); a witness must
+    leave such a field out to get that value."""
+
+    cls: type
+    fields: dict[str, Sym]
+    path: str
+    omit: dict[str, object] = field(default_factory=dict)
+    kind = "model"
+
+
+@dataclass(frozen=True, eq=False)
+class SList(Sym):
+    """A list of length ``n`` whose first ``len(slots)`` elements are modelled.
+
+    ``tail()`` builds a fresh, unconstrained element (an element past the slots).
+    ``exact`` is True when the type bounds the length by the number of slots.
+    """
+
+    n: z3.ArithRef
+    slots: tuple[Sym, ...]
+    path: str
+    tail: Callable[[], Sym]
+    exact: bool
+    container: str = "list"
+    kind = "list"
+
+
+@dataclass(frozen=True, eq=False)
+class SEnum(Sym):
+    """A member of ``cls`` by index into ``list(cls)``."""
+
+    cls: type[enum.Enum]
+    idx: z3.ArithRef
+    kind = "enum"
+
+    @property
+    def members(self) -> list[enum.Enum]:
+        return list(self.cls)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, eq=False)
+class SColl(Sym):
+    """A literal collection of constants (tuple, list, set, frozenset)."""
+
+    items: tuple[Sym, ...]
+    container: str
+    kind = "collection"
+
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, eq=False)
+class SOpaque(Sym):
+    """A value the verifier does not model (a ``dict``, a ``Union``, a ``datetime``…).
+
+    Using it makes the predicate opaque; ``truthy`` is its truthiness when known
+    (a ``re.Match`` is always truthy); ``example`` a value for witnesses.
+    """
+
+    reason: str
+    truthy: bool | None = None
+    example: object = _MISSING
+    kind = "opaque"
+
+    @property
+    def has_example(self) -> bool:
+        return self.example is not _MISSING
+
+
+@dataclass(frozen=True, eq=False)
+class STruth(Sym):
+    """A value known only by its truthiness (``a or b`` of different types)."""
+
+    e: z3.BoolRef
+    kind = "truth"
+
+
+@dataclass(frozen=True, eq=False)
+class SObj(Sym):
+    """A Python object that is not a value: a builtin, a module, a class."""
+
+    obj: object
+    kind = "object"
+
+
+@dataclass(eq=False)
+class SSelf(Sym):
+    """``self`` of a method predicate; attributes come from ``resolve``."""
+
+    resolve: Callable[[str], Sym]
+    kind = "self"
+
+
+# -- constants ------------------------------------------------------------------------
+
+
+def int_val(value: int) -> z3.ArithRef:
+    return z3.IntVal(value)
+
+
+def real_val(value: Fraction | float | int) -> z3.ArithRef:
+    q = Fraction(value)
+    return z3.RealVal(f"{q.numerator}/{q.denominator}") if q.denominator != 1 else \
+        z3.RealVal(q.numerator)
+
+
+def bool_val(value: bool) -> z3.BoolRef:
+    return z3.BoolVal(bool(value))
+
+
+MAX_CHAR = 0x2FFFF  # the last character of z3's (default, unicode) string alphabet
+
+
+class Unrepresentable(Opaque):
+    """A string with a character z3 strings cannot hold (above U+2FFFF)."""
+
+
+def str_val(value: str) -> z3.SeqRef:
+    """A z3 string constant equal to ``value``: z3 interprets ``\\u{..}`` escapes in
+    string literals, so every backslash and non-printable character is escaped.
+    z3 strings stop at U+2FFFF (and would read a larger escape as plain text), so
+    such a string raises ``Unrepresentable``."""
+    if all(32 <= ord(ch) < 127 and ch != "\\" for ch in value):
+        return z3.StringVal(value)
+    if any(ord(ch) > MAX_CHAR for ch in value):
+        raise Unrepresentable(f"the string {value[:20]!r} has a character above U+2FFFF")
+    return z3.StringVal("".join(
+        ch if 32 <= ord(ch) < 127 and ch != "\\" else f"\\u{{{ord(ch):x}}}" for ch in value))
+
+
+_ESCAPE = re.compile(r"\\u\{([0-9a-fA-F]+)\}")
+
+
+def decode_z3_string(text: str) -> str:
+    """The Python string of a z3 string value's ``as_string()`` rendering."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def float_const(value: float) -> SFloat:
+    if value != value:
+        return SFloat(int_val(NAN), real_val(0))
+    if value in (float("inf"), float("-inf")):
+        return SFloat(int_val(PINF if value > 0 else NINF), real_val(0))
+    return SFloat(int_val(FIN), real_val(value))
+
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def const_to_sym(value: object) -> Sym:
+    """The symbolic constant of a Python value (module constants, literals).
+
+    Enum members become ``SEnum`` constants; tuples/lists/sets of constants become
+    ``SColl``; anything else is an ``SObj`` that only supports the operations the
+    translator knows for it (calls of known builtins, attributes of modules…).
+    """
+    if value is None:
+        return NONE
+    if isinstance(value, enum.Enum):
+        members = list(type(value))
+        return SEnum(type(value), int_val(members.index(value)))
+    if isinstance(value, bool):
+        return SBool(bool_val(value))
+    if isinstance(value, int):
+        return SInt(int_val(value))
+    if isinstance(value, float):
+        return float_const(value)
+    if isinstance(value, str):
+        return SStr(str_val(value))
+    if isinstance(value, (tuple, list, set, frozenset)) and len(value) <= 256:
+        items = list(value)
+        if isinstance(value, (set, frozenset)):
+            if not all(isinstance(item, _SCALARS) for item in items):
+                return SObj(value)
+            items = sorted(items, key=repr)
+        if all(isinstance(item, (*_SCALARS, enum.Enum, tuple)) for item in items):
+            inner = [const_to_sym(item) for item in items]
+            if not any(isinstance(item, SObj) for item in inner):
+                return SColl(tuple(inner), type(value).__name__)
+    return SObj(value)
+
+
+def is_plain_data(value: Any, depth: int = 0) -> bool:
+    """Plain, immutable-looking data the verifier may read as a constant."""
+    if isinstance(value, (*_SCALARS, enum.Enum)):
+        return True
+    if isinstance(value, (tuple, list, set, frozenset)) and depth < 2 and len(value) <= 256:
+        return all(is_plain_data(item, depth + 1) for item in value)
+    return False
