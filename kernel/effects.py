@@ -49,6 +49,15 @@ class FatalEngineError(Exception):
     stage without further engine calls (spec §4.4)."""
 
 
+class ForwardRaised(Exception):
+    """Carries a ``StopIteration`` raised by ``forward`` out of the call generator,
+    where PEP 479 would turn it into ``RuntimeError``; the drivers re-raise it as is."""
+
+    def __init__(self, error: StopIteration) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 Effect = Generate | Sleep
 T = TypeVar("T")
 
@@ -67,6 +76,8 @@ def run_sync(call: Generator[Effect, object, T], perform: Callable[[Effect], obj
     except StopIteration as stop:
         result: T = stop.value
         return result
+    except ForwardRaised as escaped:
+        raise escaped.error from None
 
 
 async def run_async(
@@ -85,3 +96,5 @@ async def run_async(
     except StopIteration as stop:
         result: T = stop.value
         return result
+    except ForwardRaised as escaped:
+        raise escaped.error from None

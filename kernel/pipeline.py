@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .backoff import backoff_delay
 from .config import ContractConfig, Policy, strictest
-from .effects import Effect, FatalEngineError, Generate, Reply, Sleep
+from .effects import Effect, FatalEngineError, ForwardRaised, Generate, Reply, Sleep
 from .outcome import (
     Attempt,
     ContractViolationError,
@@ -166,7 +166,7 @@ def _preflight(check: Callable[[object], PreflightResult], used: object) -> Pref
     except Exception as error:
         return PreflightResult(Verdict.UNKNOWN, f"pre-flight check raised "
                                                 f"{type(error).__name__}: {error}")
-    if not isinstance(answer, PreflightResult):
+    if not (isinstance(answer, PreflightResult) and isinstance(answer.verdict, Verdict)):
         return PreflightResult(Verdict.UNKNOWN, f"pre-flight check returned {answer!r}")
     return answer
 
@@ -247,12 +247,13 @@ def _fall_back(raw_input: object, original: object, policy: Policy, config: Cont
     error = ContractViolationError(_failure_message(rec.violations, policy))
     outcome = rec.outcome(False, None, raw_input, original, policy,
                           None if config.retry.graceful else error)
+    error.outcome = outcome
     if policy in (Policy.OBSERVE, Policy.ENFORCE) and hooks.on_violation is not None:
         try:
             hooks.on_violation(outcome)
         except Exception as failure:  # a broken handler must not cancel the fallback
             outcome = outcome._replace(handler_error=f"{type(failure).__name__}: {failure}")
-    error.outcome = outcome
+            error.outcome = outcome
     if policy in (Policy.ENFORCE, Policy.QUICK_ENFORCE):
         raise error
     return outcome, _forward(original, outcome, config, hooks, rec)
@@ -262,14 +263,17 @@ def _forward(used: object, outcome: Outcome, config: ContractConfig, hooks: Hook
              rec: _Record) -> object:
     """Run ``forward`` exactly once, then the final result type check (spec §3.7).
     An exception raised by ``forward`` itself reaches the caller unchanged."""
-    value = hooks.forward(used, outcome)
+    try:
+        value = hooks.forward(used, outcome)
+    except StopIteration as stop:  # would become RuntimeError inside this generator
+        raise ForwardRaised(stop) from None
     rec.enter(Phase.RESULT)
     try:
         if hooks.check_result is not None and not config.retry.graceful:
             try:
                 hooks.check_result(value)
             except Exception as error:
-                bad = _hook_violation(ViolationKind.TYPE, Phase.RESULT, 0, outcome.policy, error)
+                bad = _hook_violation(ViolationKind.TYPE, Phase.RESULT, 0, config.policy, error)
                 checked = outcome._replace(violations=(*outcome.violations, bad))
                 raise ResultTypeError(
                     f"forward returned a value of the wrong type: {bad.message}", checked
