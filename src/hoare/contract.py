@@ -15,15 +15,16 @@ import contextvars
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar, overload
 
 from pydantic import ValidationError
 
 from . import configuration
 from .description import ContractDefinitionError, ContractDescription, PredicateSource, describe
-from .engines.base import Engine, Options, Request, Response
+from .engines.base import ONE_REQUEST, Engine, Options, Request, Response
 from .engines.budget import Budget, BudgetedEngine, Spend
 from .json_text import extract_json
 from .kernel import (
@@ -228,18 +229,29 @@ class _Call:
             time.sleep(effect.seconds)
             return None
         request = self.request(effect)
-        _log_request(self.runtime, request, effect)
+        if self.runtime.description.verbose:
+            _log_request(self.runtime, request, effect)
         response = self.engine.complete(request)
-        return Reply(response, response.usage.as_dict())
+        return Reply(response, _usage(response))
 
     async def aperform(self, effect: Effect) -> object:
         if isinstance(effect, Sleep):
             await asyncio.sleep(effect.seconds)
             return None
         request = self.request(effect)
-        _log_request(self.runtime, request, effect)
+        if self.runtime.description.verbose:
+            _log_request(self.runtime, request, effect)
         response = await self.engine.acomplete(request)
-        return Reply(response, response.usage.as_dict())
+        return Reply(response, _usage(response))
+
+
+_ONE_REQUEST_USAGE = MappingProxyType(ONE_REQUEST.as_dict())
+
+
+def _usage(response: Response) -> Mapping[str, int]:
+    """The usage of an answer as the kernel sums it (the common case costs no dict)."""
+    usage = response.usage
+    return _ONE_REQUEST_USAGE if usage is ONE_REQUEST else usage.as_dict()
 
 
 def _prompt_of(instance: object) -> str:
@@ -252,7 +264,7 @@ def _prompt_of(instance: object) -> str:
 
 
 def _log_request(runtime: _Runtime, request: Request, effect: Generate) -> None:
-    if runtime.description.verbose and logger.isEnabledFor(logging.INFO):
+    if logger.isEnabledFor(logging.INFO):
         logger.info("hoare %s: %s attempt %d, feedback %s", runtime.description.name,
                     request.task, effect.attempt, list(request.feedback))
         if logger.isEnabledFor(logging.DEBUG):
@@ -262,7 +274,7 @@ def _log_request(runtime: _Runtime, request: Request, effect: Generate) -> None:
 
 
 def _log_outcome(runtime: _Runtime, outcome: Outcome) -> None:
-    if not (runtime.description.verbose and logger.isEnabledFor(logging.INFO)):
+    if not logger.isEnabledFor(logging.INFO):
         return
     name = runtime.description.name
     for phase, nanos in outcome.timings_ns.items():
@@ -338,15 +350,10 @@ class Contract:
 
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
         """The contracted call with asynchronous engine I/O and backoff sleeps."""
-        runtime = _runtime_of(self)
-        raw, rest = _bind(runtime.description, args, kwargs)
-        call = _Call(self, runtime, rest)
-        self._hoare_state().set(call)
+        call, run = _begin(self, args, kwargs)
         token = _CURRENT_CALL.set(call)
         try:
-            outcome, value = await run_async(
-                run_call(raw, runtime.config, _hooks_for(call, self._hoare_bound())),
-                call.aperform)
+            outcome, value = await run_async(run, call.aperform)
         except ContractViolationError as error:
             _finish(call, error.outcome)
             raise
@@ -429,6 +436,16 @@ def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[
                     f"as the first argument or as {description.input_param}=...")
 
 
+def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
+           ) -> tuple[_Call, Any]:
+    """Bind the input, make the call the instance's latest, and create the kernel call."""
+    runtime = _runtime_of(instance)
+    raw, rest = _bind(runtime.description, args, kwargs)
+    call = _Call(instance, runtime, rest)
+    instance._hoare_state().set(call)
+    return call, run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
+
+
 def _hooks_for(call: _Call, bound: _Bound) -> Hooks:
     if call.rest:
         return call.hooks(bound)
@@ -458,7 +475,8 @@ def _finish(call: _Call, outcome: Outcome | None) -> None:
     if outcome is not None:
         call.outcome = outcome
         call.runtime.tracker.record(outcome)
-        _log_outcome(call.runtime, outcome)
+        if call.runtime.description.verbose:
+            _log_outcome(call.runtime, outcome)
 
 
 def _user_forward(cls: type) -> Callable[..., Any]:
@@ -476,15 +494,10 @@ def _user_forward(cls: type) -> Callable[..., Any]:
 
 def _wrap_forward(cls: type, original: Callable[..., Any]) -> Callable[..., Any]:
     def forward(self: Contract, *args: Any, **kwargs: Any) -> Any:
-        runtime = _runtime_of(self)
-        raw, rest = _bind(runtime.description, args, kwargs)
-        call = _Call(self, runtime, rest)
-        self._hoare_state().set(call)
+        call, run = _begin(self, args, kwargs)
         token = _CURRENT_CALL.set(call)
         try:
-            outcome, value = run_sync(
-                run_call(raw, runtime.config, _hooks_for(call, self._hoare_bound())),
-                call.perform)
+            outcome, value = run_sync(run, call.perform)
         except ContractViolationError as error:
             _finish(call, error.outcome)
             raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..kernel import FatalEngineError
@@ -74,6 +73,9 @@ class Request:
     ``"generate"`` (produce an output) or ``"repair_input"`` (pre-remedy).
     """
 
+    __slots__ = ("_messages", "_render", "attempt", "contract", "feedback", "input", "options",
+                 "schema", "schema_name", "task")
+
     def __init__(
         self,
         *,
@@ -90,8 +92,7 @@ class Request:
     ) -> None:
         if (messages is None) == (render is None):
             raise ValueError("Request needs exactly one of messages= or render=")
-        if messages is not None:
-            self.__dict__["messages"] = messages
+        self._messages = messages
         self._render = render
         self.schema = schema
         self.schema_name = schema_name
@@ -102,11 +103,14 @@ class Request:
         self.attempt = attempt
         self.contract = contract
 
-    @cached_property
+    @property
     def messages(self) -> tuple[Message, ...]:
         """The chat messages, rendered once on first access."""
-        assert self._render is not None
-        return self._render()
+        messages = self._messages
+        if messages is None:
+            assert self._render is not None
+            messages = self._messages = self._render()
+        return messages
 
     def key(self) -> dict[str, Any]:
         """Everything that determines the engine's answer (for caches)."""
@@ -116,6 +120,9 @@ class Request:
             "schema_name": self.schema_name,
             "options": self.options.as_dict(),
         }
+
+
+ONE_REQUEST = Usage(requests=1)  # the usage of an answer that reports no token counts
 
 
 @dataclass(frozen=True, slots=True)

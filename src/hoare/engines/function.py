@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from .base import Request, Response, Usage
+from .base import ONE_REQUEST, Request, Response
 
 Answer = str | Response
 
@@ -46,7 +46,7 @@ class FunctionEngine:
         if isinstance(answer, Response):
             return answer
         if isinstance(answer, str):
-            return Response((answer,), ("stop",), Usage(requests=1), self.model)
+            return Response((answer,), ("stop",), ONE_REQUEST, self.model)
         shown = repr(answer)
         shown = shown if len(shown) <= 80 else shown[:80] + "…"
         raise TypeError(f"FunctionEngine function {getattr(self.fn, '__qualname__', self.fn)} "
