@@ -78,3 +78,9 @@ def test_documents_survive_prose_and_fences(value: dict[str, object], before: st
 @given(st.text())
 def test_never_raises(text: str) -> None:
     assert isinstance(extract_json(text), str)
+
+
+def test_truncated_object_is_returned_whole_not_an_inner_value() -> None:
+    """A cut-off answer must fail as cut-off JSON, not as a nested array that parses."""
+    text = '{"reason": "double charge", "tags": ["refund", "double-charge"], "sev'
+    assert extract_json(text) == text

@@ -25,7 +25,8 @@ def extract_json(text: str) -> str:
     its first and last characters only, so the common case costs almost nothing),
     else the contents of the first markdown fence that holds JSON, else the first
     ``{…}``/``[…]`` in the prose that parses, else the first balanced one (brace
-    matching that skips strings), else the stripped text. Never raises."""
+    matching that skips strings), else the stripped text. An answer that starts as
+    JSON and never closes is returned whole (it was truncated). Never raises."""
     if not isinstance(text, str):
         return ""
     stripped = text.strip()
@@ -33,6 +34,10 @@ def extract_json(text: str) -> str:
         return ""
     first, last = stripped[0], stripped[-1]
     if first in _CLOSER and last == _CLOSER[first]:
+        return stripped
+    if first in _CLOSER and _balanced_end(stripped, 0) is None:
+        # The answer starts as JSON and never closes: it was cut off. Return it whole so
+        # the parse error says so, rather than some complete value nested inside it.
         return stripped
     if "```" in stripped:
         fenced = _from_fences(stripped)
