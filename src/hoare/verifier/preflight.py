@@ -67,14 +67,18 @@ class _Prepared:
 
     def stale(self) -> bool:
         """Has a module constant, closure variable or class attribute read by a
-        post-condition changed since the translation?"""
-        return any(t.stale() for t in self.posts)
+        post-condition changed since the translation? (Checked on every call: the
+        common case, no such read, costs one truth test.)"""
+        if self.reads is None:
+            self.reads = [read for t in self.posts for read in t.reads]
+        return bool(self.reads) and any(t.stale() for t in self.posts)
     phi: Compiled | None = None  # ∃ output. post — over the input, from quantifier elimination
     extract: Extractor | None = None  # the input's relevant constant values
     formula: z3.BoolRef | None = None  # the input-dependent part, all conjoined
     outside: list[z3.ExprRef] = field(default_factory=list)  # its non-input constants
     candidates: list[list[tuple[z3.ExprRef, z3.ExprRef]]] = field(default_factory=list)
     undecided: int = 0  # per-call queries in a row that ended unknown
+    reads: list[tuple[Any, object]] | None = None  # every value the posts baked in
 
 
 def _effective(desc: ContractDescription, source: PredicateSource) -> bool:
