@@ -104,6 +104,7 @@ MANY_IGNORED = st.one_of(st.none(), st.just(Policy.IGNORE), st.sampled_from(ALL_
 MANY_QUICK = st.one_of(st.none(), st.just(Policy.QUICK_ENFORCE), st.sampled_from(ALL_POLICIES))
 ALWAYS = st.just(True)
 NEVER = st.just(False)
+TRANSFORMING = st.just("transform")
 PASSING_INPUT = st.none()
 RETRYING = retry_policies(tries=st.integers(2, MAX_TRIES))
 WIDE_RETRY = st.builds(
@@ -375,7 +376,7 @@ def test_success_sound(case: Case, driver: str) -> None:
 
 
 @PROPERTY
-@given(MIXED, DRIVERS)
+@given(st.one_of(cases(**{**FRIENDLY, "act": TRANSFORMING}, has_act=ALWAYS), cases()), DRIVERS)
 def test_forward_input(case: Case, driver: str) -> None:
     """forward-input: forward receives the post-act input (act's very value) when the
     contract succeeds, and the original input when it fails: the input check's value when
