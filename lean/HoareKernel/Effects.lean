@@ -77,7 +77,10 @@ theorem every_append_of {β : Type} {P : β → Prop} (l2 : List β) (h2 : every
   intro l1
   induction l1 with
   | nil => intro _; exact h2
-  | cons x xs ih => intro h1; exact every_cons (every_head h1) (ih (every_tail h1))
+  | cons x xs ih =>
+    intro h1
+    have hh := every_head h1
+    exact every_cons hh (ih (every_tail h1))
 
 theorem every_append {β : Type} {P : β → Prop} {l1 l2 : List β} (h1 : every P l1)
     (h2 : every P l2) : every P (l1 ++ l2) :=
@@ -88,7 +91,10 @@ theorem every_left_of {β : Type} {P : β → Prop} (l2 : List β) :
   intro l1
   induction l1 with
   | nil => intro _; exact every_nil
-  | cons x xs ih => intro h; exact every_cons (every_head h) (ih (every_tail h))
+  | cons x xs ih =>
+    intro h
+    have hh := every_head h
+    exact every_cons hh (ih (every_tail h))
 
 theorem every_right_of {β : Type} {P : β → Prop} (l2 : List β) :
     ∀ (l1 : List β), every P (l1 ++ l2) → every P l2 := by

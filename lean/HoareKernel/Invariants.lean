@@ -284,7 +284,9 @@ theorem delays_bounded {α : Type} (cfg : ContractConfig) (hooks : Hooks α)
     have h2 := ih (every_tail h)
     have hd : every (fun d => d ≤ cfg.retry.max_delay + cfg.retry.jitter) (sleep_part e) := by
       cases e with
-      | sleep d => exact every_cons (hP _ (every_head h) d rfl) every_nil
+      | sleep d =>
+        have hh := every_head h
+        exact every_cons (hP _ hh d rfl) every_nil
       | enter _ => exact every_nil
       | evaluate _ _ _ _ => exact every_nil
       | fail _ => exact every_nil
@@ -371,7 +373,8 @@ theorem active_sub {α : Type} (cp : Policy) (Q : Predicate α → Prop) :
       exact ih (every_tail h)
     · have e : active cp (p :: ps) = p :: active cp ps := if_neg hp
       rw [e]
-      exact every_cons (every_head h) (ih (every_tail h))
+      have hh := every_head h
+      exact every_cons hh (ih (every_tail h))
 
 theorem active_ignore_empty {α : Type} : ∀ (ps : List (Predicate α)),
     every (fun p => p.policy = none) ps → active Policy.ignore ps = [] := by
@@ -380,7 +383,8 @@ theorem active_ignore_empty {α : Type} : ∀ (ps : List (Predicate α)),
   | nil => intro _; rfl
   | cons p ps ih =>
     intro h
-    have hn : p.policy = none := every_head h
+    have hh := every_head h
+    have hn : p.policy = none := hh
     have hp : effective_policy Policy.ignore p = Policy.ignore := by
       simp only [effective_policy, hn]
     have e : active Policy.ignore (p :: ps) = active Policy.ignore ps := if_pos hp
@@ -405,8 +409,10 @@ theorem judge_ranked {α : Type} (value : α) (context : Option α) (phase : Pha
   | nil => intro _; exact every_nil
   | cons p ps ih =>
     intro h
+    have hh := every_head h
+    have hp : (effective_policy cp p).rank ≤ r := hh
     exact every_append
-      (verdict_ranked p (effective_policy cp p) phase attempt r (every_head h) (p.check value context))
+      (verdict_ranked p (effective_policy cp p) phase attempt r hp (p.check value context))
       (ih (every_tail h))
 
 theorem evaluate_ranked {α : Type} (preds : List (Predicate α)) (value : α) (context : Option α)
@@ -425,7 +431,8 @@ theorem strictest_ranked (r : Nat) : ∀ (ps : List Policy),
   | nil => intro _; exact Nat.zero_le r
   | cons p ps ih =>
     intro h
-    have h1 : p.rank ≤ r := every_head h
+    have hh := every_head h
+    have h1 : p.rank ≤ r := hh
     have h2 := ih (every_tail h)
     show (stricter p (strictest ps)).rank ≤ r
     unfold stricter
@@ -440,7 +447,9 @@ theorem policies_ranked (r : Nat) : ∀ (vs : List Violation),
   | nil => intro _; exact every_nil
   | cons v vs ih =>
     intro h
-    exact every_cons (every_head h) (ih (every_tail h))
+    have hh := every_head h
+    have hv : v.policy.rank ≤ r := hh
+    exact every_cons hv (ih (every_tail h))
 
 theorem latest_ranked (r : Nat) : ∀ (hist : List (List Violation)),
     every (fun vs => every (fun v : Violation => v.policy.rank ≤ r) vs) hist →
@@ -451,7 +460,9 @@ theorem latest_ranked (r : Nat) : ∀ (hist : List (List Violation)),
   | cons vs rest ih =>
     intro h
     cases rest with
-    | nil => exact every_head h
+    | nil =>
+      have hh := every_head h
+      exact hh
     | cons w ws => exact ih (every_tail h)
 
 theorem quick_ranked (r : Nat) (hr : r ≤ 2) : ∀ (fs : List Violation),
@@ -461,7 +472,8 @@ theorem quick_ranked (r : Nat) (hr : r ≤ 2) : ∀ (fs : List Violation),
   | nil => intro _; rfl
   | cons v vs ih =>
     intro h
-    have h1 : v.policy.rank ≤ r := every_head h
+    have hh := every_head h
+    have h1 : v.policy.rank ≤ r := hh
     have h2 := ih (every_tail h)
     cases hp : v.policy with
     | ignore => simp only [quick, hp, h2]

@@ -174,7 +174,8 @@ theorem note_trial_valid (family : String) (passed : Bool) :
   | nil => intro _; exact every_cons (bit_le_one passed) every_nil
   | cons entry rest ih =>
     intro h
-    have h1 : entry.2.successes ≤ entry.2.trials := every_head h
+    have hh := every_head h
+    have h1 : entry.2.successes ≤ entry.2.trials := hh
     have h2 := every_tail h
     by_cases he : entry.1 = family
     · have e : note_trial family passed (entry :: rest) =
@@ -231,13 +232,15 @@ theorem measured_valid : ∀ (fams : List (String × Rate)),
   | nil => intro _; exact every_nil
   | cons f rest ih =>
     intro h
+    have hh := every_head h
+    have ht := every_tail h
     by_cases hz : 0 < f.2.trials
     · have e : measured (f :: rest) = f.2 :: measured rest := if_pos hz
       rw [e]
-      exact every_cons (every_head h) (ih (every_tail h))
+      exact every_cons hh (ih ht)
     · have e : measured (f :: rest) = measured rest := if_neg hz
       rw [e]
-      exact ih (every_tail h)
+      exact ih ht
 
 theorem num_le_den : ∀ (rs : List Rate), every (fun r : Rate => r.successes ≤ r.trials) rs →
     product_num rs ≤ product_den rs := by
@@ -246,7 +249,9 @@ theorem num_le_den : ∀ (rs : List Rate), every (fun r : Rate => r.successes �
   | nil => intro _; exact Nat.le_refl 1
   | cons r rest ih =>
     intro h
-    exact Nat.mul_le_mul (every_head h) (ih (every_tail h))
+    have hh := every_head h
+    have hr : r.successes ≤ r.trials := hh
+    exact Nat.mul_le_mul hr (ih (every_tail h))
 
 theorem product_le_member (r : Rate) (l2 : List Rate) : ∀ (l1 : List Rate),
     every (fun x : Rate => x.successes ≤ x.trials) (l1 ++ r :: l2) →
@@ -266,7 +271,8 @@ theorem product_le_member (r : Rate) (l2 : List Rate) : ∀ (l1 : List Rate),
     exact Nat.le_trans h2 (Nat.le_of_eq h3)
   | cons x xs ih =>
     intro h
-    have hx : x.successes ≤ x.trials := every_head h
+    have hh := every_head h
+    have hx : x.successes ≤ x.trials := hh
     have ih' := ih (every_tail h)
     show x.successes * product_num (xs ++ r :: l2) * r.trials ≤
       r.successes * (x.trials * product_den (xs ++ r :: l2))
