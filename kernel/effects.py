@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
 
-from .outcome import Phase, Violation
+from .outcome import HoareError, Phase, Violation
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
@@ -43,7 +43,13 @@ class Reply(NamedTuple):
     usage: Mapping[str, int] = _EMPTY
 
 
-class FatalEngineError(Exception):
+class EngineError(HoareError):
+    """One engine call failed (after the engine's own transport retries). Raised while
+    performing ``Generate``, it is that attempt's ``error`` violation (spec §4.1); unless
+    it is a ``FatalEngineError``, the stage may try again."""
+
+
+class FatalEngineError(EngineError):
     """An engine failure that retrying cannot fix (a spent budget, a rejected
     request, a missing replay): raised while performing ``Generate``, it ends the
     stage without further engine calls (spec §4.4)."""

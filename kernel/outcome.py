@@ -144,7 +144,26 @@ class Outcome(NamedTuple):
         return "\n".join(v.describe() for v in self.violations) or "contract failed"
 
 
-class ContractViolationError(Exception):
+def exception_text(error: BaseException) -> str:
+    """``str(error)``, or the exception's type name when that is empty; never raises.
+
+    Hooks are foreign code: an exception whose ``__str__`` raises (or returns a
+    non-string) must not crash the call that reports it (spec §3).
+    """
+    try:
+        text = str(error)
+    except Exception:
+        return f"{type(error).__name__} (its str() raised)"
+    return text or type(error).__name__
+
+
+class HoareError(Exception):
+    """Root of every exception hoare defines (the whole tree is drawn in ``hoare.errors``).
+    It lives in the kernel so that the kernel's own exceptions belong to the tree while
+    the kernel imports nothing from the library."""
+
+
+class ContractViolationError(HoareError):
     """Raised by a failed call under ``enforce``/``quick_enforce`` (and, as
     ``ResultTypeError``, when ``forward`` returns the wrong type). Carries the outcome."""
 

@@ -4,17 +4,31 @@
 """
 
 from .conditions import Post, Pre
-from .configuration import EngineNotConfigured, configure
-from .contract import Contract, InvalidValue, contract
-from .description import ContractDefinitionError
-from .kernel import ContractViolationError, Outcome, Policy, ResultTypeError
+from .configuration import configure
+from .contract import Contract, contract
+from .errors import (
+    BudgetError,
+    ContractCallError,
+    ContractDefinitionError,
+    ContractViolationError,
+    EngineError,
+    EngineNotConfigured,
+    FatalEngineError,
+    HoareError,
+    InvalidValue,
+    ResultTypeError,
+    RetryableEngineError,
+    UsageError,
+)
+from .kernel import Outcome, Policy
 from .models import Field, LLMDataModel
 from .pipeline import Pipeline
 
 __all__ = [
-    "Contract", "ContractDefinitionError", "ContractViolationError", "EngineNotConfigured",
-    "Field", "InvalidValue", "LLMDataModel", "Outcome", "Pipeline", "Policy", "Post", "Pre",
-    "ResultTypeError", "configure", "contract", "verify",
+    "BudgetError", "Contract", "ContractCallError", "ContractDefinitionError",
+    "ContractViolationError", "EngineError", "EngineNotConfigured", "FatalEngineError", "Field",
+    "HoareError", "InvalidValue", "LLMDataModel", "Outcome", "Pipeline", "Policy", "Post", "Pre",
+    "ResultTypeError", "RetryableEngineError", "UsageError", "configure", "contract", "verify",
 ]
 
 

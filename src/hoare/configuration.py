@@ -11,12 +11,9 @@ import os
 import threading
 
 from .engines.base import Engine
+from .errors import EngineNotConfigured
 
 __all__ = ["EngineNotConfigured", "configure", "default_engine"]
-
-
-class EngineNotConfigured(RuntimeError):
-    """No engine was given and none is configured."""
 
 
 _lock = threading.Lock()

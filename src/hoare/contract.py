@@ -23,9 +23,10 @@ from typing import Any, Literal, TypeVar, overload
 from pydantic import ValidationError
 
 from . import configuration
-from .description import ContractDefinitionError, ContractDescription, PredicateSource, describe
+from .description import ContractDescription, PredicateSource, describe
 from .engines.base import ONE_REQUEST, Engine, Options, Request, Response
 from .engines.budget import Budget, BudgetedEngine, Spend
+from .errors import ContractCallError, ContractDefinitionError, InvalidValue
 from .json_text import extract_json
 from .kernel import (
     ContractConfig,
@@ -53,10 +54,6 @@ __all__ = ["Contract", "InvalidValue", "contract"]
 
 logger = logging.getLogger("hoare")
 C = TypeVar("C", bound=type)
-
-
-class InvalidValue(ValueError):
-    """A value failed its type check; the message says what was wrong, field by field."""
 
 
 class _Runtime:
@@ -425,14 +422,14 @@ def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[
     name, else ``input=``; every other keyword is forwarded untouched."""
     if args:
         if len(args) > 1:
-            raise TypeError(f"{description.cls.__qualname__}: pass one positional argument "
+            raise ContractCallError(f"{description.cls.__qualname__}: pass one positional argument "
                             f"(the contract input) and everything else by keyword")
         return args[0], kwargs
     rest = dict(kwargs)
     for name in (description.input_param, "input"):
         if name in rest:
             return rest.pop(name), rest
-    raise TypeError(f"{description.cls.__qualname__}: missing the contract input; pass it "
+    raise ContractCallError(f"{description.cls.__qualname__}: missing the contract input; pass it "
                     f"as the first argument or as {description.input_param}=...")
 
 

@@ -15,14 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .conditions import Condition, Post, Pre, positional_arity, source_expression
+from .errors import ContractDefinitionError
 from .kernel import ContractConfig, Policy
 from .models import TypeSpec, type_spec
 
 __all__ = ["ContractDefinitionError", "ContractDescription", "PredicateSource", "describe"]
-
-
-class ContractDefinitionError(TypeError):
-    """A contract class is malformed (missing annotation, bad predicate, …)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,92 @@
+"""Every exception hoare raises, in one tree.
+
+Catch ``HoareError`` for anything hoare itself reports; catch a group to handle
+one kind of failure::
+
+    HoareError                        root (defined in the kernel)
+    ├── UsageError                    the program is wrong: fix the code or the setup.
+    │   │                             Never retried, never a contract violation.
+    │   ├── ContractDefinitionError   (TypeError) a malformed contract class: at
+    │   │                             decoration, or at its first call when only an
+    │   │                             instance can tell (a missing ``prompt``)
+    │   ├── ContractCallError         (TypeError) a contracted call with the wrong
+    │   │                             arguments (no input, two positional inputs)
+    │   └── EngineNotConfigured       (RuntimeError) no engine given or configured
+    ├── ContractViolationError        (kernel) a failed contract under ``enforce`` /
+    │   │                             ``quick_enforce``; carries the ``Outcome``
+    │   └── ResultTypeError           (TypeError) ``forward`` returned the wrong type
+    ├── InvalidValue                  (ValueError) a value failed its type check; inside
+    │                                 a call it becomes a ``type`` violation
+    └── EngineError                   (kernel) one engine call failed
+        ├── RetryableEngineError      another attempt may succeed (the stage retries)
+        └── FatalEngineError          (kernel) retrying cannot help: the stage ends
+            └── BudgetError           a budget forbids the request (spent, no price)
+
+The kernel (``hoare.kernel``, standard library only) defines ``HoareError``,
+``ContractViolationError``, ``ResultTypeError``, ``EngineError`` and
+``FatalEngineError``; this module adds the library's groups as subclasses, so
+dependencies point one way (library -> kernel). Concrete engine errors subclass
+exactly one of ``RetryableEngineError`` / ``FatalEngineError`` / ``BudgetError``
+(plus, where useful, one builtin such as ``ValueError``): no class here has more
+than two bases.
+
+Exceptions raised by user code (predicates, ``act``, ``forward``, handlers) are not
+wrapped: they become violations or reach the caller unchanged (spec/pipeline.md).
+"""
+
+from __future__ import annotations
+
+from .kernel import (
+    ContractViolationError,
+    EngineError,
+    FatalEngineError,
+    HoareError,
+    ResultTypeError,
+    exception_text,
+)
+
+__all__ = [
+    "BudgetError", "ContractCallError", "ContractDefinitionError", "ContractViolationError",
+    "EngineError", "EngineNotConfigured", "FatalEngineError", "HoareError", "InvalidValue",
+    "ResultTypeError", "RetryableEngineError", "UsageError", "safe_text",
+]
+
+
+class UsageError(HoareError):
+    """hoare is used wrongly; the message names the fix. Raised before any engine call,
+    never retried and never recorded as a contract violation."""
+
+
+class ContractDefinitionError(UsageError, TypeError):
+    """A contract class is malformed (missing annotation, bad predicate, no prompt, …)."""
+
+
+class ContractCallError(UsageError, TypeError):
+    """A contracted call got the wrong arguments (the input missing or given twice)."""
+
+
+class EngineNotConfigured(UsageError, RuntimeError):
+    """No engine was given and none is configured."""
+
+
+class InvalidValue(HoareError, ValueError):
+    """A value failed its type check; the message says what was wrong, field by field."""
+
+
+class RetryableEngineError(EngineError):
+    """An engine call failed in a way another attempt may fix (a timeout, a 5xx after
+    the transport's own retries): the stage goes on with its next attempt."""
+
+
+class BudgetError(FatalEngineError):
+    """A budget forbids the request (it would exceed the cap, or a price is missing);
+    the request was not sent and the stage ends."""
+
+
+def safe_text(error: BaseException, limit: int | None = None) -> str:
+    """``str(error)`` that never raises: a foreign exception may break ``__str__``;
+    then (or when it is empty) the text names its type. ``limit`` caps the length."""
+    text = exception_text(error)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + f"… [truncated: {limit} of {len(text)} characters shown]"
+    return text

@@ -1,0 +1,94 @@
+"""The error tree of hoare.errors: one root, groups, old import paths kept, texts that never crash."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import hoare
+from hoare import errors, kernel
+
+
+def _exception_classes() -> list[type[BaseException]]:
+    """Every exception class defined in hoare (library and kernel)."""
+    found: dict[str, type[BaseException]] = {}
+    for module_info in pkgutil.walk_packages(hoare.__path__, "hoare."):
+        if module_info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(module_info.name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, BaseException) and value.__module__ == module.__name__:
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return sorted(found.values(), key=lambda c: f"{c.__module__}.{c.__qualname__}")
+
+
+def test_every_public_error_is_a_hoare_error() -> None:
+    for name in errors.__all__:
+        value = getattr(errors, name)
+        if isinstance(value, type):
+            assert issubclass(value, errors.HoareError), name
+
+
+def test_groups() -> None:
+    assert issubclass(errors.ContractDefinitionError, errors.UsageError)
+    assert issubclass(errors.ContractDefinitionError, TypeError)
+    assert issubclass(errors.ContractCallError, errors.UsageError)
+    assert issubclass(errors.EngineNotConfigured, errors.UsageError)
+    assert issubclass(errors.EngineNotConfigured, RuntimeError)
+    assert issubclass(errors.ResultTypeError, errors.ContractViolationError)
+    assert issubclass(errors.FatalEngineError, errors.EngineError)
+    assert issubclass(errors.RetryableEngineError, errors.EngineError)
+    assert not issubclass(errors.RetryableEngineError, errors.FatalEngineError)
+    assert issubclass(errors.BudgetError, errors.FatalEngineError)
+    assert issubclass(errors.InvalidValue, ValueError)
+    for group in (errors.UsageError, errors.ContractViolationError, errors.EngineError):
+        assert group.__bases__ == (errors.HoareError,)
+
+
+def test_old_import_paths_are_the_same_classes() -> None:
+    from hoare.configuration import EngineNotConfigured
+    from hoare.contract import InvalidValue
+    from hoare.description import ContractDefinitionError
+
+    assert EngineNotConfigured is errors.EngineNotConfigured is hoare.EngineNotConfigured
+    assert InvalidValue is errors.InvalidValue is hoare.InvalidValue
+    assert ContractDefinitionError is errors.ContractDefinitionError
+    assert kernel.ContractViolationError is errors.ContractViolationError
+    assert kernel.FatalEngineError is errors.FatalEngineError
+    assert kernel.HoareError is errors.HoareError is hoare.HoareError
+
+
+def test_no_class_has_three_bases() -> None:
+    crowded = [f"{c.__module__}.{c.__qualname__}" for c in _exception_classes()
+               if len(c.__bases__) > 2]
+    assert crowded == []
+
+
+def test_kernel_errors_do_not_depend_on_the_library() -> None:
+    for cls in (kernel.HoareError, kernel.ContractViolationError, kernel.EngineError,
+                kernel.FatalEngineError, kernel.ResultTypeError):
+        assert all(k.__module__.startswith(("hoare.kernel", "builtins")) for k in cls.__mro__)
+
+
+class _BrokenStr(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class _NotAString(Exception):
+    def __str__(self) -> str:
+        return 42  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("error", [_BrokenStr("x"), _NotAString("x"), ValueError("")])
+def test_safe_text_never_raises_and_names_the_type(error: Exception) -> None:
+    assert type(error).__name__ in errors.safe_text(error)
+
+
+def test_safe_text_truncates_and_says_so() -> None:
+    text = errors.safe_text(ValueError("a" * 1000), limit=10)
+    assert text.startswith("a" * 10)
+    assert "[truncated: 10 of 1000 characters shown]" in text
