@@ -19,14 +19,26 @@ predicate, which an opaque predicate prevents: such a check is ``unknown``. A
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import z3
+from pydantic import BaseModel
 
 from ..description import ContractDescription, PredicateSource
 from ..kernel import Policy
+from .falsify import (
+    Budget,
+    Counterexample,
+    constants_of,
+    find_failing,
+    find_passing,
+    log_refutation,
+    search,
+    valid_values,
+)
 from .predicates import InstanceSelf, SelfModel, StaticSelf, Translation, translate
 from .report import CheckResult, ContractReport
 from .semantics import _not
@@ -228,6 +240,98 @@ def _unknown(kind: str, query: QueryResult, notes: list[str], predicate: str | N
     return CheckResult(kind, "unknown", query.reason, notes=notes, predicate=predicate)
 
 
+# -- falsification of negative verdicts ----------------------------------------------------
+
+
+def _sources(translations: Sequence[Translation]) -> list[PredicateSource]:
+    """The predicates a z3 refutation is about: the translated ones."""
+    return [t.source for t in translations if t.opaque is None]
+
+
+class _Falsifier:
+    """Looks for a concrete value refuting a ``fail``/``warn`` before it is reported
+    (``falsify``): real pydantic validation, real predicates, the instance the
+    witness replay uses; seeded with z3's models of nearby satisfiable queries."""
+
+    def __init__(self, cm: ContractModel, options: SolverOptions) -> None:
+        self.cm = cm
+        self.options = replace(options, timeout_ms=min(options.timeout_ms, 300),
+                               rlimit=min(options.rlimit, 1_000_000))
+        self.instance, _ = _Replay(cm).instance(None)
+        self.constants = constants_of([t.source for t in cm.translations()], self.instance)
+
+    def near(self, typed: TypedValue, translations: Sequence[Translation]) -> list[Any]:
+        """Values of ``typed`` from z3 models of its type alone and with each
+        translated predicate alone (cheap, often close to a counterexample)."""
+        seeds = []
+        groups: list[list[Translation]] = [[]]
+        groups += [[t] for t in translations if t.opaque is None][:4]
+        for group in groups:
+            query = solve(type_assertions(typed) + predicate_assertions(group), self.options,
+                          _nice_strings(typed), self.cm.cache)
+            if query.status == "sat" and query.model is not None:
+                try:
+                    seeds.append(_value(typed, query.model))
+                except WitnessError:
+                    continue
+        return seeds
+
+    def used_values(self, with_pre: bool) -> list[Any]:
+        """Validated values the post-conditions may receive as the input used."""
+        cm = self.cm
+        pre = cm.pre if with_pre and cm.act_output is None else []
+        found = valid_values(cm.used.spec, _sources(pre), self.instance,
+                             seeds=self.near(cm.used, pre), constants=self.constants)
+        for _json, value in found:
+            self.constants.add(value)
+        return [value for _json, value in found]
+
+    def passing(self, translations: Sequence[Translation], phase: str,
+                with_pre: bool = True) -> Counterexample | None:
+        """A valid value passing every translated predicate of ``translations``."""
+        cm = self.cm
+        if phase == "pre":
+            return find_passing(cm.input.spec, _sources(translations), self.instance,
+                                seeds=self.near(cm.input, translations),
+                                constants=self.constants)
+        used = self.used_values(with_pre)
+        return find_passing(cm.output.spec, _sources(translations), self.instance, used=used,
+                            seeds=self.near(cm.output, translations),
+                            constants=self.constants, from_json=True)
+
+    def failing(self, t: Translation) -> Counterexample | None:
+        """A valid value on which ``t`` fails."""
+        cm = self.cm
+        if t.source.phase == "pre":
+            return find_failing(cm.input.spec, t.source, self.instance,
+                                seeds=self.near(cm.input, []), constants=self.constants)
+        return find_failing(cm.output.spec, t.source, self.instance,
+                            used=self.used_values(False), seeds=self.near(cm.output, []),
+                            constants=self.constants, from_json=True)
+
+
+def falsify(cm: ContractModel, result: CheckResult, options: SolverOptions,
+            search: Callable[[_Falsifier], Counterexample | None]) -> CheckResult:
+    """``result`` (a negative verdict), or ``unknown`` when a concrete value refutes it
+    (then the translator has a bug: it is logged on ``hoare.verifier``)."""
+    try:
+        found = search(_Falsifier(cm, options))
+    except Exception:  # a falsifier bug must not hide the verdict z3 proved
+        logging.getLogger("hoare.verifier").exception("falsifier error on %s", cm.name)
+        return result
+    if found is None:
+        return result
+    note = log_refutation(f"{cm.name} {result.kind}" + (
+        f" [{result.predicate}]" if result.predicate else ""), result.status, found,
+        cm.used_key)
+    used = found.used.model_dump(mode="json") if isinstance(found.used, BaseModel) \
+        else found.used
+    return CheckResult(result.kind, "unknown", f"the translation claimed: {result.message}; "
+                       f"but a concrete value refutes it", counterexample=found.value,
+                       witness=used, predicate=result.predicate,
+                       notes=[*result.notes, note], assumptions=result.assumptions)
+
+
 # -- checks ----------------------------------------------------------------------------
 
 
@@ -238,9 +342,11 @@ def check_pre(cm: ContractModel, options: SolverOptions) -> CheckResult:
     query = solve(type_assertions(cm.input) + predicate_assertions(cm.pre), options,
                   _nice_strings(cm.input), cm.cache)
     if query.status == "unsat":
-        return CheckResult(kind, "fail", f"no valid {cm.desc.input.name} passes the "
-                           f"pre-conditions: the contract can never run",
-                           constraints=query.core, notes=notes, assumptions=assumptions)
+        return falsify(cm, CheckResult(kind, "fail", f"no valid {cm.desc.input.name} passes "
+                                       f"the pre-conditions: the contract can never run",
+                                       constraints=query.core, notes=notes,
+                                       assumptions=assumptions), options,
+                       lambda f: f.passing(cm.pre, "pre"))
     if query.status == "unknown":
         return _unknown(kind, query, notes)
     assert query.model is not None
@@ -290,9 +396,12 @@ def check_post(cm: ContractModel, options: SolverOptions,
     if query.status == "unsat":
         source = "act's output (act is opaque)" if cm.act_output is not None else \
             "any input passing the pre-conditions"
-        return CheckResult(kind, "fail", f"no valid {cm.desc.output.name} passes the "
-                           f"post-conditions for {source}: remediation can never succeed",
-                           constraints=query.core, notes=notes, assumptions=assumptions)
+        return falsify(cm, CheckResult(kind, "fail", f"no valid {cm.desc.output.name} "
+                                       f"passes the post-conditions for {source}: "
+                                       f"remediation can never succeed",
+                                       constraints=query.core, notes=notes,
+                                       assumptions=assumptions), options,
+                       lambda f: f.passing(cm.post, "post"))
     if query.status == "unknown":
         return _unknown(kind, query, notes)
     assert query.model is not None
@@ -346,9 +455,11 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
         solve(context + defs + predicate_assertions([t]), options, _nice_strings(*typed),
               cm.cache)
     if can_pass.status == "unsat":
-        return CheckResult(kind, "fail", f"{t.label} can never pass for a valid "
-                           f"{'input' if is_pre else 'output'}", constraints=can_pass.core,
-                           predicate=t.name, notes=notes, assumptions=assumptions)
+        return falsify(cm, CheckResult(kind, "fail", f"{t.label} can never pass for a valid "
+                                       f"{'input' if is_pre else 'output'}",
+                                       constraints=can_pass.core, predicate=t.name,
+                                       notes=notes, assumptions=assumptions), options,
+                       lambda f: f.passing([t], t.source.phase, with_pre=False))
     negated = f"not {t.label}"
     can_fail = solve(context + defs + [Assertion(negated, t.fails(), "goal")], options,
                      _nice_strings(*typed), cm.cache)
@@ -358,9 +469,11 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
         if t.may_return_none:
             reason += ("; note that a predicate returning None passes (spec §3.2): "
                        "return a bool, e.g. `... is not None`")
-        return CheckResult(kind, "warn", f"{t.label} can never fail: {reason} (a weak "
-                           f"guarantee)", constraints=core, predicate=t.name, notes=notes,
-                           assumptions=assumptions)
+        return falsify(cm, CheckResult(kind, "warn", f"{t.label} can never fail: {reason} "
+                                       f"(a weak guarantee)", constraints=core,
+                                       predicate=t.name, notes=notes,
+                                       assumptions=assumptions), options,
+                       lambda f: f.failing(t))
     for query in (can_pass, can_fail):
         if query.status == "unknown":
             return _unknown(kind, query, notes, t.name)
@@ -502,8 +615,19 @@ def check_total(cm: ContractModel, options: SolverOptions) -> CheckResult | None
         message = ("for this input (it passes the pre-conditions) no output can pass the "
                    "post-conditions: such calls end in the pre-flight; strengthen the "
                    "pre-conditions")
-    return CheckResult(kind, "warn", message, counterexample=used_json,
-                       constraints=confirm.core, notes=notes)
+    return falsify(cm, CheckResult(kind, "warn", message, counterexample=used_json,
+                                   constraints=confirm.core, notes=notes), options,
+                   lambda f: _total_output(f, translated, used))
+
+
+def _total_output(falsifier: _Falsifier, translated: Sequence[Translation], used: object
+                  ) -> Counterexample | None:
+    """An output passing the translated post-conditions for the one input ``used``."""
+    cm = falsifier.cm
+    falsifier.constants.add(used)
+    return find_passing(cm.output.spec, _sources(translated), falsifier.instance,
+                        used=[used], seeds=falsifier.near(cm.output, translated),
+                        constants=falsifier.constants, from_json=True)
 
 
 def _guarded(kind: str, run: Callable[[], CheckResult], predicate: str | None = None
@@ -548,3 +672,33 @@ def check_contract(desc: ContractDescription, options: SolverOptions,
             if note == FLOAT_NOTE and note not in report.notes:
                 report.notes.append(note)
     return report
+
+
+# A composition pass is the common case, not a rare negative one: a smaller search.
+COMPOSITION_BUDGET = Budget(candidates=500, seconds=0.05)
+
+
+def falsify_composition(a: ContractModel, b: ContractModel, result: CheckResult,
+                        options: SolverOptions) -> CheckResult:
+    """A composition ``pass`` claims that no output A accepts is rejected by B (z3 found
+    none): look for one concretely (A's translated checks pass, then B's input type
+    or a translated pre-condition of B rejects it after the runtime conversion)."""
+
+    def search_a(f: _Falsifier) -> Counterexample | None:
+        b_instance, _ = _Replay(b).instance(None)
+        a_post, b_pre = _sources(a.post), _sources(b.pre)
+
+        def rejected_by_b(output: object, used: object) -> bool:
+            if not all(call_predicate(p, f.instance, output, used).passed for p in a_post):
+                return False
+            ok, value, _text = validate(b.desc.input, output)
+            return not ok or not all(call_predicate(p, b_instance, value).passed
+                                     for p in b_pre)
+
+        found = constants_of(b_pre, b_instance)
+        for value in (*found.numbers, *found.strings):
+            f.constants.add(value)
+        return search(a.output.spec, rejected_by_b, f.used_values(True),
+                      f.near(a.output, a.post), f.constants, COMPOSITION_BUDGET, from_json=True)
+
+    return falsify(a, result, options, search_a)

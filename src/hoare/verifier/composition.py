@@ -31,6 +31,7 @@ from .checks import (
     _unknown,
     _value,
     contract_model,
+    falsify_composition,
     predicate_assertions,
     type_assertions,
 )
@@ -209,10 +210,11 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
     if query.status == "unsat" and unknown is not None:
         query = unknown
     if query.status == "unsat":
-        if exact:
-            return CheckResult(kind, "pass", f"{stage}: every output {a_name} may return is "
-                               f"accepted by {b_name} (type and pre-conditions)",
-                               notes=notes, assumptions=assumptions)
+        if exact:  # a universal claim: a concrete counterexample refutes it
+            return falsify_composition(a, b, CheckResult(
+                kind, "pass", f"{stage}: every output {a_name} may return is accepted by "
+                f"{b_name} (type and pre-conditions)", notes=notes, assumptions=assumptions),
+                options)
         why = _opaque_text(b_opaque) if b_opaque else \
             "; ".join([*link.notes, *b.input.dropped, *b.input.assumptions])
         return CheckResult(kind, "unknown", f"{stage}: no counterexample among what is "

@@ -28,6 +28,7 @@ import z3
 from ..description import ContractDescription, PredicateSource
 from ..kernel import Policy, PreflightResult, Verdict
 from .concrete import BindError, Extractor, constants
+from .falsify import PREFLIGHT_BUDGET, Confirmed, constants_of, find_passing, log_refutation
 from .predicates import (
     InstanceSelf,
     StaticSelf,
@@ -49,6 +50,7 @@ PER_CALL_OPTIONS = SolverOptions(timeout_ms=100, rlimit=300_000)
 _INPUT_CACHE = 256
 _CANDIDATES = 8  # outputs that satisfied earlier calls, tried first by substitution
 _GIVE_UP = 3  # per-call queries in a row that z3 could not decide: stop asking
+_CONFIRMED = Confirmed()  # unsatisfiable verdicts already put through the falsifier
 
 
 @dataclass
@@ -151,9 +153,31 @@ class Preflight:
         prepared = self._prepared.get(key)
         if prepared is None or prepared.stale():
             prepared = self._prepare(key, instance, replace=prepared)
-        if prepared.verdict is not None:
-            return prepared.verdict
-        return self._check_input(prepared, key, used_input)
+        result = prepared.verdict if prepared.verdict is not None else \
+            self._check_input(prepared, key, used_input)
+        if result.verdict is Verdict.UNSATISFIABLE:
+            return self._falsify(prepared, instance, used_input, result)
+        return result
+
+    def _falsify(self, prepared: _Prepared, instance: object, used_input: object,
+                 result: PreflightResult) -> PreflightResult:
+        """Refuse a call only if sampling finds no output passing the translated
+        post-conditions either (falsify.py); a refuted verdict is a translator bug."""
+        checked = _CONFIRMED.get(result)
+        if isinstance(checked, PreflightResult):
+            return checked
+        sources = [t.source for t in prepared.posts if t.opaque is None]
+        try:
+            found = find_passing(self.desc.output, sources, instance, used=[used_input],
+                                 constants=constants_of(sources, instance, used_input),
+                                 budget=PREFLIGHT_BUDGET, from_json=True)
+        except Exception:  # a falsifier bug must not hide what z3 proved
+            found = None
+        final = result if found is None else PreflightResult(
+            Verdict.UNKNOWN, log_refutation(f"{self.desc.name} pre-flight", "unsatisfiable",
+                                            found))
+        _CONFIRMED.put(result, final)
+        return final
 
     def _key(self, instance: object) -> tuple[Any, ...]:
         if not self.attributes:
