@@ -4,9 +4,24 @@
   a zero divisor *raises* (``ZeroDivisionError``), which makes the predicate fail.
 * ``s[i]`` with a negative ``i`` counts from the end (z3's ``SubString(s, -1, 1)``
   is ``""``); out of range raises ``IndexError``.
-* floats are reals plus the ``nan``/``+inf``/``-inf`` cases: ``nan`` compares
-  unequal to everything, ``inf - inf`` is ``nan``, ``x / 0.0`` raises. Real
-  arithmetic has no rounding; reports say so.
+* floats are IEEE-754 doubles: a tag (finite, ``nan``, ``+inf``, ``-inf``) and,
+  when finite, a real value. ``nan`` compares unequal to everything, ``inf - inf``
+  is ``nan``, ``x / 0.0`` raises. Comparisons are exact (Python compares an int
+  with a float exactly, without converting it). Every *rounded* operation (float
+  ``+ - * / %``, int to float conversion, int ``/`` int, ``**``) is a sound
+  over-approximation (``rounded``): a fresh value within the rounding error bound
+  of the exact real result (``2**-53·|exact| + 2**-1075``, covering subnormals and
+  underflow to 0.0), of the same sign, equal to it when it is evidently a double;
+  ``±inf`` exactly when ``|exact| >= 2**1024 - 2**970`` (the round-to-nearest-even
+  overflow threshold), or ``OverflowError`` where Python raises instead (int to
+  float, int / int, ``**``). Each rounding is existentially quantified, so the
+  modelled pass *and* fail sets both contain Python's: a refutation (``fail``,
+  ``warn``, ``unsatisfiable``) holds for real doubles, and a ``pass`` rests on a
+  witness replayed through real Python. Why reals and not z3's ``FPSort(11, 53)``:
+  most predicates only compare floats with constants, and over the reals these
+  stay linear (fast, and ``qe`` eliminates the output for the pre-flight), where
+  bit-blasted doubles are slow and mix badly with exact int/float comparisons.
+  Constant operands are computed by Python itself (exact).
 * comparisons of incompatible types (``None < 1``, ``"a" < 1``) raise ``TypeError``;
   ``==`` between them is ``False``.
 
@@ -21,16 +36,23 @@ from __future__ import annotations
 
 import builtins
 import enum
+import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import z3
 
 from .values import (
+    EXACT_INTS,
     FIN,
+    FLOAT_MAX,
+    HALF_SUBNORMAL,
     NAN,
     NINF,
     NONE,
+    OVERFLOW,
     PINF,
+    UNIT_ROUNDOFF,
     Opaque,
     SBool,
     SColl,
@@ -49,6 +71,8 @@ from .values import (
     Sym,
     bool_val,
     const_to_sym,
+    double_value,
+    float_const,
     fresh_name,
     int_val,
     real_val,
@@ -99,6 +123,36 @@ def _if(c: z3.BoolRef, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
     if z3.is_false(c):
         return b
     return z3.If(c, a, b)
+
+
+def _fraction(e: z3.ArithRef) -> Fraction | None:
+    """The value of a numeral, else None."""
+    if z3.is_int_value(e):
+        return Fraction(e.as_long())
+    if z3.is_rational_value(e):
+        return Fraction(e.numerator_as_long(), e.denominator_as_long())
+    return None
+
+
+def _is_zero(e: z3.ArithRef) -> bool:
+    return _fraction(e) == 0
+
+
+def _python_number(value: Sym) -> int | float | None:
+    """The Python number a constant ``Sym`` stands for (None when symbolic)."""
+    if isinstance(value, SBool) and (z3.is_true(value.e) or z3.is_false(value.e)):
+        return z3.is_true(value.e)
+    if isinstance(value, SInt) and z3.is_int_value(value.e):
+        return value.e.as_long()
+    if isinstance(value, SFloat) and z3.is_int_value(value.tag):
+        tag = value.tag.as_long()
+        if tag == NAN:
+            return math.nan
+        if tag in (PINF, NINF):
+            return math.inf if tag == PINF else -math.inf
+        q = _fraction(value.r)
+        return double_value(q) if q is not None else None
+    return None
 
 
 class Semantics:
@@ -198,6 +252,40 @@ class Semantics:
         return isinstance(value, (SInt, SBool, SFloat)) or (
             isinstance(value, SEnum) and issubclass(value.cls, (int, float))
             and not issubclass(value.cls, bool))
+
+    def not_a_number(self, value: Sym, what: str) -> None:
+        """``what`` applied to a value that is not a number raises ``TypeError`` —
+        unless the value's type is unknown (``a if c else b`` of an int and a float
+        is known only by its truthiness): then the construct is opaque."""
+        if isinstance(value, (STruth, SOpaque, SObj)):
+            raise Opaque(f"{what} of a value of unknown type")
+        self.error(TRUE, "TypeError")
+
+    def is_nan(self, value: Sym) -> SBool:
+        """``math.isnan(x)``: an int or bool is never nan; other types raise."""
+        return self.float_class("isnan", value)
+
+    def is_inf(self, value: Sym) -> SBool:
+        return self.float_class("isinf", value)
+
+    def is_finite(self, value: Sym) -> SBool:
+        return self.float_class("isfinite", value)
+
+    def float_class(self, name: str, value: Sym) -> SBool:
+        value = self.numeric(self.unwrap(value))
+        if isinstance(value, (SInt, SBool)):
+            # math.isfinite(n) converts n to float: a huge int raises OverflowError
+            self.to_double(value)
+            return SBool(bool_val(name == "isfinite"))
+        if not isinstance(value, SFloat):
+            self.not_a_number(value, f"math.{name}()")
+            return SBool(FALSE)
+        self.uses_float = True
+        if name == "isnan":
+            return SBool(tag_is(value.tag, NAN))
+        if name == "isinf":
+            return SBool(_or(tag_is(value.tag, PINF), tag_is(value.tag, NINF)))
+        return SBool(tag_is(value.tag, FIN))
 
     def int_expr(self, value: Sym) -> z3.ArithRef:
         if isinstance(value, SInt):
@@ -478,7 +566,7 @@ class Semantics:
         if isinstance(value, (SInt, SBool)):
             x = self.int_expr(value)
             return SInt({"+": x, "-": -x, "~": -x - 1}[op])
-        self.error(TRUE, "TypeError")
+        self.not_a_number(value, f"unary `{op}`")
         return SInt(int_val(0))
 
     def binop(self, op: str, a: Sym, b: Sym) -> Sym:
@@ -534,58 +622,198 @@ class Semantics:
             raise Opaque("`**` with a symbolic or large exponent")
         raise Opaque(f"operator {op} on ints")
 
+    # -- IEEE-754 doubles ----------------------------------------------------------------
+    def rounded(self, exact: z3.ArithRef, overflow: str | None = None,
+                integral: bool = False, ulps: int = 1) -> SFloat:
+        """The double nearest to the real ``exact`` (round-to-nearest-even), as a sound
+        over-approximation: a fresh value within ``ulps * 2**-53 * |exact| +
+        ulps * 2**-1075`` of ``exact``, of the same sign (or zero), and ``exact``
+        itself when ``exact`` is evidently a double (an integer of at most 2**53, a
+        multiple of 2**-32 of at most 2**21). ``|exact| >= OVERFLOW`` gives
+        ``±inf``, or raises ``overflow`` when given (int to float conversion, int /
+        int). ``integral``: ``exact`` is known to be an integer."""
+        self.uses_float = True
+        q = _fraction(exact)
+        if q is not None:
+            if abs(q) >= OVERFLOW:
+                if overflow is not None:
+                    self.error(TRUE, overflow)
+                    return SFloat(int_val(FIN), real_val(0))
+                return SFloat(int_val(PINF if q > 0 else NINF), real_val(0))
+            return float_const(float(q))  # Fraction -> float rounds correctly
+        magnitude = _if(exact >= 0, exact, -exact)
+        fits = magnitude < real_val(OVERFLOW)
+        if overflow is not None:
+            self.error(_not(fits), overflow)
+        memo: dict[tuple[int, int, bool], tuple[z3.ArithRef, z3.ArithRef]] = \
+            self.__dict__.setdefault(
+            "_rounding_memo", {})
+        key = (exact.get_id(), ulps, integral)
+        if key in memo:  # the same expression rounds to the same double
+            value = memo[key][1]
+        else:
+            value = z3.Real(fresh_name("rounded"))
+            memo[key] = (exact, value)  # keeps `exact` alive: its id is not reused
+            slack = real_val(UNIT_ROUNDOFF * ulps) * magnitude + real_val(HALF_SUBNORMAL * ulps)
+            bounds = [value - exact <= slack, exact - value <= slack,
+                      z3.Implies(exact >= 0, value >= 0), z3.Implies(exact <= 0, value <= 0),
+                      value <= real_val(FLOAT_MAX), value >= -real_val(FLOAT_MAX)]
+            if ulps == 1:  # correctly rounded: a double is its own rounding
+                exact_cases = [magnitude <= EXACT_INTS] if integral else [
+                    z3.And(z3.IsInt(exact), magnitude <= EXACT_INTS),
+                    z3.And(z3.IsInt(exact * 2**32), magnitude <= 2**21)]
+                bounds.append(z3.Implies(z3.Or(*exact_cases), value == exact))
+            self.define(z3.Implies(fits, z3.And(*bounds)))
+        if overflow is not None:
+            return SFloat(int_val(FIN), value)
+        tag = _if(fits, int_val(FIN), _if(exact > 0, int_val(PINF), int_val(NINF)))
+        return SFloat(tag, value)
+
+    def to_double(self, value: Sym) -> SFloat:
+        """An operand of float arithmetic: an int is converted first (rounded; a huge
+        one raises ``OverflowError``), as Python does."""
+        self.uses_float = True
+        if isinstance(value, SEnum):
+            return self.to_double(self.enum_value(value))
+        if isinstance(value, SFloat):
+            return value
+        if isinstance(value, SBool):
+            return SFloat(int_val(FIN), _if(value.e, real_val(1), real_val(0)))
+        return self.rounded(z3.ToReal(self.int_expr(value)), "OverflowError", integral=True)
+
     def float_binop(self, op: str, a: Sym, b: Sym) -> Sym:
-        x, y = self.as_float(a), self.as_float(b)
+        """Float ``+ - * / // % **`` (and int ``/``) with Python's results: rounded
+        (``rounded``), overflow to ``±inf``, ``nan`` and infinities by IEEE-754, zero
+        divisors raising. Constant operands are computed by Python itself."""
+        self.uses_float = True
+        folded = self.fold(op, a, b)
+        if folded is not None:
+            return folded
+        if op == "/" and not isinstance(a, SFloat) and not isinstance(b, SFloat):
+            # int / int is correctly rounded from the exact quotient (no conversion first)
+            x, y = self.int_expr(a), self.int_expr(b)
+            self.error(y == 0, "ZeroDivisionError")
+            safe = _if(y == 0, int_val(1), y)
+            return self.rounded(z3.ToReal(x) / z3.ToReal(safe), "OverflowError")
+        if op == "**":
+            return self.float_power(a, b)
+        x, y = self.to_double(a), self.to_double(b)
         fin_x, fin_y = tag_is(x.tag, FIN), tag_is(y.tag, FIN)
         nan_x, nan_y = tag_is(x.tag, NAN), tag_is(y.tag, NAN)
         pinf_x, pinf_y = tag_is(x.tag, PINF), tag_is(y.tag, PINF)
         ninf_x, ninf_y = tag_is(x.tag, NINF), tag_is(y.tag, NINF)
         inf_x, inf_y = _or(pinf_x, ninf_x), _or(pinf_y, ninf_y)
+        both = _and(fin_x, fin_y)
         if op == "-":
             y = self.unary("-", y)  # type: ignore[assignment]
             assert isinstance(y, SFloat)
             return self.float_binop("+", x, y)
         if op == "+":
             nan = _or(nan_x, nan_y, _and(pinf_x, ninf_y), _and(ninf_x, pinf_y))
+            if _is_zero(x.r) and z3.is_true(fin_x):
+                total = SFloat(y.tag, y.r)  # 0.0 + y == y exactly (up to the sign of 0)
+            elif _is_zero(y.r) and z3.is_true(fin_y):
+                total = SFloat(x.tag, x.r)
+            else:
+                total = self.rounded(x.r + y.r) if not z3.is_false(both) else \
+                    SFloat(int_val(FIN), real_val(0))
             tag = _if(nan, int_val(NAN), _if(_or(pinf_x, pinf_y), int_val(PINF),
                                              _if(_or(ninf_x, ninf_y), int_val(NINF),
-                                                 int_val(FIN))))
-            return SFloat(tag, x.r + y.r)
+                                                 total.tag)))
+            return SFloat(tag, total.r)
         if op == "*":
             zero_x, zero_y = _and(fin_x, x.r == 0), _and(fin_y, y.r == 0)
             nan = _or(nan_x, nan_y, _and(inf_x, zero_y), _and(inf_y, zero_x))
             pos_x = _if(fin_x, x.r > 0, pinf_x)
             pos_y = _if(fin_y, y.r > 0, pinf_y)
+            product = self.rounded(x.r * y.r) if not z3.is_false(both) else \
+                SFloat(int_val(FIN), real_val(0))
             tag = _if(nan, int_val(NAN), _if(_or(inf_x, inf_y),
                                              _if(pos_x == pos_y, int_val(PINF), int_val(NINF)),
-                                             int_val(FIN)))
-            return SFloat(tag, x.r * y.r)
+                                             product.tag))
+            return SFloat(tag, product.r)
         if op == "/":
             self.error(_and(fin_y, y.r == 0), "ZeroDivisionError")
             nan = _or(nan_x, nan_y, _and(inf_x, inf_y))
             pos_x = _if(fin_x, x.r > 0, pinf_x)
             pos_y = _if(fin_y, y.r > 0, pinf_y)
-            tag = _if(nan, int_val(NAN), _if(inf_x, _if(pos_x == pos_y, int_val(PINF),
-                                                        int_val(NINF)), int_val(FIN)))
             safe = _if(y.r == 0, real_val(1), y.r)
-            return SFloat(tag, _if(_and(fin_x, fin_y), x.r / safe, real_val(0)))
+            quotient = self.rounded(x.r / safe) if not z3.is_false(both) else \
+                SFloat(int_val(FIN), real_val(0))
+            tag = _if(nan, int_val(NAN), _if(inf_x, _if(pos_x == pos_y, int_val(PINF),
+                                                        int_val(NINF)),
+                                             _if(inf_y, int_val(FIN), quotient.tag)))
+            return SFloat(tag, _if(both, quotient.r, real_val(0)))
         if op in ("//", "%"):
             self.error(_and(fin_y, y.r == 0), "ZeroDivisionError")
             safe = _if(y.r == 0, real_val(1), y.r)
-            floor = z3.ToReal(z3.ToInt(x.r / safe))
-            exact = SFloat(int_val(FIN), floor if op == "//" else x.r - safe * floor)
-            both = _and(fin_x, fin_y)
+            ratio = x.r / safe
+            floor = z3.ToReal(z3.ToInt(ratio))
+            if op == "%":
+                # fmod is exact; Python adds the divisor when the signs differ (rounded)
+                exact = self.rounded(x.r - safe * floor)
+            else:
+                # (x - fmod(x, y)) / y, then snapped to an integer: exact while the
+                # quotient stays below 2**50; beyond it, any value
+                small = _and(ratio < 2**50, ratio > -2**50)
+                exact = SFloat(int_val(FIN), floor)
+                if not z3.is_true(small):
+                    exact = self.ite(small, exact, self.havoc_float(  # type: ignore[assignment]
+                        "float `//` with a quotient of 2**50 or more"))
             if z3.is_true(both):
                 return exact
             return self.ite(both, exact, self.havoc_float(f"float `{op}` with nan/inf"))
-        if op == "**":
-            if isinstance(b, SInt) and z3.is_int_value(b.e) and 0 <= b.e.as_long() <= 4:
-                result: Sym = SFloat(int_val(FIN), real_val(1))
-                for _ in range(b.e.as_long()):
-                    result = self.float_binop("*", result, x)
-                return result
-            raise Opaque("float `**`")
         raise Opaque(f"operator {op} on floats")
+
+    def float_power(self, a: Sym, b: Sym) -> Sym:
+        """``x ** k`` for a float ``x`` and a constant ``k`` in 0..4: C's ``pow``, within
+        one ulp (it need not round correctly); a finite result too large raises
+        ``OverflowError`` (Python does not return ``inf`` there)."""
+        if not (isinstance(b, SInt) and z3.is_int_value(b.e) and 0 <= b.e.as_long() <= 4):
+            raise Opaque("float `**` with an exponent other than a constant 0..4")
+        if not isinstance(a, SFloat):
+            raise Opaque("`**` of an int by a float")
+        k = b.e.as_long()
+        if k == 0:
+            return SFloat(int_val(FIN), real_val(1))  # even nan ** 0 == 1.0
+        if k == 1:
+            return a
+        exact: z3.ArithRef = a.r
+        for _ in range(k - 1):
+            exact = exact * a.r
+        magnitude = _if(exact >= 0, exact, -exact)
+        overflowed = z3.Bool(fresh_name("pow.overflow"))
+        # pow's result is inf only near or above FLOAT_MAX, finite only below 2**1025
+        self.define(z3.Implies(overflowed, magnitude >= real_val(FLOAT_MAX / 2)))
+        self.define(z3.Implies(z3.Not(overflowed), magnitude <= real_val(2 * OVERFLOW)))
+        fin = tag_is(a.tag, FIN)
+        self.error(_and(fin, overflowed), "OverflowError")
+        value = self.rounded(exact, ulps=2)
+        negative_inf = tag_is(a.tag, NINF) if k % 2 else FALSE
+        tag = _if(tag_is(a.tag, NAN), int_val(NAN),
+                  _if(negative_inf, int_val(NINF),
+                      _if(fin, int_val(FIN), int_val(PINF))))
+        return SFloat(tag, value.r)
+
+    def fold(self, op: str, a: Sym, b: Sym) -> Sym | None:
+        """``a op b`` computed by Python when both are constants (exact)."""
+        x, y = _python_number(a), _python_number(b)
+        if x is None or y is None:
+            return None
+        try:
+            result = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
+                      "/": lambda: x / y, "//": lambda: x // y, "%": lambda: x % y,
+                      "**": lambda: x ** y}[op]()
+        except (ZeroDivisionError, OverflowError, ValueError) as error:
+            self.error(TRUE, type(error).__name__)
+            return SFloat(int_val(FIN), real_val(0))
+        except KeyError:
+            return None
+        if isinstance(result, float):
+            return float_const(result)
+        if isinstance(result, int) and not isinstance(result, bool):
+            return SInt(int_val(result))
+        return None
 
     # -- builtins -----------------------------------------------------------------------
     def absolute(self, value: Sym) -> Sym:
@@ -600,7 +828,7 @@ class Semantics:
         if isinstance(value, (SInt, SBool)):
             x = self.int_expr(value)
             return SInt(z3.If(x < 0, -x, x))
-        self.error(TRUE, "TypeError")
+        self.not_a_number(value, "abs()")
         return SInt(int_val(0))
 
     def length(self, value: Sym) -> SInt:
@@ -631,9 +859,10 @@ class Semantics:
         raise Opaque(f"int() of a {value.kind}")
 
     def to_float(self, value: Sym) -> Sym:
+        """``float(x)``: an int is rounded (a huge one raises ``OverflowError``)."""
         value = self.numeric(self.unwrap(value))
         if self.is_number(value):
-            return self.as_float(value)
+            return self.to_double(value)
         raise Opaque(f"float() of a {value.kind}")
 
     def to_str(self, value: Sym) -> Sym:

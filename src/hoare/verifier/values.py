@@ -2,9 +2,10 @@
 
 Every value a predicate can see is a ``Sym``. The classes keep Python's
 distinctions that z3 does not have: ``None`` is a separate case of an
-``Optional`` (a tag, never a magic number), a ``float`` is a real number *plus*
-a tag for ``nan``/``+inf``/``-inf`` (pydantic accepts them unless a bound or
-``allow_inf_nan=False`` excludes them), a ``list`` is a symbolic length with a
+``Optional`` (a tag, never a magic number), a ``float`` (an IEEE-754 double) is
+a tag for finite/``nan``/``+inf``/``-inf`` *plus* its value as a real (pydantic
+accepts ``nan``/``inf`` unless a bound or ``allow_inf_nan=False`` excludes them;
+rounding is modelled by ``semantics.Semantics.rounded``), a ``list`` is a symbolic length with a
 bounded number of element slots (elements past the slots are *havoc*: fresh
 unconstrained values, which keeps every refutation sound).
 
@@ -28,11 +29,16 @@ from typing import Any
 import z3
 
 __all__ = [
+    "EXACT_INTS",
     "FIN",
+    "FLOAT_MAX",
+    "HALF_SUBNORMAL",
     "NAN",
     "NINF",
     "NONE",
+    "OVERFLOW",
     "PINF",
+    "UNIT_ROUNDOFF",
     "Z3_LOCK",
     "Opaque",
     "SBool",
@@ -53,6 +59,8 @@ __all__ = [
     "bool_val",
     "const_to_sym",
     "decode_z3_string",
+    "double_value",
+    "float_const",
     "fresh_name",
     "int_val",
     "real_val",
@@ -318,6 +326,25 @@ _ESCAPE = re.compile(r"\\u\{([0-9a-fA-F]+)\}")
 def decode_z3_string(text: str) -> str:
     """The Python string of a z3 string value's ``as_string()`` rendering."""
     return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+# IEEE-754 binary64 with round-to-nearest-even, as exact rationals.
+FLOAT_MAX = Fraction(1.7976931348623157e308)  # 2**1024 - 2**971
+# The smallest magnitude that rounds to infinity: halfway between FLOAT_MAX and 2**1024;
+# the tie goes to 2**1024 (FLOAT_MAX has an odd significand), so it overflows.
+OVERFLOW = Fraction(2**1024 - 2**970)
+UNIT_ROUNDOFF = Fraction(1, 2**53)  # |round(x) - x| <= 2**-53 * |x| in the normal range
+HALF_SUBNORMAL = Fraction(1, 2**1075)  # |round(x) - x| <= 2**-1075 in the subnormal range
+EXACT_INTS = 2**53  # every integer of at most this magnitude is a double
+
+
+def double_value(value: Fraction) -> float | None:
+    """``value`` as a Python float when it is exactly a double, else None."""
+    try:
+        as_float = float(value)
+    except OverflowError:
+        return None
+    return as_float if Fraction(as_float) == value else None
 
 
 def float_const(value: float) -> SFloat:
