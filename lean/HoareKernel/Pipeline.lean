@@ -399,7 +399,9 @@ def result_check {α : Type} (hooks : Hooks α) (graceful : Bool) (value : α) :
     | none => none
     | some check => some (check value)
 
-/-- Python: `_forward`: `forward` runs exactly once, then the result check. -/
+/-- Python: `_forward`: `forward` runs exactly once, then the result check. A failed result
+check is a `type` violation, so it records the contract's policy (§2.2), not the outcome's
+deciding policy. -/
 def forward_phase {α : Type} (hooks : Hooks α) (cfg : ContractConfig) (input : α)
     (outcome : Outcome α) : Run α :=
   match hooks.forward input outcome with
@@ -415,7 +417,7 @@ def forward_phase {α : Type} (hooks : Hooks α) (cfg : ContractConfig) (input :
     | some (Except.error err) =>
       { result := CallResult.result_type_error
           { outcome with violations := outcome.violations ++
-              [hook_violation ViolationKind.type Phase.result 0 outcome.policy err] },
+              [hook_violation ViolationKind.type Phase.result 0 cfg.policy err] },
         trace := [Event.forward input, Event.enter Phase.result, Event.check_result value] }
 
 /-- The outcome's `exception`: none with `graceful` (§3.7). -/
