@@ -27,7 +27,6 @@ import builtins
 import enum
 import inspect
 import math
-import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -39,15 +38,10 @@ import z3
 
 from ..description import PredicateSource
 from .attributes import InstanceSelf, SelfModel, StaticSelf, plain
-from .regex import _category, _ranges_re, translate_pattern
+from .calls import CallSite, lookup_function, lookup_method, receiver_kind
 from .semantics import TRUE, Semantics, _and, _not, _or
 from .source import FunctionNode, SourceNotFound, function_node
 from .values import (
-    FIN,
-    NAN,
-    NINF,
-    NONE,
-    PINF,
     Opaque,
     SBool,
     SColl,
@@ -62,7 +56,6 @@ from .values import (
     SOpt,
     SSelf,
     SStr,
-    SStripped,
     STruth,
     Sym,
     const_to_sym,
@@ -189,11 +182,8 @@ class _Translator(Semantics):
         closure = getattr(self.fn, "__closure__", None) or ()
         freevars = self.fn.__code__.co_freevars
         self.cells: dict[str, Any] = dict(zip(freevars, closure, strict=False))
-        # Python's compiler knows which names are local: reading one that this path has
-        # not bound raises UnboundLocalError (it never falls back to a global).
-        code = self.fn.__code__
-        self.locals = frozenset((*code.co_varnames, *code.co_cellvars))
         self.reads: list[tuple[Callable[[], object], object]] = []
+        self.constructs: set[str] = set()  # registry keys of the calls translated
 
     # -- hooks of Semantics -----------------------------------------------------------
     def error(self, cond: z3.BoolRef, exc: str) -> None:
@@ -264,9 +254,8 @@ class _Translator(Semantics):
         if isinstance(node, ast.Lambda):
             self.do_return(node.body, start, node.body)
             return
-        if self.block(node.body, [start]):
-            # Falling off the end returns None: the predicate passes (spec §3.2).
-            self.none_returns = True
+        for path in self.block(node.body, [start]):
+            del path  # falling off the end returns None: the predicate passes
 
     def _resolve_self(self, name: str) -> Sym:
         if self.self_model is None:
@@ -314,8 +303,6 @@ class _Translator(Semantics):
         # `if` whose branch always fails) need not exclude it: the conjunction of
         # the failure cases is unchanged, and independent guards stay independent.
         if isinstance(node, ast.Assert):
-            if sys.flags.optimize:  # `python -O` compiles asserts away
-                return [path]
             value, ok = self.evaluate(node.test, path)
             holds = self.truthy(value)
             message = _template(node.msg) if node.msg is not None else None
@@ -363,9 +350,7 @@ class _Translator(Semantics):
         return f'"{_src(value_node)}" ({owner})'
 
     def do_return(self, value_node: ast.expr | None, path: _Path, where: ast.AST) -> None:
-        if value_node is None:  # a bare `return` returns None: the path passes
-            self.none_returns = True
-            self.pass_exits += 1
+        if value_node is None:
             return
         value, ok = self.evaluate(value_node, path)
         passes = self.passes(value)
@@ -491,8 +476,6 @@ class _Translator(Semantics):
     def name(self, name: str, env: dict[str, Sym]) -> Sym:
         if name in env:
             return env[name]
-        if name in self.locals:
-            raise Opaque(f"local {name} may be read before it is assigned")
         if name in self.cells:
             cell = self.cells[name]
             try:
@@ -763,114 +746,13 @@ class _Translator(Semantics):
         return self.builtin(target.obj, node, env)
 
     def builtin(self, fn: object, node: ast.Call, env: dict[str, Sym]) -> Sym:
-        args = node.args
-        keywords = {k.arg: k.value for k in node.keywords}
-        name = getattr(fn, "__name__", repr(fn))
-
-        def one() -> Sym:
-            if len(args) != 1 or keywords:
-                raise Opaque(f"{name}() with {len(args)} arguments")
-            return self.expr(args[0], env)
-
-        if fn is len:
-            if len(args) == 1 and isinstance(args[0], ast.ListComp):
-                pairs, tail, iterable = self.comprehension(args[0], env, "plain")
-                count: z3.ArithRef = z3.Sum(*[z3.If(c, 1, 0) for c, _ in pairs]) \
-                    if pairs else int_val(0)
-                if tail is not None:
-                    assert isinstance(iterable, SList)
-                    extra = z3.Int(fresh_name("havoc.count"))
-                    self.havoc_note("elements past the verifier's bound")
-                    self.define(z3.And(extra >= 0, extra <= iterable.n - len(iterable.slots)))
-                    count = count + z3.If(tail, extra, 0)
-                return SInt(count)
-            return self.length(one())
-        if fn is abs:
-            return self.absolute(one())
-        if fn in (all, any):
-            if len(args) != 1 or keywords:
-                raise Opaque(f"{name}() with several arguments")
-            mode = "all" if fn is all else "any"
-            pairs, tail, _ = self.comprehension(args[0], env, mode)
-            if fn is all:
-                result = _and(*[_or(_not(c), self.truthy(v)) for c, v in pairs])
-                if tail is not None:
-                    result = _and(result, _or(_not(tail), self.havoc_bool(
-                        "all() past the verifier's element bound")))
-            else:
-                result = _or(*[_and(c, self.truthy(v)) for c, v in pairs])
-                if tail is not None:
-                    result = _or(result, _and(tail, self.havoc_bool(
-                        "any() past the verifier's element bound")))
-            return SBool(result)
-        if fn is sum:
-            if not args or len(args) > 2 or set(keywords) - {"start"}:
-                raise Opaque("sum() arguments")
-            start_node = args[1] if len(args) == 2 else keywords.get("start")
-            total: Sym = self.expr(start_node, env) if start_node is not None else \
-                SInt(int_val(0))
-            pairs, tail, _ = self.comprehension(args[0], env, "plain")
-            for cond, value in pairs:
-                added = self.binop("+", total, value)
-                total = self.ite(cond, added, total)
-                if isinstance(total, STruth):
-                    raise Opaque("sum() of mixed types")
-            if tail is not None:
-                total = self.ite(tail, self.fresh_like(total, "sum() past the element bound"),
-                                 total)
-            return total
-        if fn in (min, max):
-            if set(keywords) - {"default"}:
-                raise Opaque(f"{name}() with key=")
-            if len(args) == 1:
-                pairs, tail, _ = self.comprehension(args[0], env, "plain")
-                if "default" not in keywords:
-                    # an empty iterable raises ValueError; with a tail the slots are full
-                    result = self.min_max(name, pairs)
-                else:
-                    default = self.expr(keywords["default"], env)
-                    if not pairs:
-                        return default
-                    present_any = _or(*[c for c, _ in pairs])
-                    result = self.ite(present_any, self.min_max(name, pairs, False), default)
-                if tail is not None:
-                    result = self.ite(tail, self.fresh_like(result, f"{name}() past the bound"),
-                                      result)
-                return result
-            if keywords:
-                raise Opaque(f"{name}() with default= and several arguments")
-            values = [(TRUE, self.expr(a, env)) for a in args]
-            return self.min_max(name, values)
-        if fn is int:
-            return self.to_int(one())
-        if fn is float:
-            return self.to_float(one())
-        if fn is str:
-            return self.to_str(one())
-        if fn is bool:
-            if not args:
-                return SBool(z3.BoolVal(False))
-            return SBool(self.truthy(one()))
-        if fn is isinstance:
-            if len(args) != 2 or keywords:
-                raise Opaque("isinstance() arguments")
-            return SBool(self.isinstance_of(self.expr(args[0], env), args[1], env))
-        if fn in (math.isnan, math.isinf, math.isfinite):
-            value = self.numeric(self.unwrap(one()))
-            if isinstance(value, (SInt, SBool)):
-                return SBool(z3.BoolVal(fn is math.isfinite))
-            if not isinstance(value, SFloat):
-                self.error(TRUE, "TypeError")
-                return SBool(z3.BoolVal(False))
-            self.uses_float = True
-            if fn is math.isnan:
-                return SBool(value.tag == NAN)
-            if fn is math.isinf:
-                return SBool(z3.Or(value.tag == PINF, value.tag == NINF))
-            return SBool(value.tag == FIN)
-        if fn in (re.match, re.search, re.fullmatch):
-            return self.regex_call(fn, node, env)
-        raise Opaque(f"call to {name}()")
+        """A call to a function: its handler in the ``calls`` registry, or opaque."""
+        name = _function_name(fn)
+        entry = lookup_function(fn)
+        if entry is None:
+            raise Opaque(f"call to {name}() in {self.owner}: not a modelled function")
+        self.constructs.add(entry.key)
+        return entry.handler(self, CallSite(node, env, entry.key, self.owner))
 
     def fresh_like(self, value: Sym, reason: str) -> Sym:
         self.havoc_note(reason)
@@ -882,133 +764,30 @@ class _Translator(Semantics):
             return SStr(z3.String(fresh_name("havoc")))
         raise Opaque(reason)
 
-    def regex_call(self, fn: object, node: ast.Call, env: dict[str, Sym]) -> Sym:
-        if len(node.args) != 2 or node.keywords:
-            raise Opaque("re call with flags")
-        pattern = self.expr(node.args[0], env)
-        if not (isinstance(pattern, SStr) and z3.is_string_value(pattern.e)):
-            raise Opaque("regular expression that is not a literal")
-        text = self.unwrap(self.expr(node.args[1], env))
-        if not isinstance(text, SStr):
-            self.error(TRUE, "TypeError")
-            return NONE
-        from .values import decode_z3_string
-
-        mode = {re.match: "match", re.search: "search", re.fullmatch: "fullmatch"}[fn]  # type: ignore[index]
-        literal = decode_z3_string(pattern.e.as_string())
-        translation = translate_pattern(literal, "python-re", mode)
-        if translation.regex is None or not translation.exact:
-            raise Opaque(f"regular expression {literal!r}: {translation.reason or 'inexact'}")
-        matched = z3.InRe(text.e, translation.regex)
-        return SOpt(z3.Not(matched), SOpaque("a re.Match object", truthy=True))
-
-    def isinstance_of(self, value: Sym, type_node: ast.expr, env: dict[str, Sym]
-                      ) -> z3.BoolRef:
-        target = self.expr(type_node, env)
-        if isinstance(target, SObj) and isinstance(target.obj, type):
-            classes: tuple[type, ...] = (target.obj,)
-        elif isinstance(target, SObj) and isinstance(target.obj, tuple) and \
-                all(isinstance(c, type) for c in target.obj):
-            classes = target.obj
-        else:
-            raise Opaque("isinstance() with a type that is not a class")
-
-        def check(v: Sym) -> z3.BoolRef:
-            if isinstance(v, SOpt):
-                return z3.If(v.none, check(NONE), check(v.inner))
-            python_type = {SInt: int, SBool: bool, SFloat: float, SStr: str,
-                           SNone: type(None)}.get(type(v))
-            if isinstance(v, SModel):
-                python_type = v.cls
-            elif isinstance(v, SEnum):
-                python_type = v.cls
-            elif isinstance(v, SList):
-                python_type = list if v.container == "list" else tuple
-            if python_type is None:
-                raise Opaque(f"isinstance() of a {v.kind}")
-            return z3.BoolVal(issubclass(python_type, classes))
-
-        return check(value)
-
     def method(self, receiver: Sym, name: str, node: ast.Call, env: dict[str, Sym]) -> Sym:
+        """A method call: the handler registered for the receiver's type, or opaque."""
         receiver = self.unwrap(receiver, "AttributeError")
         if isinstance(receiver, SEnum) and issubclass(receiver.cls, str):
             receiver = self.enum_value(receiver)
-        args = node.args
         if node.keywords:
-            raise Opaque(f".{name}() with keyword arguments")
-        if isinstance(receiver, SStr):
-            s = receiver.e
-            if name in ("strip", "lstrip", "rstrip") and not args:
-                return SStripped(s, name, self.strip)
-            if name in ("startswith", "endswith") and len(args) == 1:
-                affix = self.expr(args[0], env)
-                options = affix.items if isinstance(affix, SColl) else (affix,)
-                tests = []
-                for option in options:
-                    option = self.unwrap(option)
-                    if not isinstance(option, SStr):
-                        self.error(TRUE, "TypeError")
-                        return SBool(z3.BoolVal(False))
-                    tests.append(z3.PrefixOf(option.e, s) if name == "startswith"
-                                 else z3.SuffixOf(option.e, s))
-                return SBool(_or(*tests))
-            if name in ("find", "index") and len(args) == 1:
-                sub = self.unwrap(self.expr(args[0], env))
-                if not isinstance(sub, SStr):
-                    self.error(TRUE, "TypeError")
-                    return SInt(int_val(0))
-                position = z3.IndexOf(s, sub.e, 0)
-                if name == "index":
-                    self.error(position < 0, "ValueError")
-                return SInt(position)
-            if name in ("removeprefix", "removesuffix") and len(args) == 1:
-                affix = self.unwrap(self.expr(args[0], env))
-                if not isinstance(affix, SStr):
-                    self.error(TRUE, "TypeError")
-                    return receiver
-                a = affix.e
-                if name == "removeprefix":
-                    return SStr(z3.If(z3.PrefixOf(a, s),
-                                      z3.SubString(s, z3.Length(a), z3.Length(s) - z3.Length(a)),
-                                      s))
-                return SStr(z3.If(z3.SuffixOf(a, s),
-                                  z3.SubString(s, 0, z3.Length(s) - z3.Length(a)), s))
-            raise Opaque(f"str.{name}()")
-        if isinstance(receiver, (SList, SColl)) and name == "count" and len(args) == 1:
-            item = self.expr(args[0], env)
-            pairs, tail = self.elements(receiver)
-            count: z3.ArithRef = z3.Sum(*[z3.If(_and(c, self.eq(v, item)), 1, 0)
-                                          for c, v in pairs]) if pairs else int_val(0)
-            if tail is not None:
-                assert isinstance(receiver, SList)
-                return self.ite(tail, self.fresh_like(SInt(count), "count() past the bound"),
-                                SInt(count))
-            return SInt(count)
-        raise Opaque(f"method .{name}() of a {receiver.kind}")
+            raise Opaque(f".{name}() with keyword arguments in {self.owner}")
+        kind = receiver_kind(receiver)
+        entry = lookup_method(kind, name)
+        if entry is None:
+            what = f"{kind}.{name}()" if kind else f"method .{name}() of a {receiver.kind}"
+            raise Opaque(f"{what} in {self.owner}: not a modelled method")
+        self.constructs.add(entry.key)
+        return entry.handler(self, receiver, CallSite(node, env, entry.key, self.owner))
 
-    def strip(self, s: z3.SeqRef, name: str) -> z3.SeqRef:
-        """``str.strip()`` & co. exactly: ``s == p + r + q`` with ``p``, ``q`` made of
-        whitespace (``str.isspace``) and ``r`` empty or starting and ending with a
-        non-whitespace character. ``r`` is a function of ``s``, so these definitions
-        hold in every query."""
-        space = _ranges_re(_category("space", "python-re")[0])
-        r = z3.String(fresh_name("strip"))
-        p = z3.String(fresh_name("strip.lead"))
-        q = z3.String(fresh_name("strip.trail"))
-        first_ok = z3.Not(z3.InRe(z3.SubString(r, 0, 1), space))
-        last_ok = z3.Not(z3.InRe(z3.SubString(r, z3.Length(r) - 1, 1), space))
-        if name == "strip":
-            self.define(z3.And(s == z3.Concat(p, r, q), z3.InRe(p, z3.Star(space)),
-                               z3.InRe(q, z3.Star(space)),
-                               z3.Or(r == z3.StringVal(""), z3.And(first_ok, last_ok))))
-        elif name == "lstrip":
-            self.define(z3.And(s == z3.Concat(p, r), z3.InRe(p, z3.Star(space)),
-                               z3.Or(r == z3.StringVal(""), first_ok)))
-        else:
-            self.define(z3.And(s == z3.Concat(r, q), z3.InRe(q, z3.Star(space)),
-                               z3.Or(r == z3.StringVal(""), last_ok)))
-        return r
+
+def _function_name(fn: object) -> str:
+    """How messages name a called object: ``math.floor``, ``print``, ``Foo``."""
+    name = str(getattr(fn, "__name__", None) or repr(fn))
+    module = getattr(fn, "__module__", None)
+    if isinstance(module, str) and module != "builtins" and \
+            module.split(".")[0] in sys.stdlib_module_names:
+        return f"{module}.{name}"
+    return name
 
 
 _MISSING = object()

@@ -1,0 +1,52 @@
+"""``re.match``, ``re.search``, ``re.fullmatch`` with a literal pattern, in
+Python's ``re`` dialect; a pattern ``regex.py`` cannot translate exactly makes
+the call opaque."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import z3
+
+from ..regex import translate_pattern
+from ..semantics import TRUE
+from ..values import NONE, SOpaque, SOpt, SStr, Sym, decode_z3_string
+from .registry import CallSite, function
+
+if TYPE_CHECKING:
+    from ..predicates import _Translator as Translator
+
+
+def _regex_call(t: Translator, call: CallSite, mode: str) -> Sym:
+    if len(call.args) != 2 or call.node.keywords:
+        raise call.unsupported("with flags or without a pattern and a string")
+    pattern = t.expr(call.args[0], call.env)
+    if not (isinstance(pattern, SStr) and z3.is_string_value(pattern.e)):
+        raise call.unsupported("with a pattern that is not a literal")
+    text = t.unwrap(t.expr(call.args[1], call.env))
+    if not isinstance(text, SStr):
+        t.error(TRUE, "TypeError")
+        return NONE
+    literal = decode_z3_string(pattern.e.as_string())
+    translation = translate_pattern(literal, "python-re", mode)
+    if translation.regex is None or not translation.exact:
+        raise call.unsupported(
+            f"with the pattern {literal!r} ({translation.reason or 'inexact'})")
+    matched = z3.InRe(text.e, translation.regex)
+    return SOpt(z3.Not(matched), SOpaque("a re.Match object", truthy=True))
+
+
+@function(re.match, "re.match", precision="exact", note="literal pattern, no flags")
+def _match(t: Translator, call: CallSite) -> Sym:
+    return _regex_call(t, call, "match")
+
+
+@function(re.search, "re.search", precision="exact", note="literal pattern, no flags")
+def _search(t: Translator, call: CallSite) -> Sym:
+    return _regex_call(t, call, "search")
+
+
+@function(re.fullmatch, "re.fullmatch", precision="exact", note="literal pattern, no flags")
+def _fullmatch(t: Translator, call: CallSite) -> Sym:
+    return _regex_call(t, call, "fullmatch")

@@ -1,0 +1,121 @@
+"""``str()`` and the ``str`` methods the translator models.
+
+Whitespace for ``strip`` & co. is ``str.isspace``, taken from the Unicode
+tables in ``regex.py``; the definition is exact (see ``define_stripped``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import z3
+
+from ..regex import _category, _ranges_re
+from ..semantics import TRUE, _or
+from ..values import SBool, SColl, SInt, SStr, SStripped, Sym, fresh_name, int_val
+from .registry import CallSite, function, method
+
+if TYPE_CHECKING:
+    from ..predicates import _Translator as Translator
+
+
+@function(str, "str", precision="exact", note="of a str, int, bool or None")
+def _str(t: Translator, call: CallSite) -> Sym:
+    return t.to_str(call.one(t))
+
+
+def define_stripped(t: Translator, s: z3.SeqRef, name: str) -> z3.SeqRef:
+    """``str.strip()`` & co. exactly: ``s == p + r + q`` with ``p``, ``q`` made of
+    whitespace (``str.isspace``) and ``r`` empty or starting and ending with a
+    non-whitespace character. ``r`` is a function of ``s``, so these definitions
+    hold in every query."""
+    space = _ranges_re(_category("space", "python-re")[0])
+    r = z3.String(fresh_name("strip"))
+    p = z3.String(fresh_name("strip.lead"))
+    q = z3.String(fresh_name("strip.trail"))
+    first_ok = z3.Not(z3.InRe(z3.SubString(r, 0, 1), space))
+    last_ok = z3.Not(z3.InRe(z3.SubString(r, z3.Length(r) - 1, 1), space))
+    if name == "strip":
+        t.define(z3.And(s == z3.Concat(p, r, q), z3.InRe(p, z3.Star(space)),
+                        z3.InRe(q, z3.Star(space)),
+                        z3.Or(r == z3.StringVal(""), z3.And(first_ok, last_ok))))
+    elif name == "lstrip":
+        t.define(z3.And(s == z3.Concat(p, r), z3.InRe(p, z3.Star(space)),
+                        z3.Or(r == z3.StringVal(""), first_ok)))
+    else:
+        t.define(z3.And(s == z3.Concat(r, q), z3.InRe(q, z3.Star(space)),
+                        z3.Or(r == z3.StringVal(""), last_ok)))
+    return r
+
+
+def _stripper(name: str) -> None:
+    @method("str", name, precision="exact", note="without an argument")
+    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+        call.only_positional(0)
+        assert isinstance(receiver, SStr)
+        return SStripped(receiver.e, name, functools.partial(define_stripped, t))
+
+
+for _name in ("strip", "lstrip", "rstrip"):
+    _stripper(_name)
+
+
+def _affix_test(name: str) -> None:
+    @method("str", name, precision="exact", note="with a str or a tuple of str")
+    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+        assert isinstance(receiver, SStr)
+        call.only_positional(1)
+        affix = t.expr(call.args[0], call.env)
+        options = affix.items if isinstance(affix, SColl) else (affix,)
+        tests = []
+        for option in options:
+            option = t.unwrap(option)
+            if not isinstance(option, SStr):
+                t.error(TRUE, "TypeError")
+                return SBool(z3.BoolVal(False))
+            tests.append(z3.PrefixOf(option.e, receiver.e) if name == "startswith"
+                         else z3.SuffixOf(option.e, receiver.e))
+        return SBool(_or(*tests))
+
+
+for _name in ("startswith", "endswith"):
+    _affix_test(_name)
+
+
+def _finder(name: str) -> None:
+    @method("str", name, precision="exact", note="with one argument")
+    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+        assert isinstance(receiver, SStr)
+        sub = t.unwrap(call.one(t))
+        if not isinstance(sub, SStr):
+            t.error(TRUE, "TypeError")
+            return SInt(int_val(0))
+        position = z3.IndexOf(receiver.e, sub.e, 0)
+        if name == "index":
+            t.error(position < 0, "ValueError")
+        return SInt(position)
+
+
+for _name in ("find", "index"):
+    _finder(_name)
+
+
+def _remover(name: str) -> None:
+    @method("str", name, precision="exact")
+    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+        assert isinstance(receiver, SStr)
+        affix = t.unwrap(call.one(t))
+        if not isinstance(affix, SStr):
+            t.error(TRUE, "TypeError")
+            return receiver
+        s, a = receiver.e, affix.e
+        if name == "removeprefix":
+            return SStr(z3.If(z3.PrefixOf(a, s),
+                              z3.SubString(s, z3.Length(a), z3.Length(s) - z3.Length(a)), s))
+        return SStr(z3.If(z3.SuffixOf(a, s), z3.SubString(s, 0, z3.Length(s) - z3.Length(a)),
+                          s))
+
+
+for _name in ("removeprefix", "removesuffix"):
+    _remover(_name)
