@@ -45,7 +45,10 @@ from .semantics import _not
 from .solver import Assertion, QueryCache, QueryResult, SolverOptions, solve
 from .types import TypeBuilder, TypedValue
 from .values import (
+    EXACT_INTS,
+    FIN,
     Z3_LOCK,
+    SFloat,
     SList,
     SModel,
     SOpt,
@@ -56,10 +59,6 @@ from .values import (
 from .witness import WitnessError, call_predicate, concretize, validate
 
 __all__ = ["ContractModel", "check_contract", "contract_model"]
-
-FLOAT_NOTE = ("floats are modelled as real numbers (no rounding or overflow); nan and ±inf "
-              "are modelled as separate cases")
-
 
 @dataclass
 class ContractModel:
@@ -136,13 +135,18 @@ def predicate_assertions(translations: Sequence[Translation]) -> list[Assertion]
 
 
 def _nice_strings(*values: TypedValue) -> list[z3.BoolRef]:
-    """Printable ASCII strings, tried first for readable witnesses."""
+    """Printable ASCII strings, tried first for readable witnesses; finite floats
+    that are integers of at most 2**53, which are doubles (a float is a real in z3,
+    and a real that is not a double is rounded on the way to pydantic)."""
     printable = z3.Star(z3.Range(z3.StringVal(" "), z3.StringVal("~")))
     out = []
     for typed in values:
         for sym in _leaves(typed.root):
             if isinstance(sym, SStr):
                 out.append(z3.InRe(sym.e, printable))
+            elif isinstance(sym, SFloat):
+                out.append(z3.Or(sym.tag != FIN, z3.And(
+                    z3.IsInt(sym.r), sym.r <= EXACT_INTS, sym.r >= -EXACT_INTS)))
     return out
 
 
@@ -221,8 +225,6 @@ def _notes(cm: ContractModel, *typed: TypedValue, translations: Sequence[Transla
         notes.extend(f"not translated: {d}" for d in tv.dropped)
     for t in translations:
         notes.extend(f"{t.name}: modelled loosely: {h}" for h in t.havoc)
-    if any(tv.uses_float for tv in typed) or any(t.uses_float for t in translations):
-        notes.append(FLOAT_NOTE)
     return list(dict.fromkeys(notes))
 
 
@@ -667,10 +669,6 @@ def check_contract(desc: ContractDescription, options: SolverOptions,
     if cm.ignored:
         report.notes.append(f"{desc.name}: predicates with policy ignore are never evaluated "
                             f"and not checked: {', '.join(cm.ignored)}")
-    for check in report.checks:
-        for note in check.notes:
-            if note == FLOAT_NOTE and note not in report.notes:
-                report.notes.append(note)
     return report
 
 

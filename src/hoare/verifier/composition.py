@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import z3
 
 from .checks import (
-    FLOAT_NOTE,
     ContractModel,
     _assumptions,
     _guarded,
@@ -283,8 +282,5 @@ def check_pipeline(stages: Sequence[object], name: str, options: SolverOptions
     for index in range(len(models) - 1):
         report.checks.append(_guarded("composition", lambda i=index: _pipeline_pair(  # type: ignore[misc]
             models[i], models[i + 1], options, i)))
-    for check in report.checks:
-        if FLOAT_NOTE in check.notes and FLOAT_NOTE not in report.notes:
-            report.notes.append(FLOAT_NOTE)
     return report
 
