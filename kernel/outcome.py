@@ -144,17 +144,20 @@ class Outcome(NamedTuple):
         return "\n".join(v.describe() for v in self.violations) or "contract failed"
 
 
-def exception_text(error: BaseException) -> str:
-    """``str(error)``, or the exception's type name when that is empty; never raises.
-
-    Hooks are foreign code: an exception whose ``__str__`` raises (or returns a
-    non-string) must not crash the call that reports it (spec §3).
-    """
+def exception_text(error: BaseException, fallback: str | None = None) -> str:
+    """``str(error)``; when that is empty or raises, ``fallback``, else a text naming
+    the exception's type. Never raises: hooks are foreign code, and an exception
+    whose ``__str__`` raises (or returns a non-string) must not crash the call that
+    reports it (spec §3)."""
     try:
         text = str(error)
     except Exception:
-        return f"{type(error).__name__} (its str() raised)"
-    return text or type(error).__name__
+        text = None
+    if text:
+        return text
+    if fallback is not None:
+        return fallback
+    return type(error).__name__ + (" (its str() raised)" if text is None else "")
 
 
 class HoareError(Exception):

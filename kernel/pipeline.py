@@ -30,6 +30,7 @@ from .outcome import (
     Verdict,
     Violation,
     ViolationKind,
+    exception_text,
 )
 from .predicate import Predicate, evaluate
 
@@ -103,7 +104,7 @@ class _Record:
 
 def _hook_violation(kind: ViolationKind, phase: Phase, attempt: int, policy: Policy,
                     error: Exception) -> Violation:
-    text = str(error) or type(error).__name__
+    text = exception_text(error)
     return Violation(kind, phase, text, attempt, policy, error_type=type(error).__name__)
 
 
@@ -165,9 +166,11 @@ def _preflight(check: Callable[[object], PreflightResult], used: object) -> Pref
         answer = check(used)
     except Exception as error:
         return PreflightResult(Verdict.UNKNOWN, f"pre-flight check raised "
-                                                f"{type(error).__name__}: {error}")
+                                                f"{type(error).__name__}: "
+                                                f"{exception_text(error)}")
     if not (isinstance(answer, PreflightResult) and isinstance(answer.verdict, Verdict)):
-        return PreflightResult(Verdict.UNKNOWN, f"pre-flight check returned {answer!r}")
+        return PreflightResult(Verdict.UNKNOWN, f"pre-flight check returned a "
+                                                f"{type(answer).__name__}, not a verdict")
     return answer
 
 
@@ -252,7 +255,8 @@ def _fall_back(raw_input: object, original: object, policy: Policy, config: Cont
         try:
             hooks.on_violation(outcome)
         except Exception as failure:  # a broken handler must not cancel the fallback
-            outcome = outcome._replace(handler_error=f"{type(failure).__name__}: {failure}")
+            outcome = outcome._replace(
+                handler_error=f"{type(failure).__name__}: {exception_text(failure)}")
             error.outcome = outcome
     if policy in (Policy.ENFORCE, Policy.QUICK_ENFORCE):
         raise error

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .config import Policy
-from .outcome import Phase, Violation, ViolationKind
+from .outcome import Phase, Violation, ViolationKind, exception_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,8 @@ def evaluate(
                 continue
             message, error_type = predicate.message, None
         except Exception as error:  # a raising predicate is a failing one (spec §3.2)
-            message, error_type = str(error) or predicate.message, type(error).__name__
+            message = exception_text(error, predicate.message)
+            error_type = type(error).__name__
         families[family] = False
         failures.append(Violation(ViolationKind.PREDICATE, phase, message, attempt, policy,
                                   predicate.id, family, error_type))

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from .kernel import Policy
 
-__all__ = ["Condition", "Post", "Pre", "positional_arity", "source_expression"]
+__all__ = ["Condition", "Post", "Pre", "is_asynchronous", "positional_arity", "raise_literals",
+           "required_parameters", "source_expression"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,53 @@ def positional_arity(fn: Callable[..., object]) -> int:
                               inspect.Parameter.POSITIONAL_OR_KEYWORD):
             count += 1
     return count
+
+
+def required_parameters(fn: Callable[..., object]) -> tuple[int, list[str]]:
+    """How many positional arguments ``fn`` requires (no default), and the names of its
+    keyword-only parameters without a default (which a predicate never receives)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return 0, []
+    positional, keywords = 0, []
+    for parameter in signature.parameters.values():
+        if parameter.default is not inspect.Parameter.empty:
+            continue
+        if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                              inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+        elif parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            keywords.append(parameter.name)
+    return positional, keywords
+
+
+def is_asynchronous(fn: object) -> bool:
+    """An ``async def`` function (also behind ``functools.partial`` or as a callable
+    object's ``__call__``): calling it returns a coroutine, never a verdict."""
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return True
+    if inspect.isfunction(fn) or inspect.ismethod(fn):
+        return False
+    call = inspect.getattr_static(type(fn), "__call__", None)
+    return inspect.iscoroutinefunction(call)
+
+
+def raise_literals(fn: Callable[..., object]) -> frozenset[str]:
+    """The literal texts of ``raise X("...")`` statements in ``fn``'s source: messages
+    the author wrote, which ``feedback="messages"`` may show the model."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return frozenset()
+    texts = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            first = node.exc.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                texts.add(first.value)
+    return frozenset(texts)
 
 
 def source_expression(fn: Callable[..., object]) -> str | None:

@@ -16,6 +16,7 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar, overload
@@ -26,7 +27,7 @@ from . import configuration
 from .description import ContractDescription, PredicateSource, describe
 from .engines.base import ONE_REQUEST, Engine, Options, Request, Response
 from .engines.budget import Budget, BudgetedEngine, Spend
-from .errors import ContractCallError, ContractDefinitionError, InvalidValue
+from .errors import ContractCallError, ContractDefinitionError, InvalidValue, safe_text
 from .json_text import extract_json
 from .kernel import (
     ContractConfig,
@@ -43,12 +44,14 @@ from .kernel import (
     RetryPolicy,
     Sleep,
     SuccessTracker,
+    Violation,
+    ViolationKind,
     run_async,
     run_call,
     run_sync,
 )
-from .models import TypeSpec, format_validation_error
-from .prompts import render_messages, system_text
+from .models import TypeSpec, format_validation_error, redact, safe_repr, secret_values
+from .prompts import DEFAULT_FEEDBACK_CHARS, LRUCache, render_messages, system_text
 
 __all__ = ["Contract", "InvalidValue", "contract"]
 
@@ -60,13 +63,17 @@ class _Runtime:
     """What a contract class needs at call time, prepared once per class."""
 
     def __init__(self, description: ContractDescription,
-                 handler: Callable[[Outcome], object] | None, options: Options) -> None:
+                 handler: Callable[[Outcome], object] | None, options: Options,
+                 feedback_chars: int = DEFAULT_FEEDBACK_CHARS) -> None:
         self.description = description
         self.config = description.config
         self.handler = handler
         self.options = options
+        self.feedback_chars = feedback_chars
         self.tracker = SuccessTracker()
-        self.systems: dict[tuple[str, str], str] = {}
+        # keyed by the prompt, which a property may change per call: bounded (LRU)
+        self.systems: LRUCache[tuple[str, str], str] = LRUCache(configuration.cache_size())
+        self.sources = {(Phase(p.phase), p.id): p for p in (*description.pre, *description.post)}
         self._preflight: Any = None
         self._preflight_ready = False
 
@@ -79,7 +86,8 @@ class _Runtime:
             return spec.validate(raw)
         except ValidationError as error:
             raise InvalidValue(f"the input is not a valid {spec.name}: "
-                               f"{format_validation_error(error)}") from None
+                               f"{format_validation_error(error)}; pass an {spec.name} "
+                               f"(or a value pydantic validates as one)") from None
 
     def check_output(self, raw: object, used: object) -> object:
         if not isinstance(raw, Response):
@@ -90,7 +98,8 @@ class _Runtime:
         spec = self.description.output
         if not spec.is_instance(value):
             raise TypeError(f"{self.description.cls.__qualname__}.forward must return "
-                            f"{spec.name}, got {type(value).__name__}: {value!r:.200}")
+                            f"{spec.name}, got {type(value).__name__}: "
+                            f"{safe_repr(value)[:200]}")
 
     def preflight_checker(self) -> Any:
         """The z3 pre-flight for this class, built on first use (None: not available)."""
@@ -102,18 +111,31 @@ class _Runtime:
                     checker = Preflight.for_description(self.description)
                 except Exception as error:  # never let the optimisation break a call
                     logger.warning("hoare: pre-flight disabled for %s: %s",
-                                   self.description.name, error)
+                                   self.description.name, safe_text(error, 500))
             self._preflight, self._preflight_ready = checker, True
         return self._preflight
 
     def system(self, prompt: str, task: str) -> str:
-        key = (prompt, task)
-        text = self.systems.get(key)
-        if text is None:
-            target = self.description.input if task == "repair_input" \
-                else self.description.output
-            text = self.systems[key] = system_text(prompt, target, task)
-        return text
+        target = self.description.input if task == "repair_input" else self.description.output
+        return self.systems.get_or_build((prompt, task),
+                                         lambda: system_text(prompt, target, task))
+
+    def shown(self, violation: Violation, secrets: frozenset[str]) -> Violation:
+        """The violation as the model may see it: with ``feedback="messages"`` a raised
+        predicate's text only when its author wrote it (a ``Pre``/``Post`` message or a
+        literal ``raise`` text), else the predicate's message; secrets redacted."""
+        message = violation.message
+        if (self.description.feedback == "messages" and violation.error_type is not None
+                and violation.kind is ViolationKind.PREDICATE):
+            source = self.sources.get((violation.phase, violation.predicate or ""))
+            if source is None:
+                message = "a check failed"
+            elif message not in source.author_texts:
+                message = source.message
+        if secrets:
+            message = redact(message, secrets)
+        return violation if message == violation.message else replace(violation,
+                                                                       message=message)
 
 
 def _validate_answer(spec: TypeSpec, response: Response) -> object:
@@ -132,11 +154,48 @@ def _validate_answer(spec: TypeSpec, response: Response) -> object:
 
 
 def _predicate(source: PredicateSource, instance: object) -> Predicate:
-    """A kernel predicate calling the user's function directly: a method gets the
-    instance bound first; a condition without an input parameter gets no context."""
-    check = partial(source.fn, instance) if source.is_method else source.fn
-    return Predicate(source.id, check, source.message, source.family, source.policy,
-                     source.takes_input)
+    """A kernel predicate calling the user's function: a method gets the instance
+    bound first; a condition without an input parameter gets no context."""
+    fn = partial(source.fn, instance) if source.is_method else source.fn
+    return Predicate(source.id, _synchronous(fn, source.id), source.message, source.family,
+                     source.policy, source.takes_input)
+
+
+def _synchronous(fn: Callable[..., object], name: str) -> Callable[..., object]:
+    """``fn`` whose awaitable verdicts fail instead of counting as true: an ``async def``
+    predicate is refused at decoration, but a plain function may still return a
+    coroutine (a lambda calling an async function)."""
+
+    def check(*args: object) -> object:
+        try:
+            verdict = fn(*args)
+        except Exception as error:
+            secrets = secret_values(*args)
+            if secrets:
+                text = safe_text(error)
+                if redact(text, secrets) != text:
+                    raise SecretRedacted(type(error).__name__, redact(text, secrets)) from None
+            raise
+        if verdict is True or verdict is False or verdict is None:
+            return verdict
+        if inspect.isawaitable(verdict):
+            close = getattr(verdict, "close", None)
+            if callable(close):
+                close()  # never awaited: close it so Python does not warn later
+            raise TypeError(f"predicate {name} returned a {type(verdict).__name__}, not a "
+                            f"truth value: predicates run synchronously (plain def)")
+        return verdict
+
+    return check
+
+
+class SecretRedacted(Exception):
+    """A predicate's or ``act``'s exception whose text quoted a ``SecretStr`` of the
+    call: it replaces the original, with the secret redacted and the type named."""
+
+    def __init__(self, original_type: str, text: str) -> None:
+        super().__init__(f"{original_type}: {text}")
+        self.original_type = original_type
 
 
 class _Bound:
@@ -158,8 +217,24 @@ class _Bound:
 
 
 def _log_violation(outcome: Outcome) -> None:
-    """The default violation handler: one warning per failed call."""
-    logger.warning("hoare: contract failed (%s):\n%s", outcome.policy.value, outcome.summary())
+    """The default violation handler: one warning per failed call. It never quotes
+    values (inputs, answers, exception texts may hold personal data): a predicate's
+    own message is shown, anything else only by kind (the outcome has the details)."""
+    logger.warning("hoare: contract failed (%s):\n%s", outcome.policy.value,
+                   "\n".join(_describe_without_values(v) for v in outcome.violations))
+
+
+def _describe_without_values(violation: Violation) -> str:
+    where = violation.phase.value
+    if violation.predicate is not None:
+        where += f":{violation.predicate}"
+    if violation.kind is ViolationKind.PREDICATE and violation.error_type is None:
+        what = violation.message  # the author's message or source expression
+    elif violation.error_type is not None:
+        what = f"raised {violation.error_type}"
+    else:
+        what = "rejected (details in the outcome)"
+    return f"[{where} attempt {violation.attempt}] {violation.kind.value}: {what}"
 
 
 class _Call:
@@ -167,13 +242,17 @@ class _Call:
     effects, and (once known) its outcome. The instance's context variable points at
     the latest ``_Call`` of the current thread or task."""
 
-    __slots__ = ("engine", "instance", "outcome", "rest", "runtime", "spend")
+    __slots__ = ("engine", "forward_error", "instance", "outcome", "previous", "rest",
+                 "running", "runtime", "spend")
 
     def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any]) -> None:
         self.instance = instance
         self.runtime = runtime
         self.rest = rest
         self.outcome: Outcome | None = None
+        self.forward_error: BaseException | None = None  # what the user's forward raised
+        self.running = True
+        self.previous: _Call | None = None  # the call of this instance this one is inside
         engine = instance._hoare_engine()
         budget = instance.__dict__.get("_hoare_budget_value")
         self.spend: Spend | None = None
@@ -191,12 +270,23 @@ class _Call:
 
     def forward(self, used: object, outcome: Outcome) -> object:
         self.outcome = outcome
-        return self.runtime.description.forward(self.instance, used, **self.rest)
+        try:
+            return self.runtime.description.forward(self.instance, used, **self.rest)
+        except BaseException as error:  # remembered so the call is recorded as failed
+            self.forward_error = error
+            raise
 
     def act(self, accepted: object) -> object:
         description = self.runtime.description
         assert description.act is not None and description.act_output is not None
-        value = description.act(self.instance, accepted, **self.rest)
+        try:
+            value = description.act(self.instance, accepted, **self.rest)
+        except Exception as error:
+            secrets = secret_values(accepted)
+            text = safe_text(error) if secrets else ""
+            if secrets and redact(text, secrets) != text:
+                raise SecretRedacted(type(error).__name__, redact(text, secrets)) from None
+            raise
         if not description.act_output.is_instance(value):
             raise TypeError(f"{description.cls.__qualname__}.act must return "
                             f"{description.act_output.name}, got {type(value).__name__}")
@@ -210,15 +300,24 @@ class _Call:
         spec_in = description.input if repair else description.used_input
         target = description.input if repair else description.output
 
+        secrets = secret_values(effect.input)
+        feedback = effect.feedback
+        if feedback and (secrets or description.feedback == "messages"):
+            feedback = tuple(runtime.shown(v, secrets) for v in feedback)
+
         def render() -> tuple[Any, ...]:
             system = runtime.system(_prompt_of(instance), task)
-            return render_messages(system, effect.phase, spec_in.dump_json(effect.input),
-                                   spec_in.name, effect.feedback, effect.previous,
-                                   runtime.config.accumulate_errors)
+            messages = render_messages(system, effect.phase, spec_in.dump_json(effect.input),
+                                       spec_in.name, feedback, effect.previous,
+                                       runtime.config.accumulate_errors, runtime.feedback_chars)
+            if secrets:  # e.g. a secret echoed back in the previous answer
+                messages = tuple(replace(m, content=redact(m.content, secrets))
+                                 for m in messages)
+            return messages
 
         return Request(render=render, schema=target.schema, schema_name=target.name,
                        options=instance._hoare_options(), task=task, input=effect.input,
-                       feedback=tuple(v.message for v in effect.feedback),
+                       feedback=tuple(v.message for v in feedback),
                        attempt=effect.attempt, contract=description.name)
 
     def perform(self, effect: Effect) -> object:
@@ -258,6 +357,22 @@ def _prompt_of(instance: object) -> str:
             f"{type(instance).__qualname__}.prompt must be a string (a property or a class "
             f"attribute describing the task), got {prompt!r}")
     return prompt
+
+
+def _check_prompt(cls: type) -> None:
+    """A contract needs a ``prompt``: a string class attribute, a property (or other
+    descriptor), or one its ``__init__`` sets (then checked at the first call)."""
+    static = inspect.getattr_static(cls, "prompt", None)
+    if static is None:
+        if cls.__init__ is Contract.__init__:
+            raise ContractDefinitionError(
+                f"{cls.__qualname__} has no prompt: add `prompt = \"<the task>\"` (or a "
+                f"prompt property, or set self.prompt in __init__)")
+        return
+    if not isinstance(static, str) and not hasattr(type(static), "__get__"):
+        raise ContractDefinitionError(
+            f"{cls.__qualname__}.prompt must be a string (or a property returning one), got "
+            f"{type(static).__name__}")
 
 
 def _log_request(runtime: _Runtime, request: Request, effect: Generate) -> None:
@@ -351,12 +466,12 @@ class Contract:
         token = _CURRENT_CALL.set(call)
         try:
             outcome, value = await run_async(run, call.aperform)
-        except ContractViolationError as error:
-            _finish(call, error.outcome)
+        except BaseException as error:
+            _finish(call, None, error)
             raise
         finally:
             _CURRENT_CALL.reset(token)
-        _finish(call, outcome)
+        _finish(call, outcome, None)
         return value
 
     # -- per-call results (this thread / task's latest call) ----------------------------
@@ -438,8 +553,13 @@ def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
     """Bind the input, make the call the instance's latest, and create the kernel call."""
     runtime = _runtime_of(instance)
     raw, rest = _bind(runtime.description, args, kwargs)
+    _prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = _Call(instance, runtime, rest)
-    instance._hoare_state().set(call)
+    state = instance._hoare_state()
+    previous = state.get()
+    if previous is not None and previous.running:  # a re-entrant call (from a predicate)
+        call.previous = previous
+    state.set(call)
     return call, run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
 
 
@@ -468,12 +588,61 @@ def _current_act(accepted: object) -> object:
     return _CURRENT_CALL.get().act(accepted)
 
 
-def _finish(call: _Call, outcome: Outcome | None) -> None:
-    if outcome is not None:
+def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) -> None:
+    """Record the call exactly once, on its own contract, and restore an enclosing
+    call of the same instance as the instance's latest (spec/pipeline.md §7.1).
+
+    A call that raised counts as a failed call: ``forward`` (or a contract it called)
+    raised, or its value failed the result check. A ``ContractViolationError`` that
+    did not come out of ``forward`` is this call's own, carrying its outcome."""
+    call.running = False
+    if raised is None:
         call.outcome = outcome
-        call.runtime.tracker.record(outcome)
+    elif isinstance(raised, ContractViolationError) and raised is not call.forward_error:
+        call.outcome = raised.outcome  # this call's own failure (or its result check)
+    # else: forward (or something it called) raised; call.outcome is what forward got
+    if call.outcome is not None and call.outcome.violations:
+        _redact_secrets(call, raised)
+    recorded = call.outcome
+    if recorded is not None:
+        if raised is not None and recorded.success:  # forward did not return a checked value
+            recorded = recorded._replace(success=False)
+        call.runtime.tracker.record(recorded)
         if call.runtime.description.verbose:
-            _log_outcome(call.runtime, outcome)
+            _log_outcome(call.runtime, recorded)
+    previous = call.previous
+    if previous is not None and previous.running:
+        call.instance._hoare_state().set(previous)
+
+
+def _redact_secrets(call: _Call, raised: BaseException | None) -> None:
+    """Remove the call's ``SecretStr`` values from its outcome's texts and from the
+    ``ContractViolationError`` it raises (an answer may echo a secret, and a type
+    check quotes the answer)."""
+    outcome = call.outcome
+    if outcome is None:
+        return
+    secrets = secret_values(outcome.original_input, outcome.input_used, outcome.result)
+    if not secrets:
+        return
+
+    def clean(violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
+        return tuple(v if redact(v.message, secrets) == v.message
+                     else replace(v, message=redact(v.message, secrets)) for v in violations)
+
+    attempts = tuple(a._replace(feedback=clean(a.feedback), violations=clean(a.violations))
+                     for a in outcome.attempts)
+    handler_error = outcome.handler_error
+    call.outcome = outcome._replace(
+        violations=clean(outcome.violations), attempts=attempts,
+        handler_error=None if handler_error is None else redact(handler_error, secrets))
+    if isinstance(raised, ContractViolationError):
+        raised.args = tuple(redact(a, secrets) if isinstance(a, str) else a
+                            for a in raised.args)
+        if raised.outcome is outcome:
+            raised.outcome = call.outcome
+        elif raised.outcome is not None:
+            raised.outcome = raised.outcome._replace(violations=clean(raised.outcome.violations))
 
 
 def _user_forward(cls: type) -> Callable[..., Any]:
@@ -495,12 +664,12 @@ def _wrap_forward(cls: type, original: Callable[..., Any]) -> Callable[..., Any]
         token = _CURRENT_CALL.set(call)
         try:
             outcome, value = run_sync(run, call.perform)
-        except ContractViolationError as error:
-            _finish(call, error.outcome)
+        except BaseException as error:
+            _finish(call, None, error)
             raise
         finally:
             _CURRENT_CALL.reset(token)
-        _finish(call, outcome)
+        _finish(call, outcome, None)
         return value
 
     forward.__name__ = "forward"
@@ -519,6 +688,7 @@ def contract(
     verbose: bool = ..., remedy_retry_params: dict[str, Any] | None = ...,
     policy: Policy | str = ..., preflight: bool = ...,
     on_violation: Callable[[Outcome], object] | None = ..., options: Options | None = ...,
+    feedback: Literal["errors", "messages"] = ..., feedback_chars: int = ...,
 ) -> Callable[[C], C]: ...
 
 
@@ -527,7 +697,8 @@ def contract(
     accumulate_errors: bool = False, verbose: bool = False,
     remedy_retry_params: dict[str, Any] | None = None, policy: Policy | str = Policy.OBSERVE,
     preflight: bool = True, on_violation: Callable[[Outcome], object] | None = None,
-    options: Options | None = None,
+    options: Options | None = None, feedback: Literal["errors", "messages"] = "errors",
+    feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
 ) -> Any:
     """Turn a ``Contract`` subclass into a contracted component (spec/pipeline.md).
 
@@ -535,7 +706,17 @@ def contract(
     contract does (``"observe"``: fall back to ``forward``; ``"enforce"``: handler,
     then raise; ``"quick_enforce"``: raise at once; ``"ignore"``: check types only);
     ``preflight`` asks z3, before the first generation, whether any output can pass.
+    ``feedback`` chooses what corrective prompts quote of a predicate that raised:
+    ``"errors"`` its exception text, ``"messages"`` only texts the author wrote.
+    ``feedback_chars`` caps the rejected answer and the errors block of a corrective
+    prompt (each), saying so in the prompt when it cuts.
     """
+    if feedback not in ("errors", "messages"):
+        raise ValueError(f"feedback must be 'errors' (exception texts reach the model) or "
+                         f"'messages' (only texts the author wrote), got {feedback!r}")
+    if isinstance(feedback_chars, bool) or not isinstance(feedback_chars, int) \
+            or feedback_chars < 1:
+        raise ValueError(f"feedback_chars must be an integer >= 1, got {feedback_chars!r}")
     config = ContractConfig(
         pre_remedy=pre_remedy, post_remedy=post_remedy, accumulate_errors=accumulate_errors,
         policy=Policy.parse(policy),
@@ -552,10 +733,12 @@ def contract(
             raise ContractDefinitionError(
                 f"{target.__qualname__}.forward must be a plain def; call `await "
                 f"instance.acall(...)` for asynchronous engine I/O")
+        _check_prompt(target)
         description = describe(target, config, preflight=preflight, verbose=verbose,
-                               forward=original)
+                               forward=original, feedback=feedback)
         target.__hoare__ = description
-        target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options())
+        target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options(),
+                                            feedback_chars)
         target.forward = _wrap_forward(target, original)
         if verbose and not logger.hasHandlers():  # verbose asks to see the log: show it
             logger.addHandler(logging.StreamHandler())

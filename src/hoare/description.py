@@ -14,7 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .conditions import Condition, Post, Pre, positional_arity, source_expression
+from .conditions import (
+    Condition,
+    Post,
+    Pre,
+    is_asynchronous,
+    positional_arity,
+    raise_literals,
+    required_parameters,
+    source_expression,
+)
 from .errors import ContractDefinitionError
 from .kernel import ContractConfig, Policy
 from .models import TypeSpec, type_spec
@@ -29,7 +38,8 @@ class PredicateSource:
     ``fn`` is the user's function: for a method (``is_method``) it is the plain
     function taking ``self`` first; for a declarative ``Pre``/``Post`` it is the
     condition's callable. ``takes_input``: a post-condition that also receives
-    the input actually used.
+    the input actually used. ``author_texts``: the literal texts of the ``raise``
+    statements in its source, which ``feedback="messages"`` may show the model.
     """
 
     id: str
@@ -40,6 +50,7 @@ class PredicateSource:
     is_method: bool
     takes_input: bool
     policy: Policy | None
+    author_texts: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +71,7 @@ class ContractDescription:
     act_output: TypeSpec | None
     pre: tuple[PredicateSource, ...]
     post: tuple[PredicateSource, ...]
+    feedback: Literal["errors", "messages"] = "errors"  # what corrective prompts may quote
 
     @property
     def used_input(self) -> TypeSpec:
@@ -98,8 +110,8 @@ def _annotated_spec(hints: dict[str, Any], key: str, where: str, what: str) -> T
 
 
 def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
-             verbose: bool = False, forward: Callable[..., object] | None = None
-             ) -> ContractDescription:
+             verbose: bool = False, forward: Callable[..., object] | None = None,
+             feedback: Literal["errors", "messages"] = "errors") -> ContractDescription:
     """Read a contract class. Raises ``ContractDefinitionError`` naming what to fix."""
     name = f"{cls.__module__}:{cls.__qualname__}"
     forward = forward or getattr(cls, "forward", None)
@@ -126,7 +138,8 @@ def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
     pre = _method_predicates(cls, "pre") + _declared(cls, "pre_conditions", Pre, "pre")
     post = _method_predicates(cls, "post") + _declared(cls, "post_conditions", Post, "post")
     return ContractDescription(cls, name, config, preflight, verbose, forward, first.name,
-                               input_spec, output_spec, act, act_input, act_output, pre, post)
+                               input_spec, output_spec, act, act_input, act_output, pre, post,
+                               feedback)
 
 
 def _method_predicates(cls: type, phase: Literal["pre", "post"]) -> tuple[PredicateSource, ...]:
@@ -136,16 +149,35 @@ def _method_predicates(cls: type, phase: Literal["pre", "post"]) -> tuple[Predic
     if isinstance(inspect.getattr_static(cls, phase), (staticmethod, classmethod, property)):
         raise ContractDefinitionError(
             f"{cls.__qualname__}.{phase} must be a plain method: def {phase}(self, value)")
+    shape = f"def {phase}(self, value{', input' if phase == 'post' else ''})"
     arity = positional_arity(fn)
     if arity < 2:
         raise ContractDefinitionError(
-            f"{cls.__qualname__}.{phase} must take the value to check: "
-            f"def {phase}(self, value{', input' if phase == 'post' else ''})")
+            f"{cls.__qualname__}.{phase} must take the value to check as a parameter: "
+            f"{shape}")
     takes_input = phase == "post" and arity >= 3
+    _check_callable(fn, f"{cls.__qualname__}.{phase}", 3 if takes_input else 2, shape)
     doc = (inspect.getdoc(fn) or "").strip().splitlines()
     message = source_expression(fn) or (doc[0] if doc else "") or \
         f"{cls.__qualname__}.{phase} rejected the value"
-    return (PredicateSource(phase, phase, message, fn, phase, True, takes_input, None),)
+    return (PredicateSource(phase, phase, message, fn, phase, True, takes_input, None,
+                            raise_literals(fn)),)
+
+
+def _check_callable(fn: Callable[..., object], where: str, passed: int, shape: str) -> None:
+    """A predicate is called synchronously with ``passed`` positional arguments; any
+    other shape would fail on every call, so it is a definition error, not a violation."""
+    if is_asynchronous(fn):
+        raise ContractDefinitionError(
+            f"{where} is async: predicates run synchronously, so an async one would never "
+            f"be checked. Make it a plain def ({shape})")
+    required, keywords = required_parameters(fn)
+    if required > passed or keywords:
+        extra = f"keyword-only parameter(s) {keywords}" if keywords else \
+            f"{required} required positional parameters"
+        raise ContractDefinitionError(
+            f"{where} has {extra} but is called with {passed} argument(s): give the extra "
+            f"parameters a default or use the shape {shape}")
 
 
 def _declared(cls: type, attribute: str, kind: type[Condition],
@@ -166,10 +198,14 @@ def _declared(cls: type, attribute: str, kind: type[Condition],
             raise ContractDefinitionError(f"{cls.__qualname__}: duplicate predicate id {pid!r}")
         seen.add(pid)
         arity = positional_arity(condition.fn)
+        where = f"{cls.__qualname__}.{attribute}[{index}]"
         if arity < 1:
             raise ContractDefinitionError(
-                f"{cls.__qualname__}.{attribute}[{index}]: the function must take the value")
+                f"{where}: the function must take the value as a parameter")
+        takes_input = phase == "post" and arity >= 2
+        _check_callable(condition.fn, where, 2 if takes_input else 1,
+                        "lambda value, input: ..." if phase == "post" else "lambda value: ...")
         sources.append(PredicateSource(
             pid, condition.family or pid, condition.describe(), condition.fn, phase, False,
-            phase == "post" and arity >= 2, condition.effective_policy))
+            takes_input, condition.effective_policy, raise_literals(condition.fn)))
     return tuple(sources)

@@ -15,9 +15,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretBytes,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
 
-__all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "type_spec"]
+__all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "redact",
+           "safe_repr", "secret_values", "type_spec"]
 
 
 class LLMDataModel(BaseModel):
@@ -25,9 +35,14 @@ class LLMDataModel(BaseModel):
 
     Field descriptions and constraints (``Field(description=..., ge=...)``) feed
     the prompt, the output JSON schema and the z3 verifier.
+
+    Unlike a plain pydantic model, ``allow_inf_nan`` is ``False``: a float field
+    rejects ``nan``, ``inf`` and ``-inf`` (JSON has no such numbers, and a ``nan``
+    passes no comparison a post-condition could make). Set
+    ``model_config = ConfigDict(allow_inf_nan=True)`` in a subclass to accept them.
     """
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,12 +169,58 @@ def _build(annotation: Any) -> TypeSpec:
     return TypeSpec(annotation, model, wrapped=True)
 
 
+def safe_repr(value: object) -> str:
+    """``repr(value)``, or a text naming its type when that raises (foreign values)."""
+    try:
+        shown = repr(value)
+    except Exception:
+        return f"<{type(value).__name__} object (its repr() raised)>"
+    return shown if isinstance(shown, str) else f"<{type(value).__name__} object>"
+
+
+_MAX_SECRET_DEPTH = 32
+
+
+def secret_values(*values: object) -> frozenset[str]:
+    """The texts of every ``SecretStr``/``SecretBytes`` inside ``values`` (models, lists,
+    tuples, sets, dicts), to be redacted from prompts, logs and errors."""
+    found: set[str] = set()
+    stack = [(value, 0) for value in values]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, SecretStr):
+            found.add(value.get_secret_value())
+        elif isinstance(value, SecretBytes):
+            found.add(value.get_secret_value().decode("utf-8", "replace"))
+        elif depth >= _MAX_SECRET_DEPTH:
+            continue
+        elif isinstance(value, BaseModel):
+            stack.extend((item, depth + 1) for item in value.__dict__.values())
+        elif isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend((item, depth + 1) for item in value)
+    found.discard("")
+    return frozenset(found)
+
+
+REDACTED = "**********"
+
+
+def redact(text: str, secrets: frozenset[str]) -> str:
+    """``text`` with every secret replaced by ``**********`` (longest first)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
 def format_validation_error(error: ValidationError) -> str:
     """A compact, LLM-readable list of what was wrong, with the offending values."""
     lines = []
     for item in error.errors(include_url=False):
         location = ".".join(str(part) for part in item.get("loc", ())) or "(root)"
-        shown = repr(item.get("input"))
+        shown = safe_repr(item.get("input"))
         if len(shown) > 120:
             shown = shown[:117] + "..."
         lines.append(f"{location}: {item.get('msg')} (got {shown})")
