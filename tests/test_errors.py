@@ -1,4 +1,4 @@
-"""The error tree of hoare.errors: one root, groups, old import paths kept, texts that never crash."""
+"""The error tree of hoare.errors: one root, groups, old import paths, texts that never crash."""
 
 from __future__ import annotations
 
