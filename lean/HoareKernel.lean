@@ -11,3 +11,4 @@ import HoareKernel.Effects
 import HoareKernel.Pipeline
 import HoareKernel.Stats
 import HoareKernel.Invariants
+import HoareKernel.Traces
