@@ -230,7 +230,7 @@ def test_output_validators_never_block_a_call() -> None:
         @field_validator("score")
         @classmethod
         def clamp(cls, value: int) -> int:
-            return value
+            return min(value, 10)  # may change the value: the field is opaque
 
     def forward(self: object, input: Any) -> Any:
         raise NotImplementedError
@@ -238,10 +238,8 @@ def test_output_validators_never_block_a_call() -> None:
     forward.__annotations__ = {"input": Query, "return": Clamped}
     cls = type("Plain", (), {"forward": forward, "__module__": __name__,
                              "post_conditions": [Post(lambda s: s.score > 10, "above 10")]})
-    checker = preflight(cls)
-    assert checker is not None
-    result = checker.check(object(), Query(text="q", limit=0))
-    assert result.verdict is Verdict.UNKNOWN and "validator" in result.reason
+    # the field is opaque (the validator may change it): nothing to check, no refusal
+    assert preflight(cls) is None
 
 
 def test_characters_beyond_z3_strings_give_unknown() -> None:

@@ -8,7 +8,6 @@ them as havoc, so a refutation stays sound.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +66,10 @@ class Assignment:
             out.append(const == _literal(const, value))
         return out
 
+    def pairs(self) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+        """(constant, value) substitutions."""
+        return [(const, _literal(const, value)) for const, value in self.values.values()]
+
     def env(self) -> dict[str, Any]:
         return {name: value for name, (_const, value) in self.values.items()}
 
@@ -81,10 +84,13 @@ def _literal(const: z3.ExprRef, value: Any) -> z3.ExprRef:
     return int_val(int(value))
 
 
-def assign(sym: Sym, value: Any) -> Assignment:
-    """The values ``sym``'s constants take when it denotes ``value``."""
+def assign(sym: Sym, value: Any, *, strict: bool = False) -> Assignment:
+    """The values ``sym``'s constants take when it denotes ``value``. ``strict``: the
+    value must have exactly the Python type ``sym`` stands for (an ``int`` is then no
+    ``float``, ``True`` no ``int``, an ``IntEnum`` member no ``int``): used for values
+    pydantic never converted, such as defaults."""
     out = Assignment()
-    _assign(sym, value, out)
+    _assign(sym, value, out, strict)
     return out
 
 
@@ -97,11 +103,17 @@ def bind(sym: Sym, value: Any) -> list[z3.BoolRef]:
         raise BindError(str(error)) from error
 
 
-def _assign(sym: Sym, value: Any, out: Assignment) -> None:
+_EXACT_TYPES: dict[type, type] = {SBool: bool, SInt: int, SFloat: float, SStr: str}
+
+
+def _assign(sym: Sym, value: Any, out: Assignment, strict: bool = False) -> None:
+    if strict and type(sym) in _EXACT_TYPES and type(value) is not _EXACT_TYPES[type(sym)]:
+        raise BindError(f"expected exactly {_EXACT_TYPES[type(sym)].__name__}, got "
+                        f"{type(value).__name__}")
     if isinstance(sym, SOpt):
         out.set(sym.none, value is None)
         if value is not None:
-            _assign(sym.inner, value, out)
+            _assign(sym.inner, value, out, strict)
         return
     if isinstance(sym, SNone):
         if value is not None:
@@ -139,24 +151,26 @@ def _assign(sym: Sym, value: Any, out: Assignment) -> None:
         return
     if isinstance(sym, SEnum):
         members = sym.members
-        if not isinstance(value, enum.Enum) or value not in members:
+        position = next((i for i, m in enumerate(members) if m is value), None)
+        if position is None:
             raise BindError(f"expected {sym.cls.__name__}, got {value!r:.40}")
-        _set(out, sym.idx, members.index(value))
+        _set(out, sym.idx, position)
         return
     if isinstance(sym, SList):
-        if not isinstance(value, (list, tuple)):
-            raise BindError(f"expected a list, got {type(value).__name__}")
+        if not isinstance(value, (list, tuple)) or (
+                strict and type(value) is not (tuple if sym.container == "tuple" else list)):
+            raise BindError(f"expected a {sym.container}, got {type(value).__name__}")
         _set(out, sym.n, len(value))
         if len(value) > len(sym.slots):
             out.exact = False
         for slot, item in zip(sym.slots, value, strict=False):
-            _assign(slot, item, out)
+            _assign(slot, item, out, strict)
         return
     if isinstance(sym, SModel):
-        if not isinstance(value, sym.cls):
+        if not isinstance(value, sym.cls) or (strict and type(value) is not sym.cls):
             raise BindError(f"expected {sym.cls.__name__}, got {type(value).__name__}")
         for name, field_sym in sym.fields.items():
-            _assign(field_sym, getattr(value, name), out)
+            _assign(field_sym, getattr(value, name), out, strict)
         return
     raise BindError(f"cannot bind a {sym.kind}")
 

@@ -17,6 +17,9 @@ and cached:
 
 from __future__ import annotations
 
+import enum
+import inspect
+import struct
 import threading
 import weakref
 from collections import OrderedDict
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import z3
+from pydantic import BaseModel
 
 from ..description import ContractDescription, PredicateSource
 from ..kernel import Policy, PreflightResult, Verdict
@@ -67,20 +71,24 @@ class _Prepared:
     positive: PreflightResult | None = None  # the verdict when an output exists
     relevant: set[str] | None = None  # input constants the post-conditions constrain
 
+    def __post_init__(self) -> None:
+        # What each read value was at translation time, as an exact key (a list
+        # mutated in place, or True replaced by 1, is a change) or, for a value that
+        # has no exact key (a module, a class), by identity.
+        self.reads = [(get, _Snapshot(value)) for t in self.posts for get, value in t.reads]
+
     def stale(self) -> bool:
         """Has a module constant, closure variable or class attribute read by a
         post-condition changed since the translation? (Checked on every call: the
         common case, no such read, costs one truth test.)"""
-        if self.reads is None:
-            self.reads = [read for t in self.posts for read in t.reads]
-        return bool(self.reads) and any(t.stale() for t in self.posts)
+        return bool(self.reads) and any(snap.changed(get()) for get, snap in self.reads)
     phi: Compiled | None = None  # ∃ output. post — over the input, from quantifier elimination
     extract: Extractor | None = None  # the input's relevant constant values
     formula: z3.BoolRef | None = None  # the input-dependent part, all conjoined
     outside: list[z3.ExprRef] = field(default_factory=list)  # its non-input constants
     candidates: list[list[tuple[z3.ExprRef, z3.ExprRef]]] = field(default_factory=list)
     undecided: int = 0  # per-call queries in a row that ended unknown
-    reads: list[tuple[Any, object]] | None = None  # every value the posts baked in
+    reads: list[tuple[Any, _Snapshot]] = field(default_factory=list)  # values baked in
 
 
 def _effective(desc: ContractDescription, source: PredicateSource) -> bool:
@@ -108,8 +116,9 @@ class Preflight:
                     names.append(name)
         self.attributes = tuple(names)
         self._prepared: dict[tuple[Any, ...], _Prepared] = {}
-        self._inputs: OrderedDict[str, PreflightResult] = OrderedDict()
+        self._inputs: OrderedDict[tuple[Any, ...], PreflightResult] = OrderedDict()
         self._lock = threading.RLock()
+        self._unkeyed: bool | None = None  # a method post reads self beyond attributes
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -180,15 +189,29 @@ class Preflight:
         return final
 
     def _key(self, instance: object) -> tuple[Any, ...]:
+        """The exact values of the ``self`` attributes the post-conditions read (a
+        translation is only reused for an instance whose attributes have exactly the
+        same values and types)."""
+        if self._unkeyed is None:
+            self._unkeyed = any(p.is_method and self_attributes(p) is None
+                                for p in self.posts)
+        if self._unkeyed:
+            raise _NotPlain("a post-condition uses self in a way the pre-flight cannot "
+                            "key: pre-flight skipped")
         if not self.attributes:
             return ()
         data = getattr(instance, "__dict__", {})
         values = []
         for name in self.attributes:
-            value = data[name] if name in data else getattr(type(instance), name, None)
+            if name in data:
+                value = data[name]
+            else:
+                value = inspect.getattr_static(type(instance), name, _ABSENT)
+                if value is _ABSENT:
+                    raise _NotPlain(f"self.{name} is not set: pre-flight skipped")
             if not is_plain_data(value):
                 raise _NotPlain(f"self.{name} is not plain data: pre-flight skipped")
-            values.append(_freeze(value))
+            values.append((name, _freeze(value)))
         return tuple(values)
 
     def _prepare(self, key: tuple[Any, ...], instance: object,
@@ -335,8 +358,8 @@ class Preflight:
                 return self._satisfiable(prepared, exact)
         # No formula, or no output: ask the solver (which also names the conflict).
         try:
-            cache_key: str | None = _input_key(key, used_input)
-        except Exception:
+            cache_key: tuple[Any, ...] | None = _input_key(key, used_input)
+        except Exception:  # no exact key: not cached
             cache_key = None
         if cache_key is not None:
             cached = self._inputs.get(cache_key)
@@ -474,19 +497,65 @@ def _components(assertions: list[Assertion], memo: dict[int, frozenset[str]]
 
 
 class _NotPlain(Exception):
-    pass
+    """A value that has no exact key: the pre-flight neither caches nor reuses for it."""
 
 
-def _freeze(value: object) -> object:
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, (set, frozenset)):
-        return frozenset(_freeze(v) for v in value)
-    return value
+_ABSENT = object()
+_FLOAT = struct.Struct("<d")
 
 
-def _input_key(key: tuple[Any, ...], value: object) -> str:
-    """A cache key for a concrete input (``repr`` keeps nan apart from None)."""
-    dump = getattr(value, "model_dump", None)
-    shown = dump() if callable(dump) else value
-    return f"{type(value).__qualname__}:{key!r}:{shown!r}"
+def _freeze(value: object, depth: int = 0) -> object:
+    """An exact, hashable key of a value: equal keys mean values of the same types
+    with the same contents, so ``True``, ``1`` and ``1.0`` differ, and so do ``0.0``
+    and ``-0.0`` (floats by their bits, which also makes ``nan`` equal to itself).
+    Models are keyed by every field and extra value, never by their dump (which
+    may exclude or serialise fields). Raises ``_NotPlain`` for anything else."""
+    if depth > 32:
+        raise _NotPlain("value nested too deeply to key")
+    kind = type(value)
+    if value is None or kind in (bool, int, str, bytes):
+        return (kind, value)
+    if kind is float:
+        return (float, _FLOAT.pack(value))  # type: ignore[arg-type]
+    if isinstance(value, enum.Enum):
+        return (kind, _freeze(value.value, depth + 1))  # Flag combinations have no name
+    if kind in (list, tuple):
+        return (kind, tuple(_freeze(v, depth + 1) for v in value))  # type: ignore[attr-defined]
+    if kind in (set, frozenset):  # iteration order is part of the value a predicate sees
+        return (kind, tuple(_freeze(v, depth + 1) for v in value))  # type: ignore[attr-defined]
+    if kind is dict:
+        return (dict, tuple((_freeze(k, depth + 1), _freeze(v, depth + 1))
+                            for k, v in value.items()))  # type: ignore[attr-defined]
+    if isinstance(value, BaseModel):
+        data = value.__dict__
+        fields = tuple((name, _freeze(data[name], depth + 1) if name in data else _ABSENT)
+                       for name in type(value).model_fields)
+        extra = value.__pydantic_extra__
+        return (kind, fields, _freeze(dict(extra), depth + 1) if extra else None)
+    raise _NotPlain(f"a {kind.__name__} has no exact key")
+
+
+def _input_key(key: tuple[Any, ...], value: object) -> tuple[Any, ...]:
+    """A cache key for a concrete input: the instance key and the input's exact key."""
+    return (key, _freeze(value))
+
+
+class _Snapshot:
+    """A value read by a translation, to tell whether it has changed since."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+        try:
+            self.key: object = _freeze(value)
+        except _NotPlain:
+            self.key = None  # compared by identity
+
+    def changed(self, now: object) -> bool:
+        if self.key is None:
+            return now is not self.value
+        try:
+            return _freeze(now) != self.key
+        except _NotPlain:
+            return True

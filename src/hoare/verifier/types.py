@@ -37,6 +37,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ..models import TypeSpec
+from .concrete import BindError, assign
+from .narrowing import only_narrows
 from .regex import translate_pattern
 from .values import (
     FIN,
@@ -153,6 +155,7 @@ class TypeBuilder:
         self.assumptions: list[str] = []
         self.uses_float = False
         self.leaves = 0
+        self.opaque_models: dict[type, str] = {}  # models whose values are not modelled
 
     # -- entry point --------------------------------------------------------------------
     def build(self, spec: TypeSpec, *, owner: str | None = None) -> TypedValue:
@@ -163,6 +166,9 @@ class TypeBuilder:
         value = root.fields.get("value", root) if spec.wrapped else root
         if isinstance(root, SOpaque):  # pragma: no cover - models are always built
             raise TypeError(root.reason)
+        opaque = self.opaque_models.get(spec.model)
+        if opaque is not None and not spec.wrapped:
+            value = SOpaque(opaque)  # witnesses still come from ``root``
         return TypedValue(spec, root, value, constraints, self.dropped, self.assumptions,
                           self.uses_float, self.role)
 
@@ -175,79 +181,139 @@ class TypeBuilder:
               constraints: list[Constraint], depth: int, *, wrapped: bool = False) -> Any:
         if depth > MAX_DEPTH:
             return SOpaque(f"{cls.__name__} nested too deeply to model")
-        config = cls.model_config
-        self._model_assumptions(cls)
+        config = dict(cls.model_config)
+        opaque = self._model_opacity(cls)
+        if opaque is not None:
+            self.opaque_models[cls] = opaque
+        validators = _field_validators(cls)
         fields: dict[str, Sym] = {}
         omit: dict[str, object] = {}
         for name, info in cls.model_fields.items():
             field_owner = owner if wrapped else f"{owner}.{name}"
             metadata = list(info.metadata)
             local: list[Constraint] = []
+            changed = self._validators_change(validators.get(name, []) +
+                                              validators.get("*", []), field_owner)
+            if changed is not None:
+                fields[name] = SOpaque(changed)
+                continue
             sym = self.value(info.annotation, metadata, f"{path}.{name}", field_owner, guard,
                              local, depth + 1, config=config)
-            fields[name] = sym
-            if not info.is_required() and not config.get("validate_default"):
-                local, omitted = self._with_default(info, sym, local, field_owner, guard)
+            validate_default = info.validate_default if info.validate_default is not None \
+                else bool(config.get("validate_default"))
+            if not info.is_required() and not validate_default:
+                sym, local, omitted = self._with_default(info, sym, local, field_owner,
+                                                         guard)
                 if omitted is not _NO_DEFAULT:
                     omit[name] = omitted
+            fields[name] = sym
             constraints.extend(local)
+        self._config_notes(cls, config)
         return SModel(cls, fields, path, omit)
 
-    def _model_assumptions(self, cls: type[BaseModel]) -> None:
+    def _config_notes(self, cls: type[BaseModel], config: dict[str, Any]) -> None:
+        for key, value in config.items():
+            if key in _DOMAIN_NEUTRAL_CONFIG or key in _MODELLED_CONFIG:
+                continue
+            if value is None or value is False:
+                continue
+            note = f"model_config {key}={value!r:.30} of {cls.__name__}: not modelled"
+            if note not in self.dropped:
+                self.dropped.append(note)
+
+    def _validators_change(self, validators: list[Any], owner: str) -> str | None:
+        """Why ``@field_validator``s may change the values of a field (None: they only
+        reject, or run before validation, which still checks the type)."""
+        for decorator in validators:
+            mode = getattr(decorator.info, "mode", "after")
+            name = getattr(decorator.func, "__name__", "validator")
+            if mode == "before":
+                continue
+            if mode != "after":
+                return f"{owner}: {mode} validator {name} may produce any value"
+            why = only_narrows(decorator.func, 0)
+            if why is not None:
+                return f"{owner}: validator {name} may change the value: {why}"
+            self._narrowed(f"validator {name} on {owner}")
+        return None
+
+    def _narrowed(self, what: str) -> None:
+        note = f"{what} only rejects values: the constraint it adds is not translated"
+        if note not in self.dropped:
+            self.dropped.append(note)
+
+    def _model_opacity(self, cls: type[BaseModel]) -> str | None:
+        """Why the values of ``cls`` are not what its fields say (None: they are)."""
+        custom = _custom_behaviour(cls, BaseModel)
+        if custom is not None:
+            return f"{cls.__name__} defines {custom}: its instances behave unlike data"
         decorators = getattr(cls, "__pydantic_decorators__", None)
-        if decorators is None:
-            return
-        for kind in ("field_validators", "model_validators", "root_validators"):
-            for name, decorator in getattr(decorators, kind, {}).items():
-                mode = getattr(decorator.info, "mode", "after")
-                if mode != "before":
-                    note = (f"validator {cls.__name__}.{name} ({mode}) assumed only to reject "
-                            f"values, never to change them")
-                    if note not in self.assumptions:
-                        self.assumptions.append(note)
-        if "model_post_init" in cls.__dict__:
-            note = f"{cls.__name__}.model_post_init assumed not to change fields"
-            if note not in self.assumptions:
-                self.assumptions.append(note)
+        for name, decorator in getattr(decorators, "model_validators", {}).items():
+            mode = getattr(decorator.info, "mode", "after")
+            if mode == "before":
+                continue
+            if mode != "after":
+                return f"{cls.__name__}.{name} ({mode} model validator) may produce any value"
+            why = only_narrows(decorator.func, 0)
+            if why is not None:
+                return f"{cls.__name__}.{name} may change the model: {why}"
+            self._narrowed(f"model validator {cls.__name__}.{name}")
+        if getattr(decorators, "root_validators", None):
+            return f"{cls.__name__} has a root validator"
+        for klass in cls.__mro__:
+            if klass is BaseModel or not issubclass(klass, BaseModel):
+                continue
+            hook = klass.__dict__.get("model_post_init")
+            if hook is not None and getattr(hook, "__name__", "") != \
+                    "init_private_attributes":
+                return f"{klass.__name__}.model_post_init may change the fields"
+        return None
 
     def _with_default(self, info: FieldInfo, sym: Sym, local: list[Constraint], owner: str,
-                      guard: z3.BoolRef) -> tuple[list[Constraint], object]:
-        """pydantic does not validate defaults: allow the default when it breaks the
-        constraints. Returns the constraints and the default to omit in witnesses."""
+                      guard: z3.BoolRef) -> tuple[Sym, list[Constraint], object]:
+        """pydantic does not validate defaults (unless ``validate_default``): the field
+        may also hold its default, as it is. Returns the field's symbolic value (a
+        ``None`` default adds a ``None`` case; a default the symbolic value cannot
+        hold makes the field opaque), its constraints, and the default a witness
+        must leave the field out to get (``_NO_DEFAULT``: none)."""
+        if isinstance(sym, SOpaque):
+            return sym, local, _NO_DEFAULT
         if info.default_factory is not None:
             factory = info.default_factory
-            if factory in (list, tuple, dict, set, frozenset, str, int, float, bool):
-                default: object = factory()  # type: ignore[call-arg]
-            else:
-                typed = [c for c in local if c.kind == "type" and c.label is not None]
-                if typed:
-                    self.dropped.append(f"constraints of {owner} (its default_factory is not "
-                                        f"evaluated)")
-                    return [c for c in local if c not in typed], _NO_DEFAULT
-                return local, _NO_DEFAULT
+            if factory not in (list, tuple, str, int, float, bool):
+                return SOpaque(f"{owner}: its default_factory is not evaluated"), [], \
+                    _NO_DEFAULT
+            default: object = factory()  # type: ignore[call-arg]
         else:
             default = info.default
-        typed = [c for c in local if c.kind == "type" and c.label is not None]
-        if not typed:
-            return local, _NO_DEFAULT
+        if default is None and not isinstance(sym, (SOpt, SNone)):
+            none = z3.Bool(fresh_name(owner + ".default_none"))
+            guarded = [Constraint(c.label, z3.Implies(z3.Not(none), c.expr), c.kind)
+                       for c in local]
+            return SOpt(none, sym), guarded, None
         try:
-            constant = const_to_sym(default)
-        except Opaque:
-            constant = SOpaque("unrepresentable default")
-        equal = _symbolic_equal(sym, constant)
-        if equal is None:
-            self.dropped.append(f"constraints of {owner} (its default {default!r:.40} is not "
-                                f"modelled)")
-            return [c for c in local if c not in typed], _NO_DEFAULT
-        holds = z3.simplify(z3.substitute(z3.And(*[c.expr for c in typed]),
-                                          *_bindings(sym, constant)))
+            assignment = assign(sym, default, strict=True)
+        except (BindError, Opaque):
+            return SOpaque(f"{owner}: its default {default!r:.40} is not a value of the "
+                           f"field's type (pydantic does not validate it)"), [], _NO_DEFAULT
+        if not assignment.exact:
+            return SOpaque(f"{owner}: its default {default!r:.40} is not modelled"), [], \
+                _NO_DEFAULT
+        typed = [c for c in local if c.kind == "type"]
+        if not typed:
+            return sym, local, _NO_DEFAULT
+        equalities = assignment.equalities()
+        pairs = assignment.pairs()
+        together = z3.And(*[c.expr for c in typed])
+        holds = z3.simplify(z3.substitute(together, *pairs)) if pairs else together
         if z3.is_true(holds):
-            return local, _NO_DEFAULT
-        combined = z3.Or(z3.And(*[c.expr for c in typed]), _implies(guard, equal))
-        rest = [c for c in local if c not in typed]
-        labels = " ∧ ".join(dict.fromkeys(str(c.label) for c in typed))
-        rest.append(Constraint(f"({labels}) or the default {default!r:.40}", combined))
-        return rest, default
+            return sym, local, _NO_DEFAULT
+        combined = z3.Or(together, _implies(guard, z3.And(*equalities)))
+        rest = [c for c in local if c.kind != "type"]
+        labels = " ∧ ".join(dict.fromkeys(str(c.label) for c in typed if c.label is not None))
+        rest.append(Constraint(f"({labels}) or the default {default!r:.40}" if labels
+                               else None, combined))
+        return sym, rest, default
 
     # -- values -------------------------------------------------------------------------
     def value(self, ann: Any, metadata: list[Any], path: str, owner: str, guard: z3.BoolRef,
@@ -262,7 +328,9 @@ class TypeBuilder:
         if self.leaves > MAX_LEAVES:
             return SOpaque(f"{owner}: value too large to model")
         items = _flatten(metadata)
-        self._validator_notes(items, owner)
+        changed = self._metadata_changes(items, owner)
+        if changed is not None:
+            return SOpaque(changed)
         if ann is int:
             self.leaves += 1
             sym = SInt(z3.Int(fresh_name(path)))
@@ -294,7 +362,10 @@ class TypeBuilder:
         except Opaque as error:
             return SOpaque(f"{owner}: {error}")
         if isinstance(ann, type) and issubclass(ann, BaseModel):
-            return self.model(ann, path, ann.__name__, guard, constraints, depth + 1)
+            nested = self.model(ann, path, ann.__name__, guard, constraints, depth + 1)
+            if ann in self.opaque_models:
+                return SOpaque(f"{owner}: {self.opaque_models[ann]}")
+            return nested
         if origin in (typing.Union, types.UnionType):
             args = typing.get_args(ann)
             others = [a for a in args if a is not type(None)]
@@ -314,16 +385,31 @@ class TypeBuilder:
                 return SOpaque(f"{owner}: fixed-length tuple not modelled")
             element = args[0] if args else Any
             return self._list(element, items, path, owner, guard, constraints, depth,
-                              "tuple" if origin in (tuple, typing.Tuple) else "list")  # noqa: UP006
+                              "tuple" if origin in (tuple, typing.Tuple) else "list",  # noqa: UP006
+                              config)
         return SOpaque(f"{owner}: type {getattr(ann, '__name__', ann)!s} not modelled")
 
-    def _validator_notes(self, items: list[Any], owner: str) -> None:
+    def _metadata_changes(self, items: list[Any], owner: str) -> str | None:
+        """Why ``Annotated`` metadata may change the values (None: it does not).
+
+        A ``BeforeValidator`` runs before the type's own validation, which still
+        checks the result; an ``AfterValidator`` that returns its argument unchanged
+        only rejects; plain and wrap validators and custom schema hooks may produce
+        anything."""
         for item in items:
             name = type(item).__name__
-            if name in ("AfterValidator", "WrapValidator", "PlainValidator"):
-                note = f"{name} on {owner} assumed only to reject values, never to change them"
-                if note not in self.assumptions:
-                    self.assumptions.append(note)
+            if name in ("WrapValidator", "PlainValidator"):
+                return f"{owner}: a {name} may produce any value"
+            if name == "AfterValidator":
+                why = only_narrows(item.func, 0)
+                if why is not None:
+                    return f"{owner}: an AfterValidator may change the value: {why}"
+                self._narrowed(f"an AfterValidator on {owner}")
+            elif name not in _KNOWN_METADATA and not type(item).__module__.startswith(
+                    ("annotated_types", "pydantic")) and (
+                    hasattr(item, "__get_pydantic_core_schema__")):
+                return f"{owner}: {name} customises validation"
+        return None
 
     # -- scalars ------------------------------------------------------------------------
     def _numeric(self, sym: SInt | SFloat, items: list[Any], owner: str, guard: z3.BoolRef,
@@ -338,6 +424,12 @@ class TypeBuilder:
                     if bound is None:
                         self.dropped.append(f"{label}: bound not modelled")
                         continue
+                    if isinstance(sym, SFloat):  # pydantic compares with the bound as a float
+                        try:
+                            bound = Fraction(float(bound))
+                        except OverflowError:
+                            self.dropped.append(f"{label}: bound beyond the float range")
+                            continue
                     constraints.append(Constraint(label, _implies(guard, _bound(sym, op,
                                                                                 bound))))
             if isinstance(item, at.MultipleOf):
@@ -366,10 +458,6 @@ class TypeBuilder:
         patterns: list[str] = []
         transforms = [k for k in ("str_strip_whitespace", "str_to_lower", "str_to_upper")
                       if config.get(k)]
-        if config.get("str_min_length") is not None:
-            lengths.append(("min_length", int(config["str_min_length"])))
-        if config.get("str_max_length") is not None:
-            lengths.append(("max_length", int(config["str_max_length"])))
         for item in items:
             name = type(item).__name__
             if isinstance(item, at.MinLen):
@@ -393,6 +481,18 @@ class TypeBuilder:
                                                   _implies(guard, _ascii(sym.e))))
             elif name not in _IGNORED:
                 self._unknown(item, owner)
+        # The model-wide lengths apply only where the field sets none of its own.
+        for key in ("min_length", "max_length"):
+            if config.get(f"str_{key}") is not None and all(k != key for k, _ in lengths):
+                lengths.append((key, int(config[f"str_{key}"])))
+        if any(t.endswith(("to_lower", "to_upper")) for t in transforms):
+            # pydantic checks lengths and patterns *before* changing the case, and a
+            # case change may change the length ('ß'.upper() == 'SS'): the final value
+            # satisfies none of them for sure.
+            self.dropped.append(f"{', '.join(sorted(set(transforms)))} on {owner}: the "
+                                f"value's case is changed after its constraints are "
+                                f"checked; the constraints are not applied")
+            return
         for key, bound in lengths:
             length = z3.Length(sym.e)
             expr = length >= bound if key == "min_length" else length <= bound
@@ -409,7 +509,8 @@ class TypeBuilder:
                                                                          translation.regex))))
         if transforms:
             self.dropped.append(f"{', '.join(sorted(set(transforms)))} on {owner}: the value "
-                                f"is transformed; only its constraints are modelled")
+                                f"is stripped before its constraints are checked; that it "
+                                f"has no surrounding whitespace is not modelled")
 
     def _unknown(self, item: object, owner: str) -> None:
         note = f"{type(item).__name__} on {owner}: not translated"
@@ -459,6 +560,12 @@ class TypeBuilder:
         members = list(cls)
         if not members:
             return SOpaque(f"{owner}: empty enum {cls.__name__}")
+        if issubclass(cls, enum.Flag):
+            return SOpaque(f"{owner}: {cls.__name__} is a Flag: pydantic accepts every "
+                           f"combination of its members, not only the members")
+        custom = _custom_behaviour(cls, enum.Enum)
+        if custom is not None:
+            return SOpaque(f"{owner}: {cls.__name__} defines {custom}")
         self.leaves += 1
         if config.get("use_enum_values"):
             values = [m.value for m in members]
@@ -470,7 +577,8 @@ class TypeBuilder:
         return SEnum(cls, idx)
 
     def _list(self, element: Any, items: list[Any], path: str, owner: str, guard: z3.BoolRef,
-              constraints: list[Constraint], depth: int, container: str) -> Sym:
+              constraints: list[Constraint], depth: int, container: str,
+              config: dict[str, Any]) -> Sym:
         min_len = max([i.min_length for i in items if isinstance(i, at.MinLen)], default=0)
         maxes = [i.max_length for i in items if isinstance(i, at.MaxLen)]
         max_len = min(maxes) if maxes else None
@@ -501,7 +609,7 @@ class TypeBuilder:
             active = n > index
             slot_guard = active if z3.is_true(guard) else z3.And(guard, active)
             element_syms.append(self.value(element, [], f"{path}[{index}]", f"{owner}[i]",
-                                           slot_guard, constraints, depth + 1))
+                                           slot_guard, constraints, depth + 1, config=config))
         if any(isinstance(s, SOpaque) for s in element_syms):
             first = next(s for s in element_syms if isinstance(s, SOpaque))
             assert isinstance(first, SOpaque)
@@ -509,7 +617,7 @@ class TypeBuilder:
 
         def tail() -> Sym:
             return TypeBuilder(self.role).value(element, [], f"{path}[tail]", f"{owner}[i]",
-                                                z3.BoolVal(True), [], depth + 1)
+                                                z3.BoolVal(True), [], depth + 1, config=config)
 
         return SList(n, tuple(element_syms), owner, tail, exact, container)
 
@@ -523,6 +631,60 @@ class _NoDefault:
 
 
 _NO_DEFAULT = _NoDefault()
+# Metadata pydantic applies as constraints or ignores for validation.
+_KNOWN_METADATA = {"Strict", "BeforeValidator", "AfterValidator", "StringConstraints",
+                   "_PydanticGeneralMetadata", "AllowInfNan", "FieldInfo", "PlainSerializer",
+                   "WrapSerializer"}
+# model_config keys that do not change which values a model's fields hold.
+_DOMAIN_NEUTRAL_CONFIG = {
+    "title", "model_title_generator", "field_title_generator", "frozen", "populate_by_name",
+    "validate_assignment", "arbitrary_types_allowed", "from_attributes", "loc_by_alias",
+    "alias_generator", "ignored_types", "json_schema_extra", "json_encoders", "strict",
+    "revalidate_instances", "ser_json_timedelta", "ser_json_temporal", "val_temporal_unit",
+    "ser_json_bytes", "val_json_bytes", "ser_json_inf_nan", "validate_return",
+    "protected_namespaces", "hide_input_in_errors", "defer_build", "plugin_settings",
+    "schema_generator", "json_schema_serialization_defaults_required",
+    "json_schema_mode_override", "coerce_numbers_to_str", "validation_error_cause",
+    "use_attribute_docstrings", "cache_strings", "validate_by_alias", "validate_by_name",
+    "serialize_by_alias", "url_preserve_empty_path", "polymorphic_serialization", "extra",
+}
+# model_config keys the translation reads.
+_MODELLED_CONFIG = {"str_to_lower", "str_to_upper", "str_strip_whitespace", "str_min_length",
+                    "str_max_length", "use_enum_values", "allow_inf_nan", "validate_default",
+                    "regex_engine"}
+# Methods that change how an instance behaves in a predicate (truth, comparison, size…).
+_BEHAVIOUR = frozenset({
+    "__bool__", "__len__", "__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__",
+    "__ge__", "__contains__", "__iter__", "__getattr__", "__getattribute__", "__str__",
+    "__format__", "__repr__", "__int__", "__float__", "__index__", "__new__", "__add__",
+    "__radd__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__neg__",
+    "__abs__", "__getitem__", "__instancecheck__",
+})
+
+
+def _custom_behaviour(cls: type, base: type) -> str | None:
+    """The first behaviour method a subclass of ``base`` defines itself, if any."""
+    for klass in cls.__mro__:
+        if klass is base or not issubclass(klass, base) or \
+                klass.__module__.startswith(("enum", "pydantic", "hoare.models")):
+            continue
+        for name in sorted(_BEHAVIOUR):
+            found = klass.__dict__.get("_new_member_" if name == "__new__" else name)
+            function = getattr(found, "__func__", found)
+            function = getattr(function, "fget", function)
+            if getattr(function, "__qualname__", "").startswith(klass.__qualname__ + "."):
+                return name  # written by the user (enum machinery adds its own methods)
+    return None
+
+
+def _field_validators(cls: type[BaseModel]) -> dict[str, list[Any]]:
+    """``@field_validator`` decorators of ``cls`` by field name (``*``: every field)."""
+    out: dict[str, list[Any]] = {}
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    for decorator in getattr(decorators, "field_validators", {}).values():
+        for name in decorator.info.fields:
+            out.setdefault(name, []).append(decorator)
+    return out
 _IGNORED = {"Strict", "BeforeValidator", "AfterValidator", "WrapValidator", "PlainValidator",
             "_PydanticGeneralMetadata", "AllowInfNan", "FieldInfo", "Discriminator",
             "WithJsonSchema", "Tag", "SkipJsonSchema", "Examples", "Doc"}
@@ -538,53 +700,3 @@ def _bound(sym: SInt | SFloat, op: str, bound: Fraction) -> z3.BoolRef:
     compare = {">": sym.r > b, ">=": sym.r >= b, "<": sym.r < b, "<=": sym.r <= b}[op]
     infinite = sym.tag == (PINF if op in (">", ">=") else NINF)
     return z3.Or(z3.And(finite, compare), infinite)
-
-
-def _symbolic_equal(sym: Sym, constant: Sym) -> z3.BoolRef | None:
-    """``sym == constant`` structurally (for defaults), None when not expressible."""
-    if isinstance(sym, SOpt):
-        if isinstance(constant, SNone):
-            return sym.none
-        inner = _symbolic_equal(sym.inner, constant)
-        return None if inner is None else z3.And(z3.Not(sym.none), inner)
-    if isinstance(sym, SInt) and isinstance(constant, SInt):
-        return sym.e == constant.e
-    if isinstance(sym, SBool) and isinstance(constant, SBool):
-        return sym.e == constant.e
-    if isinstance(sym, SStr) and isinstance(constant, SStr):
-        return sym.e == constant.e
-    if isinstance(sym, SFloat) and isinstance(constant, (SFloat, SInt)):
-        if isinstance(constant, SInt):
-            return z3.And(sym.tag == FIN, sym.r == z3.ToReal(constant.e))
-        return z3.And(sym.tag == constant.tag, sym.r == constant.r) \
-            if z3.is_int_value(constant.tag) and constant.tag.as_long() == FIN \
-            else sym.tag == constant.tag
-    if isinstance(sym, SEnum) and isinstance(constant, SEnum) and sym.cls is constant.cls:
-        return sym.idx == constant.idx
-    if isinstance(sym, SList) and type(constant).__name__ == "SColl":
-        items = constant.items  # type: ignore[attr-defined]
-        if len(items) == 0:
-            return sym.n == 0
-    if isinstance(sym, SNone) and isinstance(constant, SNone):
-        return z3.BoolVal(True)
-    return None
-
-
-def _bindings(sym: Sym, constant: Sym) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
-    """Substitutions making ``sym`` the constant (to evaluate constraints on a default)."""
-    if isinstance(sym, SOpt):
-        if isinstance(constant, SNone):
-            return [(sym.none, z3.BoolVal(True))]
-        return [(sym.none, z3.BoolVal(False)), *_bindings(sym.inner, constant)]
-    if isinstance(sym, (SInt, SBool, SStr)) and type(sym) is type(constant):
-        return [(sym.e, constant.e)]  # type: ignore[attr-defined]
-    if isinstance(sym, SFloat) and isinstance(constant, SFloat):
-        return [(sym.tag, constant.tag), (sym.r, constant.r)]
-    if isinstance(sym, SFloat) and isinstance(constant, SInt):
-        return [(sym.tag, int_val(FIN)), (sym.r, z3.ToReal(constant.e))]
-    if isinstance(sym, SEnum) and isinstance(constant, SEnum):
-        return [(sym.idx, constant.idx)]
-    if isinstance(sym, SList) and type(constant).__name__ == "SColl" and \
-            not constant.items:  # type: ignore[attr-defined]
-        return [(sym.n, int_val(0))]
-    return []
