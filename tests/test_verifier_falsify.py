@@ -245,11 +245,14 @@ def test_a_refuted_composition_pass_becomes_unknown(monkeypatch: pytest.MonkeyPa
                                                     caplog: pytest.LogCaptureFixture) -> None:
     @contract
     class First(Contract):
+        prompt = "Tag it."
+
         def forward(self, input: Query) -> Middle:
             return Middle(tag="AA-000")
 
     @contract
     class Second(Contract):
+        prompt = "Score it."
         pre_conditions = [Pre(lambda m: not m.tag.startswith("ZZ"), "no ZZ")]
 
         def forward(self, input: Middle) -> Score:
@@ -416,3 +419,27 @@ def test_a_local_read_before_assignment_is_not_the_global() -> None:
 
 def test_statement_module_is_the_one_under_test() -> None:
     assert predicates_module.translate is translate
+
+
+class Items(BaseModel):
+    xs: list[int] = []
+    n: int = 0
+
+
+def test_in_place_list_update_is_opaque() -> None:
+    """``ys += [1]`` extends the model's own list: never modelled as a fresh value."""
+
+    def grows(v: Items) -> bool:
+        ys = v.xs
+        ys += [1]
+        return len(v.xs) > 0
+
+    def counts(v: Items) -> bool:
+        k = v.n
+        k += 2
+        return k > v.n
+
+    typed = TypeBuilder("input").build(type_spec(Items))
+    assert translate(_source(grows), [typed.value], None).opaque is not None
+    assert passes(_source(grows), None, Items())
+    assert translate(_source(counts), [typed.value], None).opaque is None

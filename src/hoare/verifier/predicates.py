@@ -182,6 +182,10 @@ class _Translator(Semantics):
         closure = getattr(self.fn, "__closure__", None) or ()
         freevars = self.fn.__code__.co_freevars
         self.cells: dict[str, Any] = dict(zip(freevars, closure, strict=False))
+        # Python's compiler knows which names are local: reading one that this path has
+        # not bound raises UnboundLocalError (it never falls back to a global).
+        code = self.fn.__code__
+        self.locals = frozenset((*code.co_varnames, *code.co_cellvars))
         self.reads: list[tuple[Callable[[], object], object]] = []
         self.constructs: set[str] = set()  # registry keys of the calls translated
 
@@ -254,8 +258,9 @@ class _Translator(Semantics):
         if isinstance(node, ast.Lambda):
             self.do_return(node.body, start, node.body)
             return
-        for path in self.block(node.body, [start]):
-            del path  # falling off the end returns None: the predicate passes
+        if self.block(node.body, [start]):
+            # Falling off the end returns None: the predicate passes (spec §3.2).
+            self.none_returns = True
 
     def _resolve_self(self, name: str) -> Sym:
         if self.self_model is None:
@@ -303,6 +308,8 @@ class _Translator(Semantics):
         # `if` whose branch always fails) need not exclude it: the conjunction of
         # the failure cases is unchanged, and independent guards stay independent.
         if isinstance(node, ast.Assert):
+            if sys.flags.optimize:  # `python -O` compiles asserts away
+                return [path]
             value, ok = self.evaluate(node.test, path)
             holds = self.truthy(value)
             message = _template(node.msg) if node.msg is not None else None
@@ -350,7 +357,9 @@ class _Translator(Semantics):
         return f'"{_src(value_node)}" ({owner})'
 
     def do_return(self, value_node: ast.expr | None, path: _Path, where: ast.AST) -> None:
-        if value_node is None:
+        if value_node is None:  # a bare `return` returns None: the path passes
+            self.none_returns = True
+            self.pass_exits += 1
             return
         value, ok = self.evaluate(value_node, path)
         passes = self.passes(value)
@@ -368,6 +377,11 @@ class _Translator(Semantics):
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise Opaque(f"operator {type(node.op).__name__}")
+            current = path.env.get(node.target.id)
+            if isinstance(current, SList) or (isinstance(current, SColl) and
+                                              current.container != "tuple"):
+                # `+=` on a list extends it in place: aliases (the model's own list) change
+                raise Opaque("in-place update of a list or set")
             fake = ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value)
             ast.copy_location(fake, node)
             value, _ok = self.evaluate(fake, path)
@@ -476,6 +490,8 @@ class _Translator(Semantics):
     def name(self, name: str, env: dict[str, Sym]) -> Sym:
         if name in env:
             return env[name]
+        if name in self.locals:
+            raise Opaque(f"local {name} may be read before it is assigned")
         if name in self.cells:
             cell = self.cells[name]
             try:
