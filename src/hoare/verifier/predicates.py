@@ -99,6 +99,8 @@ class Translation:
     # (getter, value) of every global, closure cell and module or class attribute read:
     # the translation baked the value in, so a cache must check it has not changed.
     reads: list[tuple[Callable[[], object], object]] = field(default_factory=list)
+    # registry keys (``calls``) of the functions and methods the translation used
+    constructs: frozenset[str] = frozenset()
 
     def stale(self) -> bool:
         """Has a value the translation baked in changed since?"""
@@ -891,4 +893,4 @@ def translate(source: PredicateSource, args: list[Sym], self_model: SelfModel | 
     return Translation(
         source, display, translator.cases, None, translator.defs, assumptions,
         translator.havocs, translator.uses_float, reads_parameter(source, 1), attrs, free,
-        translator.none_returns, translator.reads)
+        translator.none_returns, translator.reads, frozenset(translator.constructs))

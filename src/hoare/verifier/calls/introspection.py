@@ -12,6 +12,7 @@ from ..values import (
     NONE,
     Opaque,
     SBool,
+    SColl,
     SEnum,
     SFloat,
     SInt,
@@ -45,6 +46,9 @@ def isinstance_of(t: Translator, value: Sym, type_node: ast.expr, call: CallSite
     elif isinstance(target, SObj) and isinstance(target.obj, tuple) and \
             all(isinstance(c, type) for c in target.obj):
         classes = target.obj
+    elif isinstance(target, SColl) and target.container == "tuple" and all(
+            isinstance(c, SObj) and isinstance(c.obj, type) for c in target.items):
+        classes = tuple(c.obj for c in target.items if isinstance(c, SObj))
     else:
         raise call.unsupported("with a type that is not a class")
 

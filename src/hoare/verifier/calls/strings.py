@@ -13,7 +13,7 @@ import z3
 
 from ..regex import _category, _ranges_re
 from ..semantics import TRUE, _or
-from ..values import SBool, SColl, SInt, SStr, SStripped, Sym, fresh_name, int_val
+from ..values import SBool, SColl, SInt, SOpt, SStr, SStripped, Sym, fresh_name, int_val
 from .registry import CallSite, function, method
 
 if TYPE_CHECKING:
@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 
 @function(str, "str", precision="exact", note="of a str, int, bool or None")
 def _str(t: Translator, call: CallSite) -> Sym:
-    return t.to_str(call.one(t))
+    value = call.one(t)
+    if isinstance(value, SOpt):  # str(None) is "None", not a TypeError
+        return t.ite(value.none, SStr(z3.StringVal("None")), t.to_str(value.inner))
+    return t.to_str(value)
 
 
 def define_stripped(t: Translator, s: z3.SeqRef, name: str) -> z3.SeqRef:
