@@ -89,6 +89,8 @@ def test_result_type_error_counts_as_a_failure() -> None:
 
 
 def test_nested_enforce_failure_is_recorded_on_the_inner_contract_only() -> None:
+    """Invariant isolation-nested-calls: a failure of a contract called from another
+    contract's forward is recorded on the inner contract only."""
     @contract(policy="enforce", post_remedy=False)
     class Inner(Contract):
         prompt = "p"
@@ -125,6 +127,8 @@ def test_nested_enforce_failure_is_recorded_on_the_inner_contract_only() -> None
 
 
 def test_reentrant_predicate_call_does_not_corrupt_per_call_state() -> None:
+    """Invariant isolation-nested-calls: a predicate calling its own instance leaves the
+    enclosing call's outcome and result intact, and each call is counted once."""
     answers = iter([json.dumps({"value": 7}), json.dumps({"value": 1})])
 
     @contract(remedy_retry_params=FAST)

@@ -27,7 +27,13 @@ from . import configuration
 from .description import ContractDescription, PredicateSource, describe
 from .engines.base import ONE_REQUEST, Engine, Options, Request, Response
 from .engines.budget import Budget, BudgetedEngine, Spend
-from .errors import ContractCallError, ContractDefinitionError, InvalidValue, safe_text
+from .errors import (
+    ContractCallError,
+    ContractDefinitionError,
+    InvalidValue,
+    SecretRedacted,
+    safe_text,
+)
 from .json_text import extract_json
 from .kernel import (
     ContractConfig,
@@ -187,15 +193,6 @@ def _synchronous(fn: Callable[..., object], name: str) -> Callable[..., object]:
         return verdict
 
     return check
-
-
-class SecretRedacted(Exception):
-    """A predicate's or ``act``'s exception whose text quoted a ``SecretStr`` of the
-    call: it replaces the original, with the secret redacted and the type named."""
-
-    def __init__(self, original_type: str, text: str) -> None:
-        super().__init__(f"{original_type}: {text}")
-        self.original_type = original_type
 
 
 class _Bound:
@@ -590,7 +587,7 @@ def _current_act(accepted: object) -> object:
 
 def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) -> None:
     """Record the call exactly once, on its own contract, and restore an enclosing
-    call of the same instance as the instance's latest (spec/pipeline.md §7.1).
+    call of the same instance as the instance's latest (spec/pipeline.md §8.2, §8.3).
 
     A call that raised counts as a failed call: ``forward`` (or a contract it called)
     raised, or its value failed the result check. A ``ContractViolationError`` that

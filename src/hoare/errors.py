@@ -17,6 +17,8 @@ one kind of failure::
     │   └── ResultTypeError           (TypeError) ``forward`` returned the wrong type
     ├── InvalidValue                  (ValueError) a value failed its type check; inside
     │                                 a call it becomes a ``type`` violation
+    ├── SecretRedacted                replaces a hook's exception whose text quoted a
+    │                                 ``SecretStr`` of the call (spec §8.4)
     └── EngineError                   (kernel) one engine call failed
         ├── RetryableEngineError      another attempt may succeed (the stage retries)
         └── FatalEngineError          (kernel) retrying cannot help: the stage ends
@@ -48,7 +50,7 @@ from .kernel import (
 __all__ = [
     "BudgetError", "ContractCallError", "ContractDefinitionError", "ContractViolationError",
     "EngineError", "EngineNotConfigured", "FatalEngineError", "HoareError", "InvalidValue",
-    "ResultTypeError", "RetryableEngineError", "UsageError", "safe_text",
+    "ResultTypeError", "RetryableEngineError", "SecretRedacted", "UsageError", "safe_text",
 ]
 
 
@@ -71,6 +73,16 @@ class EngineNotConfigured(UsageError, RuntimeError):
 
 class InvalidValue(HoareError, ValueError):
     """A value failed its type check; the message says what was wrong, field by field."""
+
+
+class SecretRedacted(HoareError):
+    """A predicate's or ``act``'s exception whose text quoted a ``SecretStr`` of the
+    call: it replaces the original inside the call, with the secret redacted and the
+    original type named (spec/pipeline.md §8.4)."""
+
+    def __init__(self, original_type: str, text: str) -> None:
+        super().__init__(f"{original_type}: {text}")
+        self.original_type = original_type
 
 
 class RetryableEngineError(EngineError):
