@@ -44,13 +44,15 @@ from hoare.verifier.values import (
     SBool,
     SFloat,
     SInt,
+    SNumber,
     STruth,
     Sym,
     const_to_sym,
 )
 from hoare.verifier.witness import call_predicate
 
-COVERS = {"abs", "int", "float", "math.isnan", "math.isinf", "math.isfinite", "min", "max"}
+COVERS = {"abs", "int", "float", "round", "math.isnan", "math.isinf", "math.isfinite", "min",
+          "max"}
 
 NIGHTLY = os.environ.get("HOARE_NIGHTLY") == "1"
 EXAMPLES = 2_000 if NIGHTLY else 60
@@ -95,11 +97,25 @@ class Probe(Semantics):
 _names = iter(range(10**9))
 
 
-def operand(value: int | float | bool, symbolic: bool) -> tuple[Sym, list[z3.BoolRef]]:
-    """A ``Sym`` for ``value`` and the equalities binding it (none for a constant)."""
-    if not symbolic:
+MODES = ("constant", "symbolic", "int or float")
+modes = st.sampled_from(MODES)
+
+
+def operand(value: int | float | bool, mode: str | bool) -> tuple[Sym, list[z3.BoolRef]]:
+    """A ``Sym`` for ``value`` and the equalities binding it (none for a constant).
+    ``int or float``: a value whose type is itself symbolic (``n if c else x``)."""
+    if mode in (False, "constant"):
         return const_to_sym(value), []
     name = f"v{next(_names)}"
+    if mode == "int or float" and not isinstance(value, bool):
+        is_int = z3.Bool(name + ".is_int")
+        i = z3.Int(name + ".int")
+        x, bind_x = operand(float(value) if isinstance(value, float) else 0.0, "symbolic")
+        mixed = Probe().ite(is_int, SInt(i), x)
+        assert isinstance(mixed, SNumber)
+        if isinstance(value, int):
+            return mixed, [is_int, i == value]
+        return mixed, [z3.Not(is_int), *bind_x]
     if isinstance(value, bool):
         b = z3.Bool(name)
         return SBool(b), [b == value]
@@ -131,6 +147,10 @@ def equals(sym: Sym | z3.BoolRef, value: object) -> z3.BoolRef:
         sym = SBool(sym)
     if isinstance(sym, STruth):
         return sym.e == bool(value)
+    if isinstance(sym, SNumber) and isinstance(value, (int, float)):
+        if isinstance(value, int):  # a bool is an int here (``is`` on it is opaque)
+            return z3.And(sym.is_int, sym.tag == FIN, sym.r == int(value))
+        return z3.And(z3.Not(sym.is_int), equals(SFloat(sym.tag, sym.r), value))
     if isinstance(value, bool):
         assert isinstance(sym, SBool), (sym, value)
         return sym.e == value
@@ -185,10 +205,9 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 
 @PROFILE
-@given(a=numbers, b=numbers, op=st.sampled_from(sorted(BINARY)), sym_a=st.booleans(),
-       sym_b=st.booleans())
-def test_binary_operators_allow_what_python_does(a: Any, b: Any, op: str, sym_a: bool,
-                                                 sym_b: bool) -> None:
+@given(a=numbers, b=numbers, op=st.sampled_from(sorted(BINARY)), sym_a=modes, sym_b=modes)
+def test_binary_operators_allow_what_python_does(a: Any, b: Any, op: str, sym_a: str,
+                                                 sym_b: str) -> None:
     if op == "**":  # keep Python fast: no huge powers
         assume(not (isinstance(b, int) and abs(b) > 8))
         assume(not (isinstance(a, int) and abs(a) > 2**64 and isinstance(b, int)))
@@ -199,7 +218,9 @@ def test_binary_operators_allow_what_python_does(a: Any, b: Any, op: str, sym_a:
     try:
         result = probe.binop(op, x, y)
     except Opaque:
-        assert op == "**", (op, a, b)  # only powers may be left untranslated
+        # only powers, and `/ // %` whose operand's type is symbolic, are untranslated
+        assert op == "**" or (op in ("/", "//", "%") and (
+            isinstance(x, SNumber) or isinstance(y, SNumber))), (op, a, b)
         return
     assert_consistent(probe, result, bind_x + bind_y, outcome)
 
@@ -209,6 +230,7 @@ UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Probe, Sym], Sym | z3.Boo
     "+": (operator.pos, lambda p, v: p.unary("+", v)),
     "abs": (abs, lambda p, v: p.absolute(v)),
     "int": (int, lambda p, v: p.to_int(v)),
+    "round": (round, lambda p, v: p.round_half_even(v)),
     "float": (float, lambda p, v: p.to_float(v)),
     "bool": (bool, lambda p, v: p.truthy(v)),
     "math.isnan": (math.isnan, lambda p, v: p.is_nan(v)),
@@ -218,12 +240,12 @@ UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Probe, Sym], Sym | z3.Boo
 
 
 @PROFILE
-@given(a=numbers, name=st.sampled_from(sorted(UNARY)), symbolic=st.booleans())
-def test_unary_functions_allow_what_python_does(a: Any, name: str, symbolic: bool) -> None:
+@given(a=numbers, name=st.sampled_from(sorted(UNARY)), mode=modes)
+def test_unary_functions_allow_what_python_does(a: Any, name: str, mode: str) -> None:
     real, model = UNARY[name]
     outcome = python(lambda: real(a))
     probe = Probe()
-    x, bindings = operand(a, symbolic)
+    x, bindings = operand(a, mode)
     assert_consistent(probe, model(probe, x), bindings, outcome)
 
 
@@ -241,9 +263,8 @@ def _model_compare(probe: Probe, op: str, x: Sym, y: Sym) -> z3.BoolRef:
 
 
 @PROFILE
-@given(a=numbers, b=numbers, op=st.sampled_from(sorted(COMPARE)), sym_a=st.booleans(),
-       sym_b=st.booleans())
-def test_comparisons_are_exact(a: Any, b: Any, op: str, sym_a: bool, sym_b: bool) -> None:
+@given(a=numbers, b=numbers, op=st.sampled_from(sorted(COMPARE)), sym_a=modes, sym_b=modes)
+def test_comparisons_are_exact(a: Any, b: Any, op: str, sym_a: str, sym_b: str) -> None:
     """int against float compares exactly (no conversion): the model must give
     Python's answer and only it."""
     real = COMPARE[op](a, b)
@@ -257,10 +278,9 @@ def test_comparisons_are_exact(a: Any, b: Any, op: str, sym_a: bool, sym_b: bool
 
 
 @PROFILE
-@given(a=numbers, b=numbers, name=st.sampled_from(["min", "max"]), sym_a=st.booleans(),
-       sym_b=st.booleans())
-def test_min_max_allow_what_python_does(a: Any, b: Any, name: str, sym_a: bool,
-                                        sym_b: bool) -> None:
+@given(a=numbers, b=numbers, name=st.sampled_from(["min", "max"]), sym_a=modes, sym_b=modes)
+def test_min_max_allow_what_python_does(a: Any, b: Any, name: str, sym_a: str,
+                                        sym_b: str) -> None:
     outcome = python(lambda: (min if name == "min" else max)(a, b))
     probe = Probe()
     x, bind_x = operand(a, sym_a)
@@ -271,17 +291,29 @@ def test_min_max_allow_what_python_does(a: Any, b: Any, name: str, sym_a: bool,
 
 @PROFILE
 @given(a=numbers, b=numbers, c=numbers, ops=st.tuples(st.sampled_from("+-*/"),
-                                                      st.sampled_from("+-*/")))
+                                                      st.sampled_from("+-*/")),
+       chosen=st.sampled_from(["min", "max", "-"]))
 def test_chained_operations_allow_what_python_does(a: Any, b: Any, c: Any,
-                                                   ops: tuple[str, str]) -> None:
-    """Two rounded operations in a row: each rounding is allowed independently."""
+                                                   ops: tuple[str, str], chosen: str) -> None:
+    """Two operations in a row, the second on a value whose type may be symbolic
+    (``max(a, b)``): each rounding is allowed independently."""
     first, second = ops
-    outcome = python(lambda: BINARY[second](BINARY[first](a, b), c))
+    pick = {"min": min, "max": max}.get(chosen)
+    inner = (lambda: pick(a, b)) if pick else (lambda: BINARY[first](a, b))
+    outcome = python(lambda: BINARY[second](inner(), c))
     probe = Probe()
     x, bind_x = operand(a, True)
     y, bind_y = operand(b, True)
     z, bind_z = operand(c, True)
-    result = probe.binop(second, probe.binop(first, x, y), z)
+    if pick:
+        middle = probe.min_max(chosen, [(z3.BoolVal(True), x), (z3.BoolVal(True), y)])
+    else:
+        middle = probe.binop(first, x, y)
+    try:
+        result = probe.binop(second, middle, z)
+    except Opaque:
+        assert second == "/" and isinstance(middle, SNumber), (second, middle)
+        return
     assert_consistent(probe, result, bind_x + bind_y + bind_z, outcome)
 
 
@@ -425,6 +457,14 @@ PREDICATES: list[Callable[[N], object]] = [
     lambda v: v.x == v.i,
     lambda v: v.x < v.i,
     lambda v: (v.x + v.y) - v.x == v.y,
+    lambda v: math.isfinite(v.i),
+    lambda v: max(v.x, v.i) > 2,
+    lambda v: abs(max(v.i, v.x)) >= 1,
+    lambda v: math.isfinite(min(v.i, v.x)),
+    lambda v: round(v.x) == v.i,
+    lambda v: max(v.i, v.x) + 1 > v.x,
+    lambda v: min(v.i, v.j, v.x) * 2 >= v.y,
+    lambda v: -max(v.i, v.b) < v.j,
 ]
 
 

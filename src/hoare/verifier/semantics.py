@@ -37,7 +37,8 @@ from __future__ import annotations
 import builtins
 import enum
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 
 import z3
@@ -62,6 +63,7 @@ from .values import (
     SList,
     SModel,
     SNone,
+    SNumber,
     SObj,
     SOpaque,
     SOpt,
@@ -144,7 +146,8 @@ def _python_number(value: Sym) -> int | float | None:
         return z3.is_true(value.e)
     if isinstance(value, SInt) and z3.is_int_value(value.e):
         return value.e.as_long()
-    if isinstance(value, SFloat) and z3.is_int_value(value.tag):
+    if isinstance(value, SFloat) and not isinstance(value, SNumber) and \
+            z3.is_int_value(value.tag):
         tag = value.tag.as_long()
         if tag == NAN:
             return math.nan
@@ -280,6 +283,8 @@ class Semantics:
         if not isinstance(value, SFloat):
             self.not_a_number(value, f"math.{name}()")
             return SBool(FALSE)
+        if isinstance(value, SNumber):
+            self.to_double(value)  # an int is converted: a huge one raises OverflowError
         self.uses_float = True
         if name == "isnan":
             return SBool(tag_is(value.tag, NAN))
@@ -338,6 +343,10 @@ class Semantics:
             return SInt(z3.If(cond, a.e, b.e))
         if isinstance(a, SBool) and isinstance(b, SBool):
             return SBool(z3.If(cond, a.e, b.e))
+        if self.mixed(a, b):
+            x, y = self.as_number(a), self.as_number(b)
+            return SNumber(z3.If(cond, x.tag, y.tag), z3.If(cond, x.r, y.r),
+                           _if(cond, x.is_int, y.is_int))
         if isinstance(a, SFloat) and isinstance(b, SFloat):
             return SFloat(z3.If(cond, a.tag, b.tag), z3.If(cond, a.r, b.r))
         if isinstance(a, SStr) and isinstance(b, SStr):
@@ -453,6 +462,8 @@ class Semantics:
             if isinstance(other, SOpaque):
                 raise Opaque(other.reason)
             return FALSE
+        if isinstance(a, SNumber) or isinstance(b, SNumber):
+            raise Opaque("`is` on a value whose type is known only at run time")
         if isinstance(a, SOpt):
             return _and(_not(a.none), self.is_(a.inner, b))
         if isinstance(b, SOpt):
@@ -560,7 +571,11 @@ class Semantics:
                     tag = z3.If(tag == PINF, NINF, z3.If(tag == NINF, PINF, tag))
                 elif tag.as_long() in (PINF, NINF):
                     tag = int_val(NINF if tag.as_long() == PINF else PINF)
+                if isinstance(value, SNumber):
+                    return SNumber(tag, -value.r, value.is_int)
                 return SFloat(tag, -value.r)
+            if isinstance(value, SNumber):
+                raise Opaque(f"unary `{op}` of a value that is an int or a float")
             self.error(TRUE, "TypeError")
             return value
         if isinstance(value, (SInt, SBool)):
@@ -595,6 +610,8 @@ class Semantics:
                 self.error(TRUE, "TypeError")
                 return SInt(int_val(0))
             raise Opaque(f"`{op}` on {a.kind} and {b.kind}")
+        if isinstance(a, SNumber) or isinstance(b, SNumber):
+            return self.mixed_binop(op, a, b)
         if isinstance(a, SFloat) or isinstance(b, SFloat) or op == "/":
             return self.float_binop(op, a, b)
         x, y = self.int_expr(a), self.int_expr(b)
@@ -621,6 +638,68 @@ class Semantics:
                 return SInt(z3.simplify(result) if z3.is_int_value(x) else result)
             raise Opaque("`**` with a symbolic or large exponent")
         raise Opaque(f"operator {op} on ints")
+
+    # -- values that are an int or a float --------------------------------------------------
+    @staticmethod
+    def mixed(a: Sym, b: Sym) -> bool:
+        """Do ``a`` and ``b`` merge into an ``SNumber`` (numbers of different types;
+        a bool counts as an int, and ``is`` on an ``SNumber`` is opaque)?"""
+        numbers = (SInt, SBool, SFloat)
+        if not (isinstance(a, numbers) and isinstance(b, numbers)):
+            return False
+        return isinstance(a, SNumber) or isinstance(b, SNumber) or type(a) is not type(b)
+
+    @staticmethod
+    def as_number(value: Sym) -> SNumber:
+        if isinstance(value, SNumber):
+            return value
+        if isinstance(value, SFloat):
+            return SNumber(value.tag, value.r, FALSE)
+        if isinstance(value, SBool):
+            return SNumber(int_val(FIN), _if(value.e, real_val(1), real_val(0)), TRUE)
+        assert isinstance(value, SInt)
+        return SNumber(int_val(FIN), z3.ToReal(value.e), TRUE)
+
+    @contextmanager
+    def only_when(self, cond: z3.BoolRef) -> Iterator[None]:
+        """Errors recorded inside raise only when ``cond`` also holds."""
+        had_own = "error" in self.__dict__
+        outer = self.error
+
+        def error(c: z3.BoolRef, exc: str) -> None:
+            outer(_and(cond, c), exc)
+
+        self.error = error  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            if had_own:
+                self.error = outer  # type: ignore[method-assign]
+            else:
+                del self.error
+
+    def mixed_binop(self, op: str, a: Sym, b: Sym) -> Sym:
+        """``a op b`` where one side is an int or a float (``SNumber``). With a float
+        on the other side, Python converts an int first: float arithmetic. Otherwise
+        ``+ - *`` are int arithmetic when both are ints, float arithmetic else."""
+        plain_float = [isinstance(v, SFloat) and not isinstance(v, SNumber) for v in (a, b)]
+        if any(plain_float):
+            return self.float_binop(op, a, b)
+        if op not in ("+", "-", "*"):
+            raise Opaque(f"`{op}` on a value that is an int or a float")
+
+        def is_int(v: Sym) -> z3.BoolRef:
+            return v.is_int if isinstance(v, SNumber) else TRUE
+
+        def int_view(v: Sym) -> Sym:
+            return SInt(z3.ToInt(v.r)) if isinstance(v, SNumber) else v
+
+        both_int = _and(is_int(a), is_int(b))
+        with self.only_when(both_int):
+            ints = self.binop(op, int_view(a), int_view(b))
+        with self.only_when(_not(both_int)):
+            floats = self.float_binop(op, a, b)
+        return self.ite(both_int, ints, floats)
 
     # -- IEEE-754 doubles ----------------------------------------------------------------
     def rounded(self, exact: z3.ArithRef, overflow: str | None = None,
@@ -675,6 +754,12 @@ class Semantics:
         self.uses_float = True
         if isinstance(value, SEnum):
             return self.to_double(self.enum_value(value))
+        if isinstance(value, SNumber):
+            # an int is converted (rounded, or OverflowError); a float is itself
+            converted = self.rounded(value.r, integral=True)
+            self.error(_and(value.is_int, _not(tag_is(converted.tag, FIN))), "OverflowError")
+            return SFloat(_if(value.is_int, int_val(FIN), value.tag),
+                          _if(value.is_int, converted.r, value.r))
         if isinstance(value, SFloat):
             return value
         if isinstance(value, SBool):
@@ -771,8 +856,8 @@ class Semantics:
         ``OverflowError`` (Python does not return ``inf`` there)."""
         if not (isinstance(b, SInt) and z3.is_int_value(b.e) and 0 <= b.e.as_long() <= 4):
             raise Opaque("float `**` with an exponent other than a constant 0..4")
-        if not isinstance(a, SFloat):
-            raise Opaque("`**` of an int by a float")
+        if not isinstance(a, SFloat) or isinstance(a, SNumber):
+            raise Opaque("`**` of an int by a float, or of a value that is an int or a float")
         k = b.e.as_long()
         if k == 0:
             return SFloat(int_val(FIN), real_val(1))  # even nan ** 0 == 1.0
@@ -824,6 +909,8 @@ class Semantics:
                 tag = z3.If(tag == NINF, PINF, tag)
             elif tag.as_long() == NINF:
                 tag = int_val(PINF)
+            if isinstance(value, SNumber):
+                return SNumber(tag, z3.If(value.r < 0, -value.r, value.r), value.is_int)
             return SFloat(tag, z3.If(value.r < 0, -value.r, value.r))
         if isinstance(value, (SInt, SBool)):
             x = self.int_expr(value)
@@ -857,6 +944,25 @@ class Semantics:
             r = value.r
             return SInt(z3.If(r >= 0, z3.ToInt(r), -z3.ToInt(-r)))
         raise Opaque(f"int() of a {value.kind}")
+
+    def round_half_even(self, value: Sym) -> Sym:
+        """``round(x)``: the nearest int, ties to even (exact: a double is a real);
+        ``nan`` raises ``ValueError``, ``±inf`` ``OverflowError``."""
+        value = self.numeric(self.unwrap(value))
+        if isinstance(value, (SInt, SBool)):
+            return SInt(self.int_expr(value))
+        if not isinstance(value, SFloat):
+            self.not_a_number(value, "round()")
+            return SInt(int_val(0))
+        self.uses_float = True
+        self.error(tag_is(value.tag, NAN), "ValueError")
+        self.error(_or(tag_is(value.tag, PINF), tag_is(value.tag, NINF)), "OverflowError")
+        floor = z3.ToInt(value.r)
+        fraction = value.r - z3.ToReal(floor)
+        half = real_val(Fraction(1, 2))
+        return SInt(z3.If(fraction > half, floor + 1,
+                          z3.If(fraction < half, floor,
+                                z3.If(floor % 2 == 0, floor, floor + 1))))
 
     def to_float(self, value: Sym) -> Sym:
         """``float(x)``: an int is rounded (a huge one raises ``OverflowError``)."""

@@ -49,6 +49,7 @@ __all__ = [
     "SList",
     "SModel",
     "SNone",
+    "SNumber",
     "SObj",
     "SOpaque",
     "SOpt",
@@ -133,6 +134,18 @@ class SFloat(Sym):
     tag: z3.ArithRef
     r: z3.ArithRef
     kind = "float"
+
+
+@dataclass(frozen=True, eq=False)
+class SNumber(SFloat):
+    """An int *or* a float, which one known only at run time (``max(n, x)``,
+    ``n if c else x``): an int when ``is_int`` holds (then ``tag`` is FIN and ``r``
+    its exact value). Comparisons, ``abs``, ``-``, ``math.isfinite``, ``int()``
+    read it as a number; whatever depends on the type (``str()``,
+    ``isinstance``) is opaque."""
+
+    is_int: z3.BoolRef
+    kind = "number"
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,5 +1,5 @@
 """Numeric builtins and ``math`` predicates: ``abs``, ``int``, ``float``, ``bool``,
-``math.isnan``/``isinf``/``isfinite``. The operators themselves live in
+``round``, ``math.isnan``/``isinf``/``isfinite``. The operators themselves live in
 ``semantics.py``; these handlers only route arguments to it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from ..values import FIN, NAN, NINF, PINF, SBool, SFloat, SInt, Sym
+from ..values import SBool, Sym
 from .registry import CallSite, function
 
 if TYPE_CHECKING:
@@ -26,9 +26,16 @@ def _int(t: Translator, call: CallSite) -> Sym:
     return t.to_int(call.one(t))
 
 
-@function(float, "float", precision="exact", note="of a number or bool (not of a str)")
+@function(float, "float", precision="over",
+          note="of a number or bool (not of a str); an int is rounded to a double within "
+               "the IEEE-754 error bound, OverflowError when huge")
 def _float(t: Translator, call: CallSite) -> Sym:
     return t.to_float(call.one(t))
+
+
+@function(round, "round", precision="exact", note="without ndigits (round half to even)")
+def _round(t: Translator, call: CallSite) -> Sym:
+    return t.round_half_even(call.one(t))
 
 
 @function(bool, "bool", precision="exact")
@@ -39,32 +46,19 @@ def _bool(t: Translator, call: CallSite) -> Sym:
     return SBool(t.truthy(call.one(t)))
 
 
-def _float_class(t: Translator, call: CallSite, finite_answer: bool) -> SFloat | SBool:
-    """The argument as a float, or the constant answer for an int or bool."""
-    value = t.numeric(t.unwrap(call.one(t)))
-    if isinstance(value, (SInt, SBool)):
-        return SBool(z3.BoolVal(finite_answer))
-    if not isinstance(value, SFloat):
-        t.error(z3.BoolVal(True), "TypeError")
-        return SBool(z3.BoolVal(False))
-    t.uses_float = True
-    return value
-
-
-@function(math.isnan, "math.isnan", precision="exact")
+@function(math.isnan, "math.isnan", precision="exact",
+          note="an int is converted first (OverflowError when huge)")
 def _isnan(t: Translator, call: CallSite) -> Sym:
-    value = _float_class(t, call, False)
-    return value if isinstance(value, SBool) else SBool(value.tag == NAN)
+    return t.is_nan(call.one(t))
 
 
-@function(math.isinf, "math.isinf", precision="exact")
+@function(math.isinf, "math.isinf", precision="exact",
+          note="an int is converted first (OverflowError when huge)")
 def _isinf(t: Translator, call: CallSite) -> Sym:
-    value = _float_class(t, call, False)
-    return value if isinstance(value, SBool) else SBool(
-        z3.Or(value.tag == PINF, value.tag == NINF))
+    return t.is_inf(call.one(t))
 
 
-@function(math.isfinite, "math.isfinite", precision="exact")
+@function(math.isfinite, "math.isfinite", precision="exact",
+          note="an int is converted first (OverflowError when huge)")
 def _isfinite(t: Translator, call: CallSite) -> Sym:
-    value = _float_class(t, call, True)
-    return value if isinstance(value, SBool) else SBool(value.tag == FIN)
+    return t.is_finite(call.one(t))
