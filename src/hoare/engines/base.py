@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..kernel import FatalEngineError
+from ..errors import BudgetError, EngineError, FatalEngineError, RetryableEngineError
 
 Role = Literal["system", "user", "assistant"]
 
@@ -152,15 +152,22 @@ class Engine(Protocol):
     async def acomplete(self, request: Request) -> Response: ...
 
 
-class EngineError(Exception):
-    """An engine call failed for good (after its own transport retries). Subclasses
-    that are also ``FatalEngineError`` end the contract's stage at once: a different
-    corrective prompt cannot fix them."""
+# ``EngineError`` (the kernel's) is re-exported here: ``hoare.engines.EngineError`` is
+# ``hoare.errors.EngineError``. Engine errors that retrying cannot fix subclass
+# ``FatalEngineError``; budget refusals ``BudgetError`` (see ``hoare.errors``).
+__all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "Engine", "EngineAnswerError",
+           "EngineError", "FatalEngineError", "Message", "Options", "Request", "Response",
+           "RetryableEngineError", "Usage"]
 
 
-class BudgetExceeded(EngineError, FatalEngineError):
+class BudgetExceeded(BudgetError):
     """A request would exceed the call's budget; it was not sent."""
 
 
-class CacheMiss(EngineError, FatalEngineError):
+class CacheMiss(FatalEngineError):
     """A ``replay`` cache had no answer for a request."""
+
+
+class EngineAnswerError(RetryableEngineError, TypeError):
+    """An engine answered something that is not an answer (``None``, bytes, a dict…):
+    that attempt has no candidate, and the next attempt may do better."""

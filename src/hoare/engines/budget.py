@@ -4,15 +4,25 @@ A ``Budget`` is the immutable policy (caps and a price table); a ``Spend`` is
 a meter that enforces one budget and records what was spent; a
 ``BudgetedEngine`` puts a meter in front of any engine. The contract layer
 creates one ``Spend`` per contract call for a per-call budget; one ``Spend``
-may also be shared by many engines or calls for a global cap.
+may also be shared by many engines, calls and threads for a global cap.
 
-When to refuse. The cost of a request is only known once it is answered, so
-a meter refuses when the *next* request could not be afforded by what is
-already spent: the request cap is exact (the n-th request is refused when
-``n > max_requests``); token and cost caps refuse once the spent amount has
-reached the cap (the last request allowed may overshoot by its own size).
-Requests are counted when they are sent, under a lock, so concurrent callers
-never overshoot the request cap either.
+Reserve, then settle. The cost of a request is only known once it is
+answered, so a request first *reserves* (atomically, under the meter's lock)
+one request and a worst-case bound of its tokens and cost: input tokens at
+most the UTF-8 bytes of its messages and schema plus a few per message (a
+token is at least one byte), output tokens at most ``max_tokens × n`` (unknown,
+hence unbounded, when ``max_tokens`` is not set). When the answer arrives the
+reservation is *settled* with the real usage (a failed call releases its
+tokens; the request stays counted, it was sent).
+
+When to refuse. The request cap is exact: the n-th request, transport retries
+included, is refused when ``n > max_requests``. A token or cost cap admits a
+request when what is spent plus what in-flight requests hold plus its own bound
+fits under the cap; when it does not fit but other requests are in flight, the
+request waits for them to settle; with nothing in flight it is admitted while
+the spent amount is below the cap (so the last request may overshoot by its own
+size, exactly as one caller alone would), and refused once the cap is reached.
+Concurrent callers therefore never overspend more than one caller alone does.
 
 Cache hits. Put the ``BudgetedEngine`` outside a ``CachedEngine`` to have a
 replayed run spend (and be refused) exactly like the recorded one; inside it,
@@ -21,18 +31,25 @@ cache hits are free.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import json
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..kernel import FatalEngineError
-from .base import BudgetExceeded, Engine, EngineError, Request, Response, Usage
+from ..errors import BudgetError
+from .base import BudgetExceeded, Engine, Request, Response, Usage
+
+_PER_MESSAGE_TOKENS = 8  # role markers and separators a chat template adds per message
+_WAIT_POLL = 0.005  # seconds between admission checks of an async caller that must wait
 
 
-class MissingPrice(EngineError, FatalEngineError, ValueError):
+class MissingPrice(BudgetError, ValueError):
     """A cost cap is set but the price of the model in use is unknown."""
 
 
@@ -92,52 +109,181 @@ class Budget:
         return Spend(self)
 
 
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A worst-case bound of what one request can spend (``None``: unbounded)."""
+
+    input_tokens: int = 0
+    output_tokens: int | None = None
+
+
+def request_bound(request: Request, budget: Budget) -> Bound:
+    """The worst case of ``request`` for the caps ``budget`` has (no rendering otherwise):
+    a token is at least one UTF-8 byte, and the output is capped by ``max_tokens × n``."""
+    input_tokens = 0
+    if budget.max_input_tokens is not None or budget.max_cost is not None:
+        for message in request.messages:
+            input_tokens += _PER_MESSAGE_TOKENS + len(
+                message.content.encode("utf-8", "surrogatepass"))
+        if request.schema is not None:
+            input_tokens += len(json.dumps(request.schema, default=str).encode())
+    max_tokens = request.options.max_tokens
+    output = max_tokens * max(1, request.options.n) if max_tokens is not None else None
+    return Bound(input_tokens, output)
+
+
+@dataclass(slots=True)
+class Reservation:
+    """What one admitted request holds on a meter until it is settled."""
+
+    input_tokens: float
+    output_tokens: float
+    cost: float
+    price: Price | None
+    settled: bool = False
+
+
 class Spend:
     """A thread-safe meter enforcing one ``Budget``.
 
-    ``reserve(model)`` before sending (raises ``BudgetExceeded`` if a cap forbids the
-    request, else counts it), ``record(response, model)`` after an answer.
+    ``reserve(model, bound)`` before sending (raises ``BudgetExceeded`` if a cap forbids
+    the request, waits while in-flight requests may free room), ``settle(reservation,
+    usage)`` after the answer, ``release(reservation)`` when the call failed.
     """
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._requests = 0
         self._input = 0
         self._output = 0
         self._cost = 0.0
+        self._held = [0.0, 0.0, 0.0]  # input tokens, output tokens, cost held by in-flight
+        self._unbounded = [0, 0, 0]  # in-flight requests holding an unbounded amount of each
+        self._in_flight = 0
 
     def __repr__(self) -> str:
         return f"Spend({self.spent()}, budget={self.budget})"
 
-    def reserve(self, model: str | None) -> Price | None:
-        """Admit one request for ``model`` or raise ``BudgetExceeded`` (nothing is sent).
-        Returns the model's price, if known."""
+    def _refusal(self, model: str | None, reasons: list[str]) -> BudgetExceeded:
+        return BudgetExceeded(
+            f"budget exhausted, request to {model or 'the engine'} not sent: "
+            + "; ".join(reasons) + ". Raise the cap or pass a larger budget.")
+
+    def _try_reserve(self, model: str | None, bound: Bound,
+                     price: Price | None) -> Reservation | None:
+        """Admit (a ``Reservation``), refuse (raise), or ``None``: wait and try again.
+        Call with the lock held."""
+        b = self.budget
+        refusals: list[str] = []
+        if b.max_requests is not None and self._requests + 1 > b.max_requests:
+            plural = "" if self._requests == 1 else "s"
+            refusals.append(f"{self._requests} request{plural} sent, cap max_requests="
+                            f"{b.max_requests}")
+        output_need = math.inf if bound.output_tokens is None else float(bound.output_tokens)
+        if price is None:
+            cost_need = 0.0
+        elif bound.output_tokens is None:
+            cost_need = math.inf
+        else:
+            cost_need = price.cost(Usage(0, bound.input_tokens, bound.output_tokens))
+        needs = (float(bound.input_tokens), output_need, cost_need)
+        caps = (b.max_input_tokens, b.max_output_tokens, b.max_cost)
+        spent = (self._input, self._output, self._cost)
+        labels = ("input tokens spent, cap max_input_tokens", "output tokens spent, cap "
+                  "max_output_tokens", "spent, cap max_cost")
+        wait = False
+        held_now = [math.inf if n else h for h, n in zip(self._held, self._unbounded, strict=True)]
+        for cap, used, held, need, label in zip(caps, spent, held_now, needs, labels,
+                                                strict=True):
+            if cap is None:
+                continue
+            if used >= cap:
+                shown = f"cost {used:.6g}" if label.endswith("max_cost") else str(used)
+                refusals.append(f"{shown} {label}={cap}")
+            elif used + held + need > cap and self._in_flight > 0:
+                wait = True
+        if refusals:
+            raise self._refusal(model, refusals)
+        if wait:
+            return None
+        held_needs = (needs[0] if caps[0] is not None else 0.0,
+                      needs[1] if caps[1] is not None else 0.0,
+                      needs[2] if caps[2] is not None else 0.0)
+        self._requests += 1
+        self._in_flight += 1
+        self._hold(held_needs, 1)
+        return Reservation(held_needs[0], held_needs[1], held_needs[2], price)
+
+    def reserve(self, model: str | None, bound: Bound | None = None) -> Reservation:
+        """Admit one request for ``model`` (waiting while in-flight requests hold the room
+        it needs) or raise ``BudgetExceeded`` (nothing is sent)."""
         price = self.budget.require_price(model)
+        bound = bound or Bound()
+        with self._lock:
+            while True:
+                reservation = self._try_reserve(model, bound, price)
+                if reservation is not None:
+                    return reservation
+                self._lock.wait()
+
+    async def areserve(self, model: str | None, bound: Bound | None = None) -> Reservation:
+        """``reserve`` for async callers: waits without blocking the event loop."""
+        price = self.budget.require_price(model)
+        bound = bound or Bound()
+        while True:
+            with self._lock:
+                reservation = self._try_reserve(model, bound, price)
+            if reservation is not None:
+                return reservation
+            await asyncio.sleep(_WAIT_POLL)
+
+    def _hold(self, amounts: tuple[float, float, float], sign: int) -> None:
+        for i, amount in enumerate(amounts):
+            if math.isinf(amount):
+                self._unbounded[i] += sign
+            else:
+                self._held[i] += sign * amount
+
+    def _unhold(self, reservation: Reservation) -> None:
+        if reservation.settled:
+            return
+        reservation.settled = True
+        self._hold((reservation.input_tokens, reservation.output_tokens, reservation.cost), -1)
+        self._in_flight -= 1
+        if self._in_flight == 0:  # no rounding drift survives an idle meter
+            self._held, self._unbounded = [0.0, 0.0, 0.0], [0, 0, 0]
+        self._lock.notify_all()
+
+    def settle(self, reservation: Reservation, usage: Usage) -> float:
+        """Replace a reservation by the real ``usage`` of its answer; returns its cost."""
+        price = reservation.price
+        cost = price.cost(usage) if price is not None else 0.0
+        with self._lock:
+            self._input += usage.input_tokens
+            self._output += usage.output_tokens
+            self._cost += cost
+            self._unhold(reservation)
+        return cost
+
+    def release(self, reservation: Reservation) -> None:
+        """Give back what a failed call held (its request stays counted: it was sent)."""
+        with self._lock:
+            self._unhold(reservation)
+
+    def charge_retry(self, model: str | None) -> None:
+        """Count one transport retry (a resend) as a request, or raise ``BudgetExceeded``."""
         b = self.budget
         with self._lock:
-            refusals = []
             if b.max_requests is not None and self._requests + 1 > b.max_requests:
                 plural = "" if self._requests == 1 else "s"
-                refusals.append(f"{self._requests} request{plural} sent, cap max_requests="
-                                f"{b.max_requests}")
-            if b.max_input_tokens is not None and self._input >= b.max_input_tokens:
-                refusals.append(f"{self._input} input tokens spent, cap max_input_tokens="
-                                f"{b.max_input_tokens}")
-            if b.max_output_tokens is not None and self._output >= b.max_output_tokens:
-                refusals.append(f"{self._output} output tokens spent, cap max_output_tokens="
-                                f"{b.max_output_tokens}")
-            if b.max_cost is not None and self._cost >= b.max_cost:
-                refusals.append(f"cost {self._cost:.6g} spent, cap max_cost={b.max_cost}")
-            if refusals:
-                raise BudgetExceeded(
-                    f"budget exhausted, request to {model or 'the engine'} not sent: "
-                    + "; ".join(refusals) + ". Raise the cap or pass a larger budget.")
+                raise self._refusal(model, [
+                    f"{self._requests} request{plural} sent (transport retries included), "
+                    f"cap max_requests={b.max_requests}"])
             self._requests += 1
-        return price
 
     def record(self, usage: Usage, price: Price | None) -> float:
-        """Add an answer's token usage (and cost at ``price``); returns that cost."""
+        """Add token usage spent outside a reservation (and its cost at ``price``)."""
         cost = price.cost(usage) if price is not None else 0.0
         with self._lock:
             self._input += usage.input_tokens
@@ -157,6 +303,26 @@ class Spend:
             return Usage(self._requests, self._input, self._output)
 
 
+_ACTIVE: contextvars.ContextVar[tuple[tuple[Spend, str | None], ...]] = contextvars.ContextVar(
+    "hoare_active_spends", default=())
+
+
+@contextmanager
+def _metering(spend: Spend, model: str | None) -> Iterator[None]:
+    token = _ACTIVE.set((*_ACTIVE.get(), (spend, model)))
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def charge_transport_retry() -> None:
+    """Charge one resend to every budget the current engine call runs under (called by
+    ``TransportRetry`` before each retry; raises ``BudgetExceeded`` when a cap forbids it)."""
+    for spend, model in _ACTIVE.get():
+        spend.charge_retry(model)
+
+
 def _model_of(engine: object, request: Request | None = None) -> str | None:
     if request is not None and request.options.model:
         return request.options.model
@@ -165,7 +331,7 @@ def _model_of(engine: object, request: Request | None = None) -> str | None:
 
 
 class BudgetedEngine:
-    """``inner`` behind a budget meter: refuses before sending, records after.
+    """``inner`` behind a budget meter: reserves before sending, settles after.
 
     ``budget`` may be a ``Budget`` (a fresh meter is made) or a ``Spend`` (shared).
     With a cost cap, the price of ``inner.model`` is checked here, up front.
@@ -178,6 +344,9 @@ class BudgetedEngine:
         if self.budget.max_cost is not None:
             self.budget.require_price(_model_of(inner))
 
+    def __repr__(self) -> str:
+        return f"BudgetedEngine({self.inner!r}, {self.budget!r})"
+
     @property
     def model(self) -> str | None:
         return _model_of(self.inner)
@@ -186,13 +355,30 @@ class BudgetedEngine:
         return self.spend.spent()
 
     def complete(self, request: Request) -> Response:
-        price = self.spend.reserve(_model_of(self.inner, request))
-        response = self.inner.complete(request)
-        self.spend.record(response.usage, price)
+        model = _model_of(self.inner, request)
+        reservation = self.spend.reserve(model, request_bound(request, self.budget))
+        try:
+            with _metering(self.spend, model):
+                response = self.inner.complete(request)
+        except BaseException:
+            self.spend.release(reservation)
+            raise
+        self.spend.settle(reservation, _usage_of(response))
         return response
 
     async def acomplete(self, request: Request) -> Response:
-        price = self.spend.reserve(_model_of(self.inner, request))
-        response = await self.inner.acomplete(request)
-        self.spend.record(response.usage, price)
+        model = _model_of(self.inner, request)
+        reservation = await self.spend.areserve(model, request_bound(request, self.budget))
+        try:
+            with _metering(self.spend, model):
+                response = await self.inner.acomplete(request)
+        except BaseException:
+            self.spend.release(reservation)
+            raise
+        self.spend.settle(reservation, _usage_of(response))
         return response
+
+
+def _usage_of(response: object) -> Usage:
+    usage = getattr(response, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()

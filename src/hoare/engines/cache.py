@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from ..kernel import FatalEngineError
-from .base import CacheMiss, Engine, EngineError, Request, Response, Usage
+from ..errors import FatalEngineError
+from .base import CacheMiss, Engine, Request, Response, Usage
 
 try:
     import fcntl
@@ -53,11 +53,11 @@ FORMAT = "hoare-engine-cache"
 VERSION = 1
 
 
-class CacheConflict(EngineError, FatalEngineError):
+class CacheConflict(FatalEngineError):
     """``create`` mode found an answer already recorded for a request."""
 
 
-class CacheFileError(EngineError, ValueError):
+class CacheFileError(FatalEngineError, ValueError):
     """The cache file cannot be read as a cache."""
 
 

@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import openai
 
-from ..kernel import FatalEngineError
-from .base import EngineError, Options, Request, Response, Usage
+from ..errors import FatalEngineError, RetryableEngineError
+from .base import Options, Request, Response, Usage
 from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
 
 log = logging.getLogger("hoare.engines.openai")
@@ -52,7 +52,7 @@ _STRICT_UNSUPPORTED = frozenset({
 })
 
 
-class EngineConfigError(EngineError, FatalEngineError, ValueError):
+class EngineConfigError(FatalEngineError, ValueError):
     """The engine cannot be set up as asked (no model, no key); raised at construction."""
 
 
@@ -332,7 +332,7 @@ class OpenAIEngine:
                     continue
                 raise
             return self._response(completion, params)
-        raise EngineError(f"{self._where(params)}: the server kept rejecting the request")
+        raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
 
     async def acomplete(self, request: Request) -> Response:
         for _ in range(4):
@@ -348,12 +348,12 @@ class OpenAIEngine:
                     continue
                 raise
             return self._response(completion, params)
-        raise EngineError(f"{self._where(params)}: the server kept rejecting the request")
+        raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
 
     def _response(self, completion: Any, params: Mapping[str, Any]) -> Response:
         choices = sorted(completion.choices or (), key=lambda c: c.index or 0)
         if not choices:
-            raise EngineError(f"{self._where(params)} answered with no choices: "
+            raise RetryableEngineError(f"{self._where(params)} answered with no choices: "
                               f"{str(completion)[:300]}")
         texts = tuple((c.message.content if c.message is not None else None) or ""
                       for c in choices)

@@ -25,8 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from ..kernel import FatalEngineError
-from .base import EngineError
+from ..errors import FatalEngineError
 
 T = TypeVar("T")
 
@@ -50,7 +49,7 @@ class Failure:
         return self.kind != "rejected"
 
 
-class TransportError(EngineError):
+class TransportError(FatalEngineError):
     """An engine call failed on the wire, for good.
 
     ``attempts`` counts the sends made (1 + transport retries), ``delays`` the
@@ -85,7 +84,7 @@ class ServerError(TransportError):
     """HTTP 5xx on the last attempt."""
 
 
-class RequestRejected(TransportError, FatalEngineError):
+class RequestRejected(TransportError):
     """The server refused the request (a 4xx other than 408/429): resending the
     same request cannot help, so it is never retried."""
 
