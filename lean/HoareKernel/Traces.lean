@@ -1253,6 +1253,51 @@ example : summarize (isolation_run 6) =
     forwards := [6],
     handlers := 0 } := by decide +kernel
 
+/-! ## nested -/
+
+def nested_cfg : ContractConfig :=
+  { pre_remedy := false, post_remedy := true,
+    accumulate_errors := false, policy := Policy.observe,
+    retry := { tries := 3, delay := 10, max_delay := 1000,
+               jitter := 0, backoff := 2,
+               graceful := false } }
+
+def nested_engine : Engine Nat := fun phase call _ _ _ =>
+  match phase, call with
+  | Phase.post, 1 => Except.ok 0
+  | Phase.post, 2 => Except.ok 5
+  | _, _ => Except.ok 0
+
+def nested_hooks : Hooks Nat :=
+  { check_input := fun v => Except.ok v,
+    check_output := fun v _ => Except.ok v,
+    forward := fun v _ => Except.ok (v + 100),
+    pre_conditions := [],
+    post_conditions := [{ id := "q0", message := "m", family := "inner", policy := none,
+        check := (fun v _ => match (isolation_run v).result.outcome? with | some o => (if o.success then PredResult.pass else PredResult.fail) | none => PredResult.fail) }],
+    act := none,
+    preflight := none,
+    check_result := none,
+    on_violation := some (fun _ => Except.ok ()) }
+
+def nested_run (input : Nat) : Run Nat :=
+  run_call nested_engine (fun _ _ => 0) nested_hooks nested_cfg input
+
+-- invariants: isolation-nested-calls
+set_option maxRecDepth 10000 in
+example : summarize (nested_run 4) =
+  { ending := 0,
+    success := some true,
+    policy := some Policy.observe,
+    value := (some 104),
+    violations := [(ViolationKind.predicate, Phase.post, 1, Policy.observe)],
+    attempts := [(Phase.post, 1, (some 0)), (Phase.post, 2, (some 5))],
+    trials := [("inner", false), ("inner", true)],
+    delays := [10],
+    generates := [(Phase.post, 1, 4, [], none), (Phase.post, 2, 4, [(ViolationKind.predicate, Phase.post, 1, Policy.observe)], (some 0))],
+    forwards := [4],
+    handlers := 0 } := by decide +kernel
+
 /-! ## Statistics over several calls -/
 
 -- invariants: stats-counts-bounded, stats-rate-unit, stats-product-le-min, stats-interval-contains

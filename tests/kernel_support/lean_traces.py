@@ -204,6 +204,13 @@ ISOLATED = Scenario("isolation", ("isolation-concurrent-calls",), input=2,
                     engine={("post", 1): 3}, post=(P("q0", "ctx", "lt_ctx"),))
 ISOLATED_INPUTS = (2, 6)
 
+# A call nested in another: a post-condition of the outer contract runs the `isolation`
+# contract on the candidate and passes when that call succeeds. The outer call's outcome
+# records only its own violations and trials.
+NESTED = Scenario("nested", ("isolation-nested-calls",), input=4, tries=3,
+                  engine={("post", 1): 0, ("post", 2): 5},
+                  post=(P("q0", "inner", "nested"),), handler="ok")
+
 # The statistics after recording these scenarios' outcomes, in order.
 STATS_RUN = ("first_answer_accepted", "repaired_on_third_call", "budget_spent_observe",
              "accumulated_feedback", "pre_repaired", "raising_predicate")
@@ -233,6 +240,11 @@ def _check(rule: Rule) -> Callable[[object, object], object]:
         def broken(v: object, c: object) -> object:
             raise ValueError("broken")
         return broken
+    if kind == "nested":  # run the `isolation` contract on the value
+        def nested(v: object, c: object) -> object:
+            inner = run_python(ISOLATED, v)  # type: ignore[arg-type]
+            return inner.outcome is not None and inner.outcome.success
+        return nested
     raise ValueError(f"unknown rule {rule!r}")
 
 
@@ -389,6 +401,10 @@ def _lean_check(rule: Rule) -> str:
     if kind == "raise":
         return ('fun _ _ => PredResult.raised '
                 '{ error_type := "ValueError", message := "broken" }')
+    if kind == "nested":
+        return ("fun v _ => match (isolation_run v).result.outcome? with "
+                "| some o => (if o.success then PredResult.pass else PredResult.fail) "
+                "| none => PredResult.fail")
     raise ValueError(rule)
 
 
@@ -650,7 +666,7 @@ def render() -> str:
     """The text of Traces.lean for the kernel as it is now."""
     parts = [HEADER]
     runs: dict[str, tuple[Scenario, PyRun]] = {}
-    for s in (*SCENARIOS, ISOLATED):
+    for s in (*SCENARIOS, ISOLATED, NESTED):
         parts.append(f"/-! ## {s.name} -/\n\n" + _lean_definitions(s))
         inputs = ISOLATED_INPUTS if s is ISOLATED else (s.input,)
         for given in inputs:
@@ -665,7 +681,7 @@ def render() -> str:
 
 def covered() -> set[str]:
     """Invariant ids that some example names."""
-    ids = {i for s in (*SCENARIOS, ISOLATED) for i in s.covers}
+    ids = {i for s in (*SCENARIOS, ISOLATED, NESTED) for i in s.covers}
     return ids | set(STATS_COVERS)
 
 

@@ -1,0 +1,493 @@
+/-
+The whole call (§3): one theorem per `call` invariant of spec/invariants.toml.
+Part of the proofs of spec/invariants.toml about the model of Pipeline.lean; see
+Invariants.lean for the order of the parts.
+-/
+import HoareKernel.Invariants.Conclude
+
+namespace HoareKernel
+
+/-! ## The call -/
+
+section Call
+
+variable {α : Type} (engine : Engine α) (random : Phase → Nat → Nat) (hooks : Hooks α)
+  (cfg : ContractConfig) (raw_input : α)
+
+theorem run_call_trace :
+    (run_call engine random hooks cfg raw_input).trace =
+      (contract engine random hooks cfg raw_input).trace ++
+        (conclude hooks cfg raw_input (contract engine random hooks cfg raw_input)).trace := rfl
+
+theorem run_call_result :
+    (run_call engine random hooks cfg raw_input).result =
+      (conclude hooks cfg raw_input (contract engine random hooks cfg raw_input)).result := rfl
+
+theorem contract_forward_zero :
+    tally forward_count (contract engine random hooks cfg raw_input).trace = 0 :=
+  tally_eq_zero forward_count (contract_forward cfg hooks) _ (contract_every engine random hooks cfg raw_input)
+
+theorem contract_handler_zero :
+    tally handler_count (contract engine random hooks cfg raw_input).trace = 0 :=
+  tally_eq_zero handler_count (contract_handler cfg hooks) _ (contract_every engine random hooks cfg raw_input)
+
+theorem contract_check_zero :
+    tally check_count (contract engine random hooks cfg raw_input).trace = 0 :=
+  tally_eq_zero check_count (contract_check cfg hooks) _ (contract_every engine random hooks cfg raw_input)
+
+theorem contract_inputs :
+    forward_inputs (contract engine random hooks cfg raw_input).trace = [] :=
+  collect_eq_nil forward_part (contract_forward_part cfg hooks) _
+    (contract_every engine random hooks cfg raw_input)
+
+/-- The engine calls of each stage of a call, and whether the post stage was reached. -/
+theorem call_beats :
+    ∃ a b, beats (run_call engine random hooks cfg raw_input).trace =
+        spaced Phase.pre a ++ spaced Phase.post b ∧
+      a ≤ cfg.pre_remedy_budget ∧ b ≤ cfg.generation_budget ∧
+      (0 < tally post_entered (run_call engine random hooks cfg raw_input).trace →
+        0 < cfg.generation_budget → 0 < b) := by
+  obtain ⟨a, b, hab, ha, hb, hpos⟩ := contract_beats engine random hooks cfg raw_input
+  refine ⟨a, b, ?_, ha, hb, ?_⟩
+  · rw [run_call_trace, beats_append, hab, conclude_beats, List.append_nil]
+  · intro h hbudget
+    have h0 := conclude_post_entered hooks cfg raw_input (contract engine random hooks cfg raw_input)
+    rw [run_call_trace, tally_append] at h
+    exact hpos (by omega) hbudget
+
+theorem call_engine_calls (phase : Phase) (a b : Nat)
+    (h : beats (run_call engine random hooks cfg raw_input).trace =
+      spaced Phase.pre a ++ spaced Phase.post b) :
+    engine_calls Phase.pre (run_call engine random hooks cfg raw_input).trace = a ∧
+    engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace = b := by
+  have hne : Phase.pre ≠ Phase.post := by decide
+  have hne' : Phase.post ≠ Phase.pre := by decide
+  constructor
+  · simp only [engine_calls, h, tally_append, spaced_same, spaced_other Phase.post Phase.pre hne' b] <;>
+      omega
+  · simp only [engine_calls, h, tally_append, spaced_same, spaced_other Phase.pre Phase.post hne a] <;>
+      omega
+
+/-- Invariant `post-attempts-bounded`: The post stage makes at most `tries` engine calls
+with post_remedy, and at most one without it (§4). -/
+theorem post_attempts_bounded :
+    engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace ≤ cfg.generation_budget ∧
+    (cfg.post_remedy = true →
+      engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace ≤ cfg.retry.tries) ∧
+    (cfg.post_remedy = false →
+      engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace ≤ 1) := by
+  obtain ⟨a, b, hab, _, hb, _⟩ := call_beats engine random hooks cfg raw_input
+  have hc := (call_engine_calls engine random hooks cfg raw_input Phase.post a b hab).2
+  refine ⟨by omega, ?_, ?_⟩
+  · intro hp
+    have e : cfg.generation_budget = cfg.retry.tries := by
+      simp only [ContractConfig.generation_budget, hp]
+    omega
+  · intro hp
+    have e : cfg.generation_budget = 1 := by
+      simp only [ContractConfig.generation_budget, hp]
+    omega
+
+/-- Invariant `post-stage-calls-engine`: A call whose contract reaches the post stage makes
+at least one post-stage engine call; without post_remedy, exactly one (§4). Reaching the
+post stage is the `enter post` event; `tries ≥ 1` is validated by Python's `RetryPolicy`. -/
+theorem post_stage_calls_engine (htries : 1 ≤ cfg.retry.tries)
+    (hreach : 0 < tally post_entered (run_call engine random hooks cfg raw_input).trace) :
+    1 ≤ engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace ∧
+    (cfg.post_remedy = false →
+      engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace = 1) := by
+  obtain ⟨a, b, hab, _, hb, hpos⟩ := call_beats engine random hooks cfg raw_input
+  have hc := (call_engine_calls engine random hooks cfg raw_input Phase.post a b hab).2
+  have hbudget : 0 < cfg.generation_budget := by
+    unfold ContractConfig.generation_budget
+    split <;> omega
+  have hb1 := hpos hreach hbudget
+  refine ⟨by omega, ?_⟩
+  intro hp
+  have e : cfg.generation_budget = 1 := by
+    simp only [ContractConfig.generation_budget, hp]
+  omega
+
+/-- Invariant `pre-attempts-bounded`: The pre stage makes at most `tries` engine calls
+with pre_remedy (§4). -/
+theorem pre_attempts_bounded :
+    engine_calls Phase.pre (run_call engine random hooks cfg raw_input).trace ≤ cfg.pre_remedy_budget ∧
+    (cfg.pre_remedy = true →
+      engine_calls Phase.pre (run_call engine random hooks cfg raw_input).trace ≤ cfg.retry.tries) := by
+  obtain ⟨a, b, hab, ha, _, _⟩ := call_beats engine random hooks cfg raw_input
+  have hc := (call_engine_calls engine random hooks cfg raw_input Phase.pre a b hab).1
+  refine ⟨by omega, ?_⟩
+  intro hp
+  have e : cfg.pre_remedy_budget = cfg.retry.tries := by
+    simp only [ContractConfig.pre_remedy_budget, hp]
+  omega
+
+/-- Invariant `remedy-only-when-enabled`: No pre-stage engine call is made without
+pre_remedy, and no second post-stage engine call without post_remedy (§4). -/
+theorem remedy_only_when_enabled :
+    (cfg.pre_remedy = false →
+      engine_calls Phase.pre (run_call engine random hooks cfg raw_input).trace = 0) ∧
+    (cfg.post_remedy = false →
+      engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace ≤ 1) := by
+  have hpre := (pre_attempts_bounded engine random hooks cfg raw_input).1
+  refine ⟨?_, (post_attempts_bounded engine random hooks cfg raw_input).2.2⟩
+  intro hp
+  have e : cfg.pre_remedy_budget = 0 := by
+    simp only [ContractConfig.pre_remedy_budget, hp]
+  omega
+
+/-- Invariant `forward-once-on-success`: When the contract succeeds, forward runs exactly
+once, under every policy (§3.6). -/
+theorem forward_once_on_success (used result : α)
+    (h : (contract engine random hooks cfg raw_input).ending = ContractEnd.succeeded used result) :
+    tally forward_count (run_call engine random hooks cfg raw_input).trace = 1 := by
+  have h1 := contract_forward_zero engine random hooks cfg raw_input
+  simp only [run_call_trace, tally_append, h1,
+    conclude_succeeded hooks cfg raw_input _ used result h, tally_cons, forward_count, fp_forward] <;>
+    omega
+
+/-- Invariant `forward-once-observing`: Under ignore and observe, forward runs exactly once
+per call, whatever the input check, predicates, act, pre-flight, engine and handler do,
+raising included (§3.6). "Under ignore and observe": the contract's policy and every
+predicate's effective policy are `ignore` or `observe` (rank ≤ 1). -/
+theorem forward_once_observing (hweak : cfg.policy.rank ≤ 1)
+    (hpre : every (fun p => (effective_policy cfg.policy p).rank ≤ 1) hooks.pre_conditions)
+    (hpost : every (fun p => (effective_policy cfg.policy p).rank ≤ 1) hooks.post_conditions) :
+    tally forward_count (run_call engine random hooks cfg raw_input).trace = 1 := by
+  have h1 := contract_forward_zero engine random hooks cfg raw_input
+  cases hend : (contract engine random hooks cfg raw_input).ending with
+  | succeeded used result =>
+    exact forward_once_on_success engine random hooks cfg raw_input used result hend
+  | failed p original =>
+    have hp := contract_ranked engine random hooks cfg raw_input 1 hweak (by decide) hpre hpost p
+      original hend
+    cases p with
+    | ignore =>
+      simp only [run_call_trace, tally_append, h1,
+        conclude_failed hooks cfg raw_input _ _ original hend, fall_back, tally_cons, forward_count,
+        fp_forward] <;> omega
+    | observe =>
+      simp only [run_call_trace, tally_append, h1,
+        conclude_failed hooks cfg raw_input _ _ original hend, fall_back, tally_cons, forward_count,
+        handler_events_forward, fp_forward] <;> omega
+    | enforce =>
+      exfalso
+      have e : Policy.enforce.rank = 2 := rfl
+      omega
+    | quick_enforce =>
+      exfalso
+      have e : Policy.quick_enforce.rank = 3 := rfl
+      omega
+
+/-- Invariant `enforce-raises-on-failure`: When a contract fails with deciding policy
+enforce or quick_enforce, the call raises ContractViolationError carrying the outcome and
+forward does not run (§3.6). -/
+theorem enforce_raises_on_failure (p : Policy) (original : α)
+    (hend : (contract engine random hooks cfg raw_input).ending = ContractEnd.failed p original)
+    (hp : p = Policy.enforce ∨ p = Policy.quick_enforce) :
+    (∃ o, (run_call engine random hooks cfg raw_input).result = CallResult.raised o ∧
+      o.success = false ∧ o.policy = p ∧ o.input_used = original) ∧
+    tally forward_count (run_call engine random hooks cfg raw_input).trace = 0 := by
+  have h1 := contract_forward_zero engine random hooks cfg raw_input
+  rw [run_call_result, run_call_trace, conclude_failed hooks cfg raw_input _ p original hend]
+  rcases hp with rfl | rfl
+  · refine ⟨⟨_, rfl, ?_, ?_, ?_⟩, ?_⟩
+    · exact (handler_extends hooks _).same_success
+    · exact (handler_extends hooks _).same_policy
+    · exact (handler_extends hooks _).same_input_used
+    · simp only [tally_append, h1, fall_back, tally_cons, forward_count, handler_events_forward] <;>
+        omega
+  · refine ⟨⟨_, rfl, rfl, rfl, rfl⟩, ?_⟩
+    simp only [tally_append, h1, fall_back, tally_cons, tally_nil, forward_count] <;> omega
+
+/-- Invariant `success-sound`: On success the result was accepted by the output type check
+and passed every non-ignored post-condition, evaluated on the result and the input actually
+used (§3.5). -/
+theorem success_sound (o : Outcome α)
+    (ho : (run_call engine random hooks cfg raw_input).result.outcome? = some o)
+    (hs : o.success = true) :
+    ∃ r raw, o.result = some r ∧ hooks.check_output raw o.input_used = Except.ok r ∧
+      every (fun p => p.check r (some o.input_used) = PredResult.pass)
+        (active cfg.policy hooks.post_conditions) := by
+  rw [run_call_result] at ho
+  cases hend : (contract engine random hooks cfg raw_input).ending with
+  | failed p original =>
+    exfalso
+    have hx := conclude_failed_extends hooks cfg raw_input _ p original hend o ho
+    have e : o.success = false := hx.same_success
+    rw [hs] at e
+    cases e
+  | succeeded used result =>
+    have hx := conclude_succeeded_extends hooks cfg raw_input _ used result hend o ho
+    have hr : o.result = some result := hx.same_result
+    have hu : o.input_used = used := hx.same_input_used
+    obtain ⟨raw, n, hc, hv⟩ := contract_success engine random hooks cfg raw_input used result hend
+    refine ⟨result, raw, hr, ?_, ?_⟩
+    · rw [hu]
+      exact hc
+    · rw [hu]
+      exact judge_nil_passes result (some used) Phase.post n cfg.policy
+        (active cfg.policy hooks.post_conditions) hv
+
+/-- Invariant `forward-input`: forward receives the post-act input when the contract
+succeeds and the original input when it fails (§3.6). The post-act input is `act`'s value
+on the accepted input; the original input is the checked input, else the caller's value. -/
+theorem forward_input :
+    (∀ used result,
+      (contract engine random hooks cfg raw_input).ending = ContractEnd.succeeded used result →
+      forward_inputs (run_call engine random hooks cfg raw_input).trace = [used] ∧
+      ∃ x0 accepted, hooks.check_input raw_input = Except.ok x0 ∧
+        (stage_pre engine random hooks cfg x0).ending = StageEnd.accepted accepted ∧
+        act_phase hooks cfg.policy accepted = Except.ok used) ∧
+    (∀ p original,
+      (contract engine random hooks cfg raw_input).ending = ContractEnd.failed p original →
+      (p = Policy.ignore ∨ p = Policy.observe) →
+      forward_inputs (run_call engine random hooks cfg raw_input).trace = [original] ∧
+      (∀ e, hooks.check_input raw_input = Except.error e → original = raw_input) ∧
+      (∀ x0, hooks.check_input raw_input = Except.ok x0 → original = x0)) := by
+  have h0 := contract_inputs engine random hooks cfg raw_input
+  constructor
+  · intro used result hend
+    refine ⟨?_, contract_used engine random hooks cfg raw_input used result hend⟩
+    simp only [run_call_trace, forward_inputs_append, h0,
+      conclude_succeeded hooks cfg raw_input _ used result hend, forward_inputs_cons, forward_part,
+      fp_inputs, List.nil_append]
+  · intro p original hend hp
+    refine ⟨?_, contract_original engine random hooks cfg raw_input p original hend⟩
+    rcases hp with rfl | rfl
+    · simp only [run_call_trace, forward_inputs_append, h0,
+        conclude_failed hooks cfg raw_input _ _ original hend, fall_back, forward_inputs_cons,
+        forward_part, fp_inputs, List.nil_append]
+    · simp only [run_call_trace, forward_inputs_append, h0,
+        conclude_failed hooks cfg raw_input _ _ original hend, fall_back, forward_inputs_cons,
+        forward_part, fp_inputs, handler_events_inputs, List.nil_append]
+
+/-- Invariant `handler-once-per-failure`: The handler is called exactly once per failed
+contract whose deciding policy is observe or enforce, and never otherwise, in particular
+never on success (§3.6). "Called" presumes a handler is installed (`on_violation`). -/
+theorem handler_once_per_failure :
+    (∀ used result,
+      (contract engine random hooks cfg raw_input).ending = ContractEnd.succeeded used result →
+      tally handler_count (run_call engine random hooks cfg raw_input).trace = 0) ∧
+    (∀ p original,
+      (contract engine random hooks cfg raw_input).ending = ContractEnd.failed p original →
+      (p = Policy.observe ∨ p = Policy.enforce) →
+      ∀ handler, hooks.on_violation = some handler →
+      tally handler_count (run_call engine random hooks cfg raw_input).trace = 1) ∧
+    (∀ p original,
+      (contract engine random hooks cfg raw_input).ending = ContractEnd.failed p original →
+      (p = Policy.ignore ∨ p = Policy.quick_enforce) →
+      tally handler_count (run_call engine random hooks cfg raw_input).trace = 0) := by
+  have h1 := contract_handler_zero engine random hooks cfg raw_input
+  refine ⟨?_, ?_, ?_⟩
+  · intro used result hend
+    simp only [run_call_trace, tally_append, h1,
+      conclude_succeeded hooks cfg raw_input _ used result hend, tally_cons, handler_count,
+      fp_handler] <;> omega
+  · intro p original hend hp handler hh
+    have hc := handler_events_count hooks handler hh
+    rcases hp with rfl | rfl
+    · simp only [run_call_trace, tally_append, h1, conclude_failed hooks cfg raw_input _ _ original hend,
+        fall_back, tally_cons, handler_count, hc, fp_handler] <;> omega
+    · simp only [run_call_trace, tally_append, h1, conclude_failed hooks cfg raw_input _ _ original hend,
+        fall_back, tally_cons, handler_count, hc] <;> omega
+  · intro p original hend hp
+    rcases hp with rfl | rfl
+    · simp only [run_call_trace, tally_append, h1, conclude_failed hooks cfg raw_input _ _ original hend,
+        fall_back, tally_cons, handler_count, fp_handler] <;> omega
+    · simp only [run_call_trace, tally_append, h1, conclude_failed hooks cfg raw_input _ _ original hend,
+        fall_back, tally_cons, tally_nil, handler_count] <;> omega
+
+/-- Invariant `no-short-circuit`: Every non-ignored predicate of a phase is evaluated on
+every checked candidate, so every failing message is reported (§3.2). Each evaluation in
+the trace evaluates exactly the non-ignored predicates of its phase, and an evaluation
+reports one violation per failing predicate. -/
+theorem no_short_circuit :
+    every (evaluates_all cfg.policy hooks) (run_call engine random hooks cfg raw_input).trace ∧
+    ∀ (preds : List (Predicate α)) (value : α) (context : Option α) (phase : Phase) (attempt : Nat),
+      (evaluate preds value context phase attempt cfg.policy).evaluated = active cfg.policy preds ∧
+      (evaluate preds value context phase attempt cfg.policy).violations.length =
+        tally (fun p => failing (p.check value context)) (active cfg.policy preds) := by
+  refine ⟨?_, fun preds value context phase attempt =>
+    ⟨rfl, judge_length value context phase attempt cfg.policy (active cfg.policy preds)⟩⟩
+  rw [run_call_trace]
+  exact every_append
+    (every_mono (contract_to_evaluates cfg hooks) _ (contract_every engine random hooks cfg raw_input))
+    (every_mono (finishing_to_evaluates cfg hooks) _ (conclude_every hooks cfg raw_input _))
+
+theorem evaluates_to_never {β : Type} (cp : Policy) (hk : Hooks β) :
+    ∀ (e : Event β), evaluates_all cp hk e → never_ignored cp e := by
+  intro e h
+  cases e with
+  | evaluate phase attempt ps trials =>
+    have hps : ps = active cp (conditions hk phase) := h
+    subst hps
+    exact active_not_ignored cp _
+  | enter _ => exact trivial
+  | fail _ => exact trivial
+  | generate _ _ _ _ _ => exact trivial
+  | attempt _ => exact trivial
+  | sleep _ => exact trivial
+  | preflight _ => exact trivial
+  | handler => exact trivial
+  | forward _ => exact trivial
+  | check_result _ => exact trivial
+
+theorem evaluates_to_nothing {β : Type} (cf : ContractConfig) (hk : Hooks β)
+    (hcp : cf.policy = Policy.ignore)
+    (hpre : every (fun p => p.policy = none) hk.pre_conditions)
+    (hpost : every (fun p => p.policy = none) hk.post_conditions) :
+    ∀ (e : Event β), evaluates_all cf.policy hk e → evaluates_nothing e := by
+  intro e h
+  cases e with
+  | evaluate phase attempt ps trials =>
+    have hps : ps = active cf.policy (conditions hk phase) := h
+    have hn : every (fun p => p.policy = none) (conditions hk phase) := by
+      cases phase with
+      | pre => exact hpre
+      | post => exact hpost
+      | input => exact every_nil
+      | act => exact every_nil
+      | preflight => exact every_nil
+      | forward => exact every_nil
+      | result => exact every_nil
+    show ps = []
+    rw [hps, hcp]
+    exact active_ignore_empty _ hn
+  | enter _ => exact trivial
+  | fail _ => exact trivial
+  | generate _ _ _ _ _ => exact trivial
+  | attempt _ => exact trivial
+  | sleep _ => exact trivial
+  | preflight _ => exact trivial
+  | handler => exact trivial
+  | forward _ => exact trivial
+  | check_result _ => exact trivial
+
+/-- Invariant `ignored-never-evaluated`: A predicate whose effective policy is ignore is
+never evaluated; under the ignore policy without overrides no predicate is (§2.2). -/
+theorem ignored_never_evaluated :
+    every (never_ignored cfg.policy) (run_call engine random hooks cfg raw_input).trace ∧
+    (cfg.policy = Policy.ignore →
+      every (fun p => p.policy = none) hooks.pre_conditions →
+      every (fun p => p.policy = none) hooks.post_conditions →
+      every evaluates_nothing (run_call engine random hooks cfg raw_input).trace) := by
+  have hall := (no_short_circuit engine random hooks cfg raw_input).1
+  constructor
+  · exact every_mono (evaluates_to_never cfg.policy hooks) _ hall
+  · intro hcp hpre hpost
+    exact every_mono (evaluates_to_nothing cfg hooks hcp hpre hpost) _ hall
+
+/-- Invariant `quick-enforce-stops`: A quick_enforce violation ends the contract at once:
+no handler is called and no further engine call is made (§2.2). After the first event
+that records a quick_enforce violation, the call only enters the forward phase, where it
+raises. -/
+theorem quick_enforce_stops
+    (h : 0 < tally quick_part (run_call engine random hooks cfg raw_input).trace) :
+    after_quick (run_call engine random hooks cfg raw_input).trace = [Event.enter Phase.forward] ∧
+    beats (after_quick (run_call engine random hooks cfg raw_input).trace) = [] ∧
+    tally handler_count (run_call engine random hooks cfg raw_input).trace = 0 ∧
+    (∃ o, (run_call engine random hooks cfg raw_input).result = CallResult.raised o) := by
+  have hq0 := conclude_quick hooks cfg raw_input (contract engine random hooks cfg raw_input)
+  have hc : 0 < tally quick_part (contract engine random hooks cfg raw_input).trace := by
+    rw [run_call_trace, tally_append] at h
+    omega
+  obtain ⟨⟨o, hend⟩, hafter⟩ := contract_quick engine random hooks cfg raw_input hc
+  have hconc := conclude_failed hooks cfg raw_input _ Policy.quick_enforce o hend
+  have hafter_all : after_quick (run_call engine random hooks cfg raw_input).trace =
+      [Event.enter Phase.forward] := by
+    rw [run_call_trace, after_quick_stop_append _ _ hc, hafter, hconc] <;> rfl
+  have h1 := contract_handler_zero engine random hooks cfg raw_input
+  refine ⟨hafter_all, ?_, ?_, ?_⟩
+  · rw [hafter_all] <;> rfl
+  · simp only [run_call_trace, tally_append, h1, hconc, fall_back, tally_cons, tally_nil,
+      handler_count] <;> omega
+  · rw [run_call_result, hconc]
+    exact ⟨_, rfl⟩
+
+/-- Invariant `feedback-exact`: Engine call n of a stage receives exactly the violations of
+the latest checked candidate, or with accumulate_errors all earlier violations of the stage
+in order (§4.2). For the pre stage the first checked candidate is the caller's input. -/
+theorem feedback_exact :
+    (∀ x0, fed cfg.accumulate_errors
+      [(evaluate (conditions hooks Phase.pre) x0 none Phase.pre 0 cfg.policy).violations]
+      (attempts_of (stage_pre engine random hooks cfg x0).trace)) ∧
+    (∀ used, fed cfg.accumulate_errors [] (attempts_of (stage_post engine random hooks cfg used).trace)) :=
+  ⟨fun x0 => pre_fed engine random hooks cfg x0, fun used => post_fed engine random hooks cfg used⟩
+
+/-- Invariant `preflight-unsat-no-generation`: An unsatisfiable pre-flight verdict means no
+post-stage engine call and a failed outcome with an unsatisfiable violation (§3.4). -/
+theorem preflight_unsat_no_generation (answer : PreflightResult)
+    (hpf : (contract engine random hooks cfg raw_input).preflight = some answer)
+    (hun : answer.verdict = Verdict.unsatisfiable) :
+    engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace = 0 ∧
+    (∃ original, (contract engine random hooks cfg raw_input).ending =
+      ContractEnd.failed cfg.policy original) ∧
+    (∀ o, (run_call engine random hooks cfg raw_input).result.outcome? = some o →
+      o.success = false ∧ 0 < tally unsat_count o.violations) := by
+  obtain ⟨⟨original, hend⟩, hcalls, hv⟩ :=
+    contract_unsat engine random hooks cfg raw_input answer hun hpf
+  refine ⟨?_, ⟨original, hend⟩, ?_⟩
+  · simp only [engine_calls, run_call_trace, beats_append, conclude_beats, List.append_nil]
+    exact hcalls
+  · intro o ho
+    rw [run_call_result] at ho
+    have hx := conclude_failed_extends hooks cfg raw_input _ _ original hend o ho
+    obtain ⟨extra, hextra⟩ := hx.more_violations
+    have hbase : (failure_outcome cfg raw_input original cfg.policy
+        (contract engine random hooks cfg raw_input)).violations =
+        violations_of (contract engine random hooks cfg raw_input).trace := rfl
+    refine ⟨hx.same_success, ?_⟩
+    rw [hextra, hbase, tally_append]
+    omega
+
+/-- Invariant `backoff-bounded`: Every backoff delay is at most max_delay + jitter (§4.3). -/
+theorem backoff_bounded :
+    every (fun d => d ≤ cfg.retry.max_delay + cfg.retry.jitter)
+      (delays_of (run_call engine random hooks cfg raw_input).trace) := by
+  have h1 := delays_bounded cfg hooks (contract_event cfg hooks)
+    (fun e he d hd => by subst hd; exact he) _ (contract_every engine random hooks cfg raw_input)
+  have h2 : delays_of (conclude hooks cfg raw_input (contract engine random hooks cfg raw_input)).trace = [] :=
+    collect_eq_nil sleep_part finishing_sleeps _ (conclude_every hooks cfg raw_input _)
+  rw [run_call_trace, delays_of_append, h2, List.append_nil]
+  exact h1
+
+/-- Invariant `no-sleep-after-last`: A stage sleeps once before each of its engine calls
+except the first, and never after its last engine call (§4.3). The `Generate`/`Sleep`
+effects of a call are `spaced pre a ++ spaced post b`: per stage, a first call, then
+(sleep, call) pairs, and nothing after the last call. -/
+theorem no_sleep_after_last :
+    ∃ a b, beats (run_call engine random hooks cfg raw_input).trace =
+      spaced Phase.pre a ++ spaced Phase.post b ∧
+      engine_calls Phase.pre (run_call engine random hooks cfg raw_input).trace = a ∧
+      engine_calls Phase.post (run_call engine random hooks cfg raw_input).trace = b := by
+  obtain ⟨a, b, hab, _, _, _⟩ := call_beats engine random hooks cfg raw_input
+  have hc := call_engine_calls engine random hooks cfg raw_input Phase.pre a b hab
+  exact ⟨a, b, hab, hc.1, hc.2⟩
+
+/-- Invariant `graceful-skips-result-check`: With graceful, the final result type check is
+not applied and the outcome records no exception (§3.7). -/
+theorem graceful_skips_result_check (hg : cfg.retry.graceful = true) :
+    tally check_count (run_call engine random hooks cfg raw_input).trace = 0 ∧
+    ∀ o, (run_call engine random hooks cfg raw_input).result.outcome? = some o → o.exception = none := by
+  constructor
+  · have h1 := contract_check_zero engine random hooks cfg raw_input
+    have h2 := conclude_graceful hooks cfg raw_input (contract engine random hooks cfg raw_input) hg
+    rw [run_call_trace, tally_append]
+    omega
+  · intro o ho
+    rw [run_call_result] at ho
+    cases hend : (contract engine random hooks cfg raw_input).ending with
+    | succeeded used result =>
+      have hx := conclude_succeeded_extends hooks cfg raw_input _ used result hend o ho
+      exact hx.same_exception.trans rfl
+    | failed p original =>
+      have hx := conclude_failed_extends hooks cfg raw_input _ p original hend o ho
+      have e : (failure_outcome cfg raw_input original p
+          (contract engine random hooks cfg raw_input)).exception = none := by
+        simp only [failure_outcome, make_outcome, exception_for, hg]
+      exact hx.same_exception.trans e
+
+end Call
+
+end HoareKernel
