@@ -443,3 +443,17 @@ def test_in_place_list_update_is_opaque() -> None:
     assert translate(_source(grows), [typed.value], None).opaque is not None
     assert passes(_source(grows), None, Items())
     assert translate(_source(counts), [typed.value], None).opaque is None
+
+
+class Tree(BaseModel):
+    label: str = ""
+    children: list[Tree] = []
+
+
+def test_recursive_models_are_sampled_to_a_bounded_depth() -> None:
+    spec = type_spec(Tree)
+    values = list(falsify.Sampler().candidates(spec, 50))
+    assert values and all(isinstance(v, dict) for v in values)
+    assert any(v.get("children") for v in values)
+    for value in values[:10]:
+        Tree.model_validate(value)

@@ -289,7 +289,7 @@ class Sampler:
                 out.append([items[0]] * n)
         return _unique(out)
 
-    def field_values(self, info: Any) -> list[Any]:
+    def field_values(self, info: Any, depth: int = 0) -> list[Any]:
         bounds: dict[str, Any] = {}
         for item in info.metadata:
             bounds.update(_bounds_of(item))
@@ -297,7 +297,7 @@ class Sampler:
         if not info.is_required():
             out.append(OMIT)
         out += list(info.examples or [])
-        out += self.values(info.annotation, bounds)
+        out += self.values(info.annotation, bounds, depth)
         return _unique(out)[:_FIELD_CAP * 2]
 
     def models(self, model: type[BaseModel], limit: int, depth: int = 0) -> Iterator[dict[str,
@@ -306,7 +306,7 @@ class Sampler:
         columns: list[tuple[str, list[Any]]] = []
         for name, info in model.model_fields.items():
             key = info.alias or name
-            values = self.field_values(info) if depth <= 4 else [OMIT]
+            values = self.field_values(info, depth) if depth <= 4 else [OMIT]
             columns.append((key, values or [OMIT]))
         if not columns:
             yield {}
