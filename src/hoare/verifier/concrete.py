@@ -15,8 +15,8 @@ from fractions import Fraction
 from typing import Any
 
 import z3
-from z3 import z3core as _C
 
+from .unmodelled import BindError
 from .values import (
     FIN,
     NAN,
@@ -39,12 +39,9 @@ from .values import (
     real_val,
     str_val,
 )
+from .z3util import constant_names as constants  # re-exported: older import path
 
 __all__ = ["Assignment", "BindError", "Extractor", "assign", "bind", "constants"]
-
-
-class BindError(Exception):
-    """The value does not have the shape of the symbolic value."""
 
 
 @dataclass
@@ -179,57 +176,6 @@ def _set(out: Assignment, expr: z3.ExprRef, value: Any) -> None:
     if z3.is_const(expr) and expr.decl().kind() == z3.Z3_OP_UNINTERPRETED:
         out.set(expr, value)
 
-
-def constants(expr: z3.ExprRef, memo: dict[int, frozenset[str]] | None = None
-              ) -> frozenset[str]:
-    """Names of the uninterpreted constants in ``expr`` (memoised on AST ids).
-
-    Walks with z3's C API (the Python wrappers cost ~10x more) and does not enter
-    regular expressions: they are built from constants only.
-    """
-    memo = memo if memo is not None else {}
-    ctx = expr.ctx_ref()
-    root = expr.as_ast()
-    root_id = _C.Z3_get_ast_id(ctx, root)
-    if root_id in memo:
-        return memo[root_id]
-    stack: list[tuple[Any, int, bool]] = [(root, root_id, False)]
-    while stack:
-        ast, key, expanded = stack.pop()
-        if key in memo:
-            continue
-        if _C.Z3_get_ast_kind(ctx, ast) != z3.Z3_APP_AST:
-            memo[key] = _EMPTY  # numerals are apps; quantifiers/vars do not occur here
-            continue
-        app = _C.Z3_to_app(ctx, ast)
-        count = _C.Z3_get_app_num_args(ctx, app)
-        if count == 0:
-            decl = _C.Z3_get_app_decl(ctx, app)
-            if _C.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
-                name = _C.Z3_get_symbol_string(ctx, _C.Z3_get_decl_name(ctx, decl))
-                memo[key] = frozenset((name,))
-            else:
-                memo[key] = _EMPTY
-            continue
-        if _C.Z3_get_sort_kind(ctx, _C.Z3_get_sort(ctx, ast)) == z3.Z3_RE_SORT:
-            memo[key] = _EMPTY
-            continue
-        children = [_C.Z3_get_app_arg(ctx, app, i) for i in range(count)]
-        ids = [_C.Z3_get_ast_id(ctx, child) for child in children]
-        if expanded:
-            names: set[str] = set()
-            for child_id in ids:
-                names |= memo[child_id]
-            memo[key] = frozenset(names) if names else _EMPTY
-            continue
-        stack.append((ast, key, True))
-        stack.extend((child, child_id, False) for child, child_id in zip(children, ids,
-                                                                          strict=True)
-                     if child_id not in memo)
-    return memo[root_id]
-
-
-_EMPTY: frozenset[str] = frozenset()
 
 Extract = Callable[[Any, dict[str, Any]], bool]
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from ..description import ContractDescription, PredicateSource
 from ..kernel import Policy, PreflightResult, Verdict
-from .concrete import BindError, Extractor, constants
+from .concrete import BindError, Extractor
 from .falsify import PREFLIGHT_BUDGET, Confirmed, constants_of, find_passing, log_refutation
 from .predicates import (
     InstanceSelf,
@@ -44,7 +44,9 @@ from .predicates import (
 from .qe import Compiled, compile_formula, eliminate
 from .solver import Assertion, SolverOptions, _ordered, solve
 from .types import TypeBuilder, TypedValue
+from .unmodelled import Unmodelled
 from .values import Z3_LOCK, Opaque, is_plain_data, naming
+from .z3util import constant_names, group_by_constants, named_constants
 
 __all__ = ["Preflight"]
 
@@ -257,7 +259,7 @@ class Preflight:
         memo: dict[int, frozenset[str]] = {}
         with Z3_LOCK:
             input_names = set(assign_names(prepared.used))
-            groups = _components(assertions, memo)
+            groups = group_by_constants(assertions, lambda a: constant_names(a.expr, memo))
         static = [a for group in groups if not (group[1] & input_names) for a in group[0]]
         dynamic = [a for group in groups if group[1] & input_names for a in group[0]]
         if static:
@@ -274,7 +276,7 @@ class Preflight:
         with Z3_LOCK:
             relevant: set[str] = set()
             for a in dynamic:
-                relevant |= constants(a.expr, memo) & input_names
+                relevant |= constant_names(a.expr, memo) & input_names
             prepared.relevant = relevant
             prepared.extract = Extractor(prepared.used.value, relevant)
             formula = z3.And(*[a.expr for a in dynamic])
@@ -282,8 +284,8 @@ class Preflight:
             if reduced is not None:
                 prepared.phi = compile_formula(reduced)
             prepared.formula = formula
-            names = set().union(*(constants(a.expr, memo) for a in dynamic)) - relevant
-            found = _named_constants(formula)
+            names = set().union(*(constant_names(a.expr, memo) for a in dynamic)) - relevant
+            found = named_constants(formula)
             prepared.outside = [found[n] for n in sorted(names) if n in found]
         self._incremental(prepared, dynamic)
         if prepared.phi is None:  # a first candidate output, for the substitution test
@@ -439,64 +441,13 @@ class Preflight:
                 solver.pop()
 
 
-def _named_constants(expr: z3.ExprRef) -> dict[str, z3.ExprRef]:
-    out: dict[str, z3.ExprRef] = {}
-    stack, seen = [expr], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen or z3.is_re(node):
-            continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out[node.decl().name()] = node
-        else:
-            stack.extend(node.children())
-    return out
-
-
 def assign_names(typed: TypedValue) -> list[str]:
     """The names of every z3 constant of a symbolic value (leaves, list lengths,
     ``None`` flags)."""
     return list(Extractor(typed.value).consts)
 
 
-def _components(assertions: list[Assertion], memo: dict[int, frozenset[str]]
-                ) -> list[tuple[list[Assertion], frozenset[str]]]:
-    """Group assertions that share constants (union-find over constant names)."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    names = [constants(a.expr, memo) for a in assertions]
-    for group in names:
-        first = None
-        for name in group:
-            root = find(name)
-            if first is None:
-                first = root
-            elif root != first:
-                parent[root] = first
-    buckets: dict[str, tuple[list[Assertion], set[str]]] = {}
-    constant_free: list[Assertion] = []
-    for assertion, group in zip(assertions, names, strict=True):
-        if not group:
-            constant_free.append(assertion)
-            continue
-        root = find(next(iter(group)))
-        bucket = buckets.setdefault(root, ([], set()))
-        bucket[0].append(assertion)
-        bucket[1].update(group)
-    out = [(items, frozenset(group)) for items, group in buckets.values()]
-    if constant_free:
-        out.append((constant_free, frozenset()))
-    return out
-
-
-class _NotPlain(Exception):
+class _NotPlain(Unmodelled):
     """A value that has no exact key: the pre-flight neither caches nor reuses for it."""
 
 

@@ -17,30 +17,19 @@ from typing import Any
 
 import z3
 
+from .unmodelled import Unmodelled
+from .z3util import named_constants
+
 __all__ = ["Compiled", "compile_formula", "eliminate"]
 
 Compiled = Callable[[dict[str, Any]], Any]
-
-
-def _uninterpreted(expr: z3.ExprRef, out: dict[str, z3.ExprRef], seen: set[int]) -> None:
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out[node.decl().name()] = node
-        else:
-            stack.extend(node.children())
 
 
 def eliminate(formula: z3.BoolRef, keep: set[str], timeout_ms: int = 2_000
               ) -> z3.BoolRef | None:
     """``∃ (constants not in keep). formula`` without quantifiers, or None (not
     linear arithmetic, or the tactic failed)."""
-    found: dict[str, z3.ExprRef] = {}
-    _uninterpreted(formula, found, set())
+    found = named_constants(formula)
     for const in found.values():
         if not (z3.is_int(const) or z3.is_real(const) or z3.is_bool(const)):
             return None
@@ -115,7 +104,7 @@ def _product(xs: list[Any]) -> Any:
     return result
 
 
-class _Unsupported(Exception):
+class _Unsupported(Unmodelled):
     pass
 
 

@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_constants as sre_c  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
+from .unmodelled import Unmodelled
 from .values import MAX_CHAR, Opaque, str_val
 
 __all__ = ["MAX_CHAR", "RegexTranslation", "translate_pattern"]
@@ -51,7 +52,7 @@ class RegexTranslation:
     reason: str = ""
 
 
-class _Unsupported(Exception):
+class _Unsupported(Unmodelled):
     pass
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import z3
 
 from .values import Z3_LOCK
+from .z3util import constant_names, group_by_constants, named_constants
 
 __all__ = ["Assertion", "QueryCache", "QueryResult", "SolverOptions", "solve"]
 
@@ -93,7 +94,7 @@ class MergedModel:
     def eval(self, expr: z3.ExprRef, model_completion: bool = True) -> z3.ExprRef:
         if z3.is_const(expr) and expr.decl().kind() == z3.Z3_OP_UNINTERPRETED:
             return self._value(expr)
-        pairs = [(const, self._value(const)) for const in _constants(expr).values()]
+        pairs = [(const, self._value(const)) for const in named_constants(expr).values()]
         return z3.simplify(z3.substitute(expr, *pairs) if pairs else expr)
 
 
@@ -107,21 +108,6 @@ def _default(const: z3.ExprRef) -> z3.ExprRef:
     if z3.is_string(const):
         return z3.StringVal("")
     raise z3.Z3Exception(f"no default value for {const.sort()}")
-
-
-def _constants(expr: z3.ExprRef) -> dict[str, z3.ExprRef]:
-    out: dict[str, z3.ExprRef] = {}
-    stack, seen = [expr], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out[node.decl().name()] = node
-        else:
-            stack.extend(node.children())
-    return out
 
 
 @dataclass
@@ -140,39 +126,11 @@ def components(assertions: Sequence[Assertion], cache: QueryCache | None = None
     """Group assertions that share constants. Independent groups are solved apart:
     z3's string solver in particular degrades when unrelated string constraints
     share one query."""
-    from .concrete import constants
-
     memo: dict[int, frozenset[str]] = cache.constants if cache is not None else {}
     if cache is not None:
         cache.roots.extend(a.expr for a in assertions)
-    names = [constants(a.expr, memo) for a in assertions]
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for group in names:
-        first = None
-        for name in sorted(group):
-            root = find(name)
-            if first is None:
-                first = root
-            elif root != first:
-                parent[root] = first
-    buckets: dict[str, list[Assertion]] = {}
-    ground: list[Assertion] = []
-    for assertion, group in zip(assertions, names, strict=True):
-        if group:
-            buckets.setdefault(find(min(group)), []).append(assertion)
-        else:
-            ground.append(assertion)
-    out = list(buckets.values())
-    if ground:
-        out.append(ground)
-    return out
+    groups = group_by_constants(assertions, lambda a: constant_names(a.expr, memo))
+    return [items for items, _names in groups]
 
 
 def solve(assertions: Sequence[Assertion], options: SolverOptions,
@@ -187,18 +145,16 @@ def solve(assertions: Sequence[Assertion], options: SolverOptions,
         groups = components(kept, cache)
         if len(groups) <= 1 and cache is None:
             return _solve_one(kept, options, nice)
-        from .concrete import constants
-
         memo: dict[int, frozenset[str]] = cache.constants if cache is not None else {}
         if cache is not None:
             cache.roots.extend(nice)
-        nice_names = [(n, constants(n, memo)) for n in nice]
+        nice_names = [(n, constant_names(n, memo)) for n in nice]
         models = []
         unknown: QueryResult | None = None
         for group in groups:
             names: set[str] = set()
             for a in group:
-                names |= constants(a.expr, memo)
+                names |= constant_names(a.expr, memo)
             local_nice = [n for n, used in nice_names if used and used <= names]
             # AST ids are unique while the ASTs live: the cache keeps the group alive.
             key = tuple(sorted((a.label or "", a.kind, a.expr.get_id()) for a in group)) + \

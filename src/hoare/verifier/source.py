@@ -15,13 +15,11 @@ import linecache
 import types
 from collections.abc import Callable
 
+from .unmodelled import SourceNotFound
+
 __all__ = ["SourceNotFound", "function_node"]
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-
-
-class SourceNotFound(Exception):
-    """The predicate's source cannot be located unambiguously."""
 
 
 @functools.lru_cache(maxsize=256)

@@ -28,6 +28,8 @@ from typing import Any
 
 import z3
 
+from .unmodelled import Opaque, Unrepresentable
+
 __all__ = [
     "EXACT_INTS",
     "FIN",
@@ -97,14 +99,6 @@ def naming(prefix: str) -> Iterator[None]:
         yield
     finally:
         _scope.reset(token)
-
-
-class Opaque(Exception):
-    """A construct the verifier does not model faithfully.
-
-    Raised while translating; the predicate (or the value) becomes *opaque*: no
-    check that depends on it may pass.
-    """
 
 
 class Sym:
@@ -314,10 +308,6 @@ def bool_val(value: bool) -> z3.BoolRef:
 
 
 MAX_CHAR = 0x2FFFF  # the last character of z3's (default, unicode) string alphabet
-
-
-class Unrepresentable(Opaque):
-    """A string with a character z3 strings cannot hold (above U+2FFFF)."""
 
 
 def str_val(value: str) -> z3.SeqRef:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..description import PredicateSource
 from ..models import TypeSpec, format_validation_error
+from .unmodelled import WitnessError
 from .values import (
     FIN,
     NAN,
@@ -45,10 +46,6 @@ from .values import (
 
 __all__ = ["PredicateRun", "WitnessError", "call_predicate", "concretize", "json_safe",
            "validate"]
-
-
-class WitnessError(Exception):
-    """A model cannot be turned into a concrete value."""
 
 
 def _eval(model: z3.ModelRef, expr: z3.ExprRef) -> z3.ExprRef:
