@@ -74,6 +74,39 @@ def test_forward_that_raises_counts_as_a_failure() -> None:
     assert stats["first_attempt_successes"] == 2
 
 
+def test_async_calls_count_like_sync_calls() -> None:
+    import asyncio
+
+    @contract(remedy_retry_params=FAST)
+    class FlakyAsync(Contract):
+        prompt = "p"
+
+        def forward(self, item: Item) -> Out:
+            if item.n:
+                raise RuntimeError("forward broke")
+            return self.contract_result  # type: ignore[no-any-return]
+
+    component = FlakyAsync(engine=always(OK))
+    assert asyncio.run(component.acall(Item(name="x", n=0))) == Out(value=5)
+    with pytest.raises(RuntimeError):
+        asyncio.run(component.acall(Item(name="x", n=1)))
+    stats = FlakyAsync.contract_stats()
+    assert (stats["calls"], stats["successes"]) == (2, 1)
+
+
+def test_async_act_is_a_definition_error() -> None:
+    with pytest.raises(ContractDefinitionError, match="async"):
+        @contract
+        class AsyncAct(Contract):
+            prompt = "p"
+
+            async def act(self, item: Item) -> Item:
+                return item
+
+            def forward(self, item: Item) -> Out:
+                return Out(value=0)
+
+
 def test_result_type_error_counts_as_a_failure() -> None:
     @contract(remedy_retry_params=FAST)
     class WrongType(Contract):
@@ -433,6 +466,29 @@ def test_system_prompt_cache_is_bounded() -> None:
         Dynamic(f"task number {index}", engine=engine)(Item(name="x"))
     runtime = Dynamic.__hoare_runtime__
     assert 0 < len(runtime.systems) <= runtime.systems.maxsize
+
+
+def test_finished_calls_do_not_keep_their_instances_alive() -> None:
+    import gc
+    import weakref
+
+    @contract
+    class Short(Contract):
+        prompt = "p"
+
+        def forward(self, item: Item) -> Out:
+            return self.contract_result  # type: ignore[no-any-return]
+
+    engine = always(OK)
+    refs = []
+    for index in range(50):
+        component = Short(engine=engine)
+        assert component(Item(name="x", n=index)) == Out(value=5)
+        assert component.contract_result == Out(value=5)  # still readable after the call
+        refs.append(weakref.ref(component))
+    del component
+    gc.collect()
+    assert sum(ref() is not None for ref in refs) == 0
 
 
 # -- what the model is told: author messages only, secrets never ---------------------------

@@ -435,7 +435,7 @@ class Contract:
     def _hoare_options(self) -> Options:
         return self.__dict__.get("_hoare_options_value") or self.__hoare_runtime__.options
 
-    def _hoare_state(self) -> contextvars.ContextVar[_Call | None]:
+    def _hoare_state(self) -> contextvars.ContextVar[_Call | _Done | None]:
         state = self.__dict__.get("_hoare_state_var")
         if state is None:
             state = self.__dict__.setdefault(
@@ -554,7 +554,7 @@ def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
     call = _Call(instance, runtime, rest)
     state = instance._hoare_state()
     previous = state.get()
-    if previous is not None and previous.running:  # a re-entrant call (from a predicate)
+    if isinstance(previous, _Call) and previous.running:  # a call nested in one of ours
         call.previous = previous
     state.set(call)
     return call, run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
@@ -608,8 +608,23 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         if call.runtime.description.verbose:
             _log_outcome(call.runtime, recorded)
     previous = call.previous
+    state = call.instance._hoare_state()
     if previous is not None and previous.running:
-        call.instance._hoare_state().set(previous)
+        state.set(previous)
+    elif state.get() is call:  # keep what the contract_* properties read, not the instance
+        state.set(_Done(call.outcome, call.spend))
+
+
+class _Done:
+    """A finished call as its instance's latest: its outcome and budget meter only, so
+    the thread's or task's context does not keep the instance, engine or kwargs alive."""
+
+    __slots__ = ("outcome", "spend")
+    running = False
+
+    def __init__(self, outcome: Outcome | None, spend: Spend | None) -> None:
+        self.outcome = outcome
+        self.spend = spend
 
 
 def _redact_secrets(call: _Call, raised: BaseException | None) -> None:

@@ -128,6 +128,10 @@ def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
     act_input = act_output = None
     if act is not None:
         act_where = f"{cls.__qualname__}.act"
+        if is_asynchronous(act):
+            raise ContractDefinitionError(
+                f"{act_where} is async: act runs synchronously between the pre-conditions "
+                f"and generation. Make it a plain def act(self, input: In) -> Out")
         act_hints = _hints(act, act_where)
         act_first = _first_parameter(act, act_where)
         act_input = _annotated_spec(act_hints, act_first.name, act_where,
