@@ -508,7 +508,9 @@ class _Clock:
 
     def tick(self) -> bool:
         self.left -= 1
-        return self.left >= 0 and (self.left % 16 or time.perf_counter() < self.deadline)
+        if self.left < 0:
+            return False
+        return self.left % 16 != 0 or time.perf_counter() < self.deadline  # a clock read in 16
 
 
 def _validate(spec: TypeSpec, value: Any, from_json: bool) -> tuple[bool, Any]:
