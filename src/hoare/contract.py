@@ -352,7 +352,7 @@ def _prompt_of(instance: object) -> str:
     if not isinstance(prompt, str):
         raise ContractDefinitionError(
             f"{type(instance).__qualname__}.prompt must be a string (a property or a class "
-            f"attribute describing the task), got {prompt!r}")
+            f"attribute describing the task), got {safe_repr(prompt)[:200]}")
     return prompt
 
 
@@ -361,7 +361,7 @@ def _check_prompt(cls: type) -> None:
     descriptor), or one its ``__init__`` sets (then checked at the first call)."""
     static = inspect.getattr_static(cls, "prompt", None)
     if static is None:
-        if cls.__init__ is Contract.__init__:
+        if inspect.getattr_static(cls, "__init__") is Contract.__dict__["__init__"]:
             raise ContractDefinitionError(
                 f"{cls.__qualname__} has no prompt: add `prompt = \"<the task>\"` (or a "
                 f"prompt property, or set self.prompt in __init__)")
@@ -420,11 +420,12 @@ class Contract:
             raise TypeError(f"{type(self).__qualname__}: unknown option(s) "
                             f"{sorted(options)}; valid options are {valid}") from None
         if engine is not None and not isinstance(engine, Engine):
-            raise TypeError(f"engine must have complete() and acomplete(), got {engine!r}")
+            raise TypeError(f"engine must have complete() and acomplete(), got "
+                            f"{safe_repr(engine)[:200]}")
         self.__dict__["_hoare_engine_value"] = engine
         if budget is not None and not isinstance(budget, (Budget, Spend)):
             raise TypeError(f"budget must be a hoare.engines.Budget (a cap per call) or a "
-                            f"Spend meter (shared), got {budget!r}")
+                            f"Spend meter (shared), got {safe_repr(budget)[:200]}")
         self.__dict__["_hoare_budget_value"] = budget
 
     # -- configuration -----------------------------------------------------------------

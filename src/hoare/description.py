@@ -24,7 +24,7 @@ from .conditions import (
     required_parameters,
     source_expression,
 )
-from .errors import ContractDefinitionError
+from .errors import ContractDefinitionError, safe_text
 from .kernel import ContractConfig, Policy
 from .models import TypeSpec, type_spec
 
@@ -84,7 +84,8 @@ def _hints(fn: Callable[..., object], where: str) -> dict[str, Any]:
         return typing.get_type_hints(fn, include_extras=True)
     except Exception as error:
         raise ContractDefinitionError(
-            f"cannot resolve the annotations of {where}: {error}. Make every annotated name "
+            f"cannot resolve the annotations of {where}: {safe_text(error, 500)}. Make every "
+            f"annotated name "
             f"importable from the module that defines it.") from error
 
 
@@ -106,7 +107,7 @@ def _annotated_spec(hints: dict[str, Any], key: str, where: str, what: str) -> T
     try:
         return type_spec(hints[key])
     except TypeError as error:
-        raise ContractDefinitionError(f"{where}: {what} {error}") from error
+        raise ContractDefinitionError(f"{where}: {what} {safe_text(error, 500)}") from error
 
 
 def describe(cls: type, config: ContractConfig, *, preflight: bool = True,

@@ -26,6 +26,8 @@ from pydantic import (
     create_model,
 )
 
+from .kernel import exception_text
+
 __all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "redact",
            "safe_repr", "secret_values", "type_spec"]
 
@@ -117,7 +119,7 @@ class TypeSpec:
                 return self.model.model_validate({"value": value}).model_dump(mode="json")["value"]
             except ValidationError:
                 pass
-        return value if _is_jsonable(value) else repr(value)
+        return value if _is_jsonable(value) else safe_repr(value)
 
     def dump_json(self, value: object) -> str:
         """``dump`` as JSON text."""
@@ -159,7 +161,8 @@ def _build(annotation: Any) -> TypeSpec:
     try:
         TypeAdapter(annotation)
     except Exception as error:
-        raise TypeError(f"{annotation!r} is not a type hoare can validate: {error}") from error
+        raise TypeError(f"{safe_repr(annotation)} is not a type hoare can validate: "
+                        f"{exception_text(error)}") from error
     name = "".join(ch for ch in repr(annotation).replace("typing.", "").title() if ch.isalnum())
     model = create_model(
         f"{name or 'Native'}Value",
