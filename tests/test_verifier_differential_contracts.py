@@ -264,11 +264,29 @@ def _agrees(check: CheckResult, holds: bool, name: str) -> None:
         assert not holds, f"{name}: {check.status}, but brute force says yes: {check.message}"
 
 
+def _refutation_is_right(check: CheckResult, truth: Truth,
+                         by_id: dict[str, PredicateSource]) -> None:
+    """A negative verdict the falsifier refuted (now ``unknown``) was really false:
+    the falsifier never hides a true ``fail``/``warn``."""
+    STATS["refuted by the falsifier"] += 1
+    if check.kind == "pre_satisfiable":
+        assert truth.runnable(), check
+    elif check.kind == "post_satisfiable":
+        assert any(truth.outputs_for(x) for x in truth.runnable()), check
+    elif check.kind == "predicate_vacuous":
+        assert check.predicate is not None
+        can_pass, can_fail = _expected_vacuity(truth, by_id[check.predicate])
+        assert can_pass if "can never pass" in check.message else can_fail, check
+
+
 def check_report(module: Any, truth: Truth) -> None:
     report = verify(module.Generated)
     (contract_report,) = report.contracts
     by_id = {p.id: p for p in (*truth.pre, *truth.post)}
     for check in contract_report.checks:
+        if check.status == "unknown" and any("translation was refuted" in note
+                                             for note in check.notes):
+            _refutation_is_right(check, truth, by_id)
         if check.kind == "pre_satisfiable":
             _agrees(check, bool(truth.runnable()), check.kind)
         elif check.kind == "post_satisfiable":
