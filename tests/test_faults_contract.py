@@ -405,7 +405,7 @@ def test_wrong_input_type_reaches_forward_with_a_message_naming_the_fix() -> Non
     assert component(42) == Out(value=-1)  # type: ignore[arg-type]
     outcome = component.contract_outcome
     assert outcome is not None
-    assert "pass an Item" in outcome.violations[0].message
+    assert "Pass the contract input as type Item" in outcome.violations[0].message
 
 
 # -- bounded corrective prompts ------------------------------------------------------------

@@ -92,8 +92,8 @@ class _Runtime:
             return spec.validate(raw)
         except ValidationError as error:
             raise InvalidValue(f"the input is not a valid {spec.name}: "
-                               f"{format_validation_error(error)}; pass an {spec.name} "
-                               f"(or a value pydantic validates as one)") from None
+                               f"{format_validation_error(error)}. Pass the contract input as "
+                               f"type {spec.name} (or a value pydantic validates as it)") from None
 
     def check_output(self, raw: object, used: object) -> object:
         if not isinstance(raw, Response):
