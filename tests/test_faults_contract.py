@@ -491,6 +491,30 @@ def test_finished_calls_do_not_keep_their_instances_alive() -> None:
     assert sum(ref() is not None for ref in refs) == 0
 
 
+def test_cache_size_and_feedback_chars_are_configurable() -> None:
+    from hoare import configure
+    from hoare.configuration import DEFAULT_CACHE_SIZE
+
+    with pytest.raises(ValueError, match="cache_size"):
+        configure(cache_size=0)
+    configure(cache_size=3)
+    try:
+        @contract(feedback_chars=50, remedy_retry_params={**FAST, "tries": 2})
+        class Small(Contract):
+            prompt = "p"
+
+            def forward(self, item: Item) -> Out:
+                return Out(value=0)
+    finally:
+        configure(cache_size=DEFAULT_CACHE_SIZE)
+    assert Small.__hoare_runtime__.systems.maxsize == 3
+    log: list[Request] = []
+    Small(engine=always("y" * 500, log))(Item(name="x"))
+    assert "[truncated: 50 of 500 characters shown]" in _user_text(log[1])
+    with pytest.raises(ValueError, match="feedback_chars"):
+        contract(feedback_chars=0)
+
+
 # -- what the model is told: author messages only, secrets never ---------------------------
 
 class Secretive(Exception):
