@@ -550,6 +550,9 @@ def test_a_predicate_that_can_pass_on_doubles_is_not_failed() -> None:
 
 def test_a_real_contradiction_is_still_refuted() -> None:
     assert _vacuity(Pre(lambda r: r.x * 2 < 1.0, "twice x below one")) == ["fail"]
+    # rounding is monotonic and leaves doubles alone: x >= 1 gives x * 100 >= 100.0
+    assert _vacuity(Pre(lambda r: r.x * 100 < 100, "a hundred x below 100")) == ["fail"]
+    assert _vacuity(Pre(lambda r: r.x / 4 < 0.25, "a quarter of x below 0.25")) == ["fail"]
     assert _vacuity(Pre(lambda r: r.x >= 1.0, "x at least one")) == ["warn"]
 
 

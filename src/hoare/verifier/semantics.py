@@ -136,6 +136,22 @@ def _fraction(e: z3.ArithRef) -> Fraction | None:
     return None
 
 
+def _power_of_two(value: SFloat) -> int | None:
+    """``k`` when ``value`` is the constant ``±2**k`` (scaling by it is exact but for
+    overflow and subnormal results)."""
+    if not (z3.is_int_value(value.tag) and value.tag.as_long() == FIN):
+        return None
+    q = _fraction(value.r)
+    if q is None or q == 0:
+        return None
+    n, d = abs(q.numerator), q.denominator
+    if d == 1 and n & (n - 1) == 0:
+        return n.bit_length() - 1
+    if n == 1 and d & (d - 1) == 0:
+        return -(d.bit_length() - 1)
+    return None
+
+
 def _is_zero(e: z3.ArithRef) -> bool:
     return _fraction(e) == 0
 
@@ -703,14 +719,17 @@ class Semantics:
 
     # -- IEEE-754 doubles ----------------------------------------------------------------
     def rounded(self, exact: z3.ArithRef, overflow: str | None = None,
-                integral: bool = False, ulps: int = 1) -> SFloat:
+                integral: bool = False, ulps: int = 1, scaled: int | None = None) -> SFloat:
         """The double nearest to the real ``exact`` (round-to-nearest-even), as a sound
         over-approximation: a fresh value within ``ulps * 2**-53 * |exact| +
-        ulps * 2**-1075`` of ``exact``, of the same sign (or zero), and ``exact``
-        itself when ``exact`` is evidently a double (an integer of at most 2**53, a
-        multiple of 2**-32 of at most 2**21). ``|exact| >= OVERFLOW`` gives
-        ``±inf``, or raises ``overflow`` when given (int to float conversion, int /
-        int). ``integral``: ``exact`` is known to be an integer."""
+        ulps * 2**-1075`` of ``exact``, of the same sign (or zero), and never past a
+        double that is evidently one (rounding is monotonic and leaves doubles alone):
+        between the integers around ``exact`` when ``|exact| <= 2**53``, between the
+        multiples of 2**-32 around it when ``|exact| <= 2**21``. ``|exact| >=
+        OVERFLOW`` gives ``±inf``, or raises ``overflow`` when given (int to float
+        conversion, int / int). ``integral``: ``exact`` is known to be an integer.
+        ``scaled``: ``exact`` is a double times ``2**scaled``, which is exact when
+        ``scaled >= 0`` (up to overflow) and loses subnormal bits only otherwise."""
         self.uses_float = True
         q = _fraction(exact)
         if q is not None:
@@ -724,24 +743,33 @@ class Semantics:
         fits = magnitude < real_val(OVERFLOW)
         if overflow is not None:
             self.error(_not(fits), overflow)
-        memo: dict[tuple[int, int, bool], tuple[z3.ArithRef, z3.ArithRef]] = \
+        memo: dict[tuple[int, int, bool, int | None], tuple[z3.ArithRef, z3.ArithRef]] = \
             self.__dict__.setdefault(
             "_rounding_memo", {})
-        key = (exact.get_id(), ulps, integral)
-        if key in memo:  # the same expression rounds to the same double
+        key = (exact.get_id(), ulps, integral, scaled)
+        if scaled is not None and scaled >= 0:
+            value = exact
+        elif key in memo:  # the same expression rounds to the same double
             value = memo[key][1]
         else:
             value = z3.Real(fresh_name("rounded"))
             memo[key] = (exact, value)  # keeps `exact` alive: its id is not reused
-            slack = real_val(UNIT_ROUNDOFF * ulps) * magnitude + real_val(HALF_SUBNORMAL * ulps)
+            slack = real_val(HALF_SUBNORMAL) if scaled is not None else \
+                real_val(UNIT_ROUNDOFF * ulps) * magnitude + real_val(HALF_SUBNORMAL * ulps)
             bounds = [value - exact <= slack, exact - value <= slack,
                       z3.Implies(exact >= 0, value >= 0), z3.Implies(exact <= 0, value <= 0),
                       value <= real_val(FLOAT_MAX), value >= -real_val(FLOAT_MAX)]
-            if ulps == 1:  # correctly rounded: a double is its own rounding
-                exact_cases = [magnitude <= EXACT_INTS] if integral else [
-                    z3.And(z3.IsInt(exact), magnitude <= EXACT_INTS),
-                    z3.And(z3.IsInt(exact * 2**32), magnitude <= 2**21)]
-                bounds.append(z3.Implies(z3.Or(*exact_cases), value == exact))
+            if integral:
+                bounds.append(z3.Implies(magnitude <= EXACT_INTS, value == exact))
+            else:
+                # correctly (or faithfully, for pow) rounded: never past a neighbouring
+                # double, and these grids are made of doubles
+                for step, reach in ((1, EXACT_INTS), (Fraction(1, 2**32), 2**21)):
+                    scale = real_val(1 / Fraction(step))
+                    below = z3.ToReal(z3.ToInt(exact * scale)) / scale
+                    above = -z3.ToReal(z3.ToInt(-exact * scale)) / scale
+                    bounds.append(z3.Implies(magnitude <= reach,
+                                             z3.And(value >= below, value <= above)))
             self.define(z3.Implies(fits, z3.And(*bounds)))
         if overflow is not None:
             return SFloat(int_val(FIN), value)
@@ -811,7 +839,8 @@ class Semantics:
             nan = _or(nan_x, nan_y, _and(inf_x, zero_y), _and(inf_y, zero_x))
             pos_x = _if(fin_x, x.r > 0, pinf_x)
             pos_y = _if(fin_y, y.r > 0, pinf_y)
-            product = self.rounded(x.r * y.r) if not z3.is_false(both) else \
+            power = _power_of_two(y) if _power_of_two(y) is not None else _power_of_two(x)
+            product = self.rounded(x.r * y.r, scaled=power) if not z3.is_false(both) else \
                 SFloat(int_val(FIN), real_val(0))
             tag = _if(nan, int_val(NAN), _if(_or(inf_x, inf_y),
                                              _if(pos_x == pos_y, int_val(PINF), int_val(NINF)),
@@ -823,8 +852,9 @@ class Semantics:
             pos_x = _if(fin_x, x.r > 0, pinf_x)
             pos_y = _if(fin_y, y.r > 0, pinf_y)
             safe = _if(y.r == 0, real_val(1), y.r)
-            quotient = self.rounded(x.r / safe) if not z3.is_false(both) else \
-                SFloat(int_val(FIN), real_val(0))
+            power = _power_of_two(y)
+            quotient = self.rounded(x.r / safe, scaled=None if power is None else -power) \
+                if not z3.is_false(both) else SFloat(int_val(FIN), real_val(0))
             tag = _if(nan, int_val(NAN), _if(inf_x, _if(pos_x == pos_y, int_val(PINF),
                                                         int_val(NINF)),
                                              _if(inf_y, int_val(FIN), quotient.tag)))
