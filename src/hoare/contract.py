@@ -553,12 +553,13 @@ def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
     raw, rest = _bind(runtime.description, args, kwargs)
     _prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = _Call(instance, runtime, rest)
+    run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
     state = instance._hoare_state()
     previous = state.get()
     if isinstance(previous, _Call) and previous.running:  # a call nested in one of ours
         call.previous = previous
-    state.set(call)
-    return call, run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
+    state.set(call)  # last: nothing below can fail, so _finish always follows
+    return call, run
 
 
 def _hooks_for(call: _Call, bound: _Bound) -> Hooks:
