@@ -9,13 +9,12 @@ corrective prompt never says nothing.
 
 from __future__ import annotations
 
-import ast
 import inspect
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .kernel import Policy
+from .source import raise_literals, source_expression  # re-exported for description.py
 
 __all__ = ["Condition", "Post", "Pre", "is_asynchronous", "positional_arity", "raise_literals",
            "required_parameters", "source_expression"]
@@ -104,71 +103,3 @@ def is_asynchronous(fn: object) -> bool:
         return False
     call = inspect.getattr_static(type(fn), "__call__", None)
     return inspect.iscoroutinefunction(call)
-
-
-def raise_literals(fn: Callable[..., object]) -> frozenset[str]:
-    """The literal texts of ``raise X("...")`` statements in ``fn``'s source: messages
-    the author wrote, which ``feedback="messages"`` may show the model."""
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
-        return frozenset()
-    texts = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            first = node.exc.args[0]
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                texts.add(first.value)
-    return frozenset(texts)
-
-
-def source_expression(fn: Callable[..., object]) -> str | None:
-    """The boolean expression a condition computes, as written, when it has one:
-    a lambda's body, or the operand of a function whose body is one ``return``."""
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
-        return None
-    node = _find_function(source, getattr(fn, "__name__", ""),
-                          getattr(getattr(fn, "__code__", None), "co_firstlineno", 0),
-                          _first_line(fn))
-    if isinstance(node, ast.Lambda):
-        return ast.unparse(node.body)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        body = [s for s in node.body if not (isinstance(s, ast.Expr)
-                                            and isinstance(s.value, ast.Constant))]
-        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-            return ast.unparse(body[0].value)
-    return None
-
-
-def _first_line(fn: Callable[..., object]) -> int:
-    try:
-        return inspect.getsourcelines(fn)[1]
-    except (OSError, TypeError):
-        return 0
-
-
-def _find_function(source: str, name: str, code_line: int, first_line: int) -> ast.AST | None:
-    """The lambda or def that ``source`` (from ``inspect.getsource``) defines."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        # getsource returns whole lines: a lambda inside a larger expression may not parse
-        # alone; try wrapping it as an expression.
-        try:
-            tree = ast.parse("(" + source.strip().rstrip(",") + ")")
-        except SyntaxError:
-            return None
-    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
-    if name == "<lambda>":
-        if len(lambdas) == 1:
-            return lambdas[0]
-        offset = code_line - first_line + 1 if code_line and first_line else None
-        on_line = [n for n in lambdas if offset is None or n.lineno == offset]
-        return on_line[0] if len(on_line) == 1 else None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return node
-    return None

@@ -1,24 +1,14 @@
-"""Every reason the verifier answers ``unknown``, as one exception tree.
+"""Every reason the verifier answers ``unknown``: the tree rooted at ``Unmodelled``,
+defined in ``hoare.unmodelled`` (standard library only) and re-exported here."""
 
-The verifier's verdicts must hold for real Python and pydantic; whatever it does
-not model exactly stops the reasoning that needs it and becomes ``unknown``
-(pre-flight then lets the call proceed). These exceptions carry that reason,
-with a message naming the construct and where it was met; none of them escapes
-the verifier::
-
-    Unmodelled                  root: catch it to turn any of these into unknown
-    ├── Opaque                  a construct of predicate code or a type not modelled
-    │   └── Unrepresentable     a string with a character z3 strings cannot hold
-    ├── SourceNotFound          a predicate's source cannot be located
-    ├── BindError               a concrete value does not fit its symbolic value
-    └── WitnessError            a z3 model cannot be turned into a concrete value
-
-Private causes (a regex feature ``regex.py`` does not translate, a formula
-``qe.py`` cannot compile, a value the pre-flight cannot key) subclass
-``Unmodelled`` in their modules.
-"""
-
-from __future__ import annotations
+from ..unmodelled import (
+    BindError,
+    Opaque,
+    SourceNotFound,
+    Unmodelled,
+    Unrepresentable,
+    WitnessError,
+)
 
 __all__ = [
     "BindError",
@@ -28,32 +18,3 @@ __all__ = [
     "Unrepresentable",
     "WitnessError",
 ]
-
-
-class Unmodelled(Exception):
-    """Something the verifier does not model exactly: the verdict that needed it is
-    ``unknown``. The message says what and where."""
-
-
-class Opaque(Unmodelled):
-    """A construct the verifier does not model faithfully.
-
-    Raised while translating; the predicate (or the value) becomes *opaque*: no
-    check that depends on it may pass.
-    """
-
-
-class Unrepresentable(Opaque):
-    """A string with a character z3 strings cannot hold (above U+2FFFF)."""
-
-
-class SourceNotFound(Unmodelled):
-    """The predicate's source cannot be located unambiguously."""
-
-
-class BindError(Unmodelled):
-    """The value does not have the shape of the symbolic value."""
-
-
-class WitnessError(Unmodelled):
-    """A model cannot be turned into a concrete value."""
