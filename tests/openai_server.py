@@ -292,3 +292,176 @@ def openai_server() -> Iterator[OpenAIServer]:
 
 
 ScriptItem = str | list[str] | dict[str, Any] | Reply | Callable[[dict[str, Any]], Any]
+
+
+# -- a raw-socket server for transport faults ---------------------------------------------
+
+@dataclass(frozen=True)
+class Fault:
+    """One scripted connection of a ``FaultServer``.
+
+    ``kind``: ``"reply"`` (status, headers, body), ``"reset"`` (read the request, then
+    abort the connection with a TCP RST), ``"cut"`` (announce ``body`` but send only half
+    of it, then close), ``"trickle"`` (send the headers, then ``body`` one byte every
+    ``interval`` seconds), ``"silence"`` (read the request and never answer).
+    """
+
+    kind: str
+    status: int = 200
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    interval: float = 0.5
+
+
+def ok(text: str = "ok", **kwargs: Any) -> Fault:
+    """A 200 completion with ``text``."""
+    return Fault("reply", 200, json.dumps(completion(text, **kwargs).body).encode())
+
+
+def status(code: int, message: str, *, retry_after: str | None = None) -> Fault:
+    """An OpenAI-style error with ``code`` (and a raw ``Retry-After`` header)."""
+    body = json.dumps({"error": {"message": message, "type": "error"}}).encode()
+    return Fault("reply", code, body, {"retry-after": retry_after} if retry_after else {})
+
+
+def trickle(text: str = "ok", *, interval: float = 0.5, padding: int = 0) -> Fault:
+    """A 200 completion whose body (padded with spaces) arrives one byte per ``interval``."""
+    body = json.dumps(completion(text).body).encode() + b" " * padding
+    return Fault("trickle", 200, body, interval=interval)
+
+
+class FaultServer:
+    """A threaded HTTP/1.1 server on 127.0.0.1 written on raw sockets, so it can misbehave
+    in ways ``http.server`` cannot: reset, cut a body short, trickle it, stay silent.
+
+    Each connection serves one request (``Connection: close``) with the next ``Fault`` of
+    the script (then ``default``; without one, HTTP 500 "script exhausted"). ``requests``
+    holds the raw request heads and bodies received, in order."""
+
+    def __init__(self, script: Iterable[Fault] = (), *, default: Fault | None = None) -> None:
+        self._script = list(script)
+        self._default = default
+        self._lock = threading.Lock()
+        self.requests: list[tuple[str, bytes]] = []
+        self._stop = threading.Event()
+        self._sockets: list[Any] = []
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [json.loads(body or b"{}") for _, body in self.requests]
+
+    def push(self, *faults: Fault) -> None:
+        with self._lock:
+            self._script.extend(faults)
+
+    def _next(self) -> Fault:
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+        return self._default or status(500, "script exhausted")
+
+    def start(self) -> FaultServer:
+        import socket
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        listener.settimeout(0.1)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        thread = threading.Thread(target=self._accept, daemon=True, name="FaultServer")
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                continue
+            with self._lock:
+                self._sockets.append(connection)
+            worker = threading.Thread(target=self._serve, args=(connection,), daemon=True)
+            worker.start()
+
+    def _read_request(self, connection: Any) -> bool:
+        connection.settimeout(5.0)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return False
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        while len(body) < length:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return False
+            body += chunk
+        with self._lock:
+            self.requests.append((head.decode("latin-1"), body))
+        return True
+
+    def _serve(self, connection: Any) -> None:
+        import socket
+        import struct
+
+        try:
+            if not self._read_request(connection):
+                return
+            fault = self._next()
+            if fault.kind == "reset":
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                      struct.pack("ii", 1, 0))
+                return
+            if fault.kind == "silence":
+                self._stop.wait()
+                return
+            headers = {"content-type": "application/json", "connection": "close",
+                       "content-length": str(len(fault.body)), **fault.headers}
+            head = f"HTTP/1.1 {fault.status} X\r\n" + "".join(
+                f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+            connection.sendall(head.encode("latin-1"))
+            if fault.kind == "cut":
+                connection.sendall(fault.body[: len(fault.body) // 2])
+            elif fault.kind == "trickle":
+                for i in range(len(fault.body)):
+                    if self._stop.wait(fault.interval):
+                        return
+                    connection.sendall(fault.body[i:i + 1])
+            else:
+                connection.sendall(fault.body)
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._listener.close()
+        with self._lock:
+            sockets = list(self._sockets)
+        for connection in sockets:
+            try:
+                connection.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> FaultServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

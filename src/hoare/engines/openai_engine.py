@@ -11,28 +11,60 @@ Many local servers do not support that, so in ``structured="auto"`` mode a
 rejection (HTTP 400/404/422 naming ``response_format``/``json_schema``) steps
 down to ``json_object`` and then to plain text (the contract's prompt already
 asks for JSON and shows the schema), and the engine remembers the step for
-the rest of its life so each later call costs one request, not three.
+the rest of its life so each later call costs one request, not three. A
+server that answers an unsupported ``response_format`` with a 5xx naming it (as
+llama.cpp's does with HTTP 500) is stepping down too, not retrying.
+
+Time. ``timeout`` (``Options.timeout``, default ``DEFAULT_TIMEOUT`` = 60 s) is a
+deadline for each whole send, not a per-read timeout: the engine's HTTP clients
+enforce it with ``DeadlineTransport`` (a trickling body cannot stretch it), and
+asynchronous sends are also cancelled by ``asyncio.timeout`` shortly after it.
+Transport retries are bounded by ``TransportRetry`` (``max_retries``,
+``max_elapsed``). Prebuilt ``client``/``async_client`` keep their own transport,
+so for them a synchronous send is only bounded per read.
+
+Resources. The synchronous client is built once; an async client is built per
+event loop (an HTTP pool belongs to its loop), kept in a small LRU map
+(``max_async_clients``) and closed when its loop shuts down (``asyncio.run``
+finalises it) or when evicted. ``close()``/``aclose()`` and ``with``/``async
+with`` release them.
+
+Secrets. Credentials in ``base_url`` are taken out of the URL and sent as HTTP
+basic auth; the password and the API key are masked (``***``) in the engine's
+repr, its log lines and every error it raises.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
 import re
 import threading
 import weakref
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
+import httpx2 as httpx
 import openai
 
 from ..errors import FatalEngineError, RetryableEngineError
 from .base import Options, Request, Response, Usage
+from .deadline import AsyncDeadlineTransport, DeadlineTransport
+from .redaction import Redactor, split_credentials
 from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
 
 log = logging.getLogger("hoare.engines.openai")
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds allowed for one whole send when no ``Options.timeout`` is set (the ``openai``
+client's own default, 600 s, hides a dead server for ten minutes)."""
+
+_ASYNC_GRACE = 1.0  # seconds past the deadline before an async send is cancelled outright
+_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
 Structured = Literal["auto", "json_schema", "json_object", "text"]
 Format = Literal["json_schema", "json_object", "text"]
@@ -121,7 +153,11 @@ def _server_message(error: openai.APIStatusError) -> str:
 def classify_openai_error(error: BaseException) -> Failure | None:
     """The ``TransportRetry`` classification of the ``openai`` client's exceptions."""
     if isinstance(error, openai.APITimeoutError):
-        return Failure("timeout", "request timed out (client-side timeout)")
+        cause = error.__cause__ or error.__context__
+        detail = f": {cause}" if cause is not None and str(cause) else ""
+        return Failure("timeout", f"request timed out (client-side timeout){detail}")
+    if isinstance(error, TimeoutError):
+        return Failure("timeout", "request cancelled at its whole-request deadline")
     if isinstance(error, openai.APIConnectionError):
         cause = error.__cause__ or error.__context__
         detail = f": {cause}" if cause is not None else ""
@@ -139,9 +175,15 @@ def classify_openai_error(error: BaseException) -> Failure | None:
     return None
 
 
+def _names_format(message: str) -> bool:
+    text = message.lower()
+    return any(word in text for word in _FORMAT_WORDS)
+
+
 def _is_format_rejection(error: RequestRejected) -> bool:
-    text = error.server_message.lower()
-    return error.status in (400, 404, 415, 422) and any(word in text for word in _FORMAT_WORDS)
+    status = error.status or 0
+    return (status in (400, 404, 415, 422) or status >= 500) and _names_format(
+        error.server_message)
 
 
 def _is_max_tokens_rejection(error: RequestRejected) -> bool:
@@ -185,6 +227,7 @@ class OpenAIEngine:
         client: openai.OpenAI | None = None,
         async_client: openai.AsyncOpenAI | None = None,
         default_options: Options | None = None,
+        max_async_clients: int = 8,
     ) -> None:
         if structured not in ("auto", "json_schema", "json_object", "text"):
             raise EngineConfigError(f"OpenAIEngine(structured={structured!r}): expected 'auto', "
@@ -202,11 +245,16 @@ class OpenAIEngine:
         self._format: Format = "json_schema" if structured == "auto" else structured
         self._token_param = "max_tokens"
         self._lock = threading.Lock()
+        if max_async_clients < 1:
+            raise EngineConfigError(f"OpenAIEngine(max_async_clients={max_async_clients}): "
+                                    "must be ≥ 1")
+        self.max_async_clients = max_async_clients
+        self._credentials: tuple[str, str] | None = None
 
         if client is not None or async_client is not None:
             known = client if client is not None else async_client
             assert known is not None
-            self.base_url = str(known.base_url)
+            self.base_url, userinfo = split_credentials(str(known.base_url))
             self._api_key = known.api_key
         else:
             url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -219,18 +267,35 @@ class OpenAIEngine:
                         "base_url='http://host:port/v1' or set OPENAI_BASE_URL, and no key is "
                         "needed.")
                 key = PLACEHOLDER_API_KEY
-            self.base_url = url or "https://api.openai.com/v1"
+            self.base_url, userinfo = split_credentials(url or "https://api.openai.com/v1")
+            self._credentials = userinfo
             self._api_key = key
+        secret_key = None if self._api_key == PLACEHOLDER_API_KEY else self._api_key
+        self._redact = Redactor(secret_key, *(userinfo or ()),
+                                ":".join(userinfo) if userinfo else None)
         self._client = client.with_options(max_retries=0) if client is not None else None
         self._shared_async = (async_client.with_options(max_retries=0)
                               if async_client is not None else None)
-        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
-                                                       openai.AsyncOpenAI] = (
-            weakref.WeakKeyDictionary())
+        # one async client per live event loop: id(loop) -> (loop, client, closer)
+        self._async_clients: OrderedDict[int, tuple[weakref.ref[asyncio.AbstractEventLoop],
+                                                    openai.AsyncOpenAI, object]] = OrderedDict()
 
-    def __repr__(self) -> str:  # never shows the key
-        return (f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, "
-                f"structured={self.structured!r}, format_in_use={self._format!r})")
+    def __repr__(self) -> str:  # never shows the key or a password
+        return self._redact(f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, "
+                            f"structured={self.structured!r}, format_in_use={self._format!r})")
+
+    def __enter__(self) -> OpenAIEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> OpenAIEngine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+        self.close()
 
     @property
     def format_in_use(self) -> Format:
@@ -239,41 +304,95 @@ class OpenAIEngine:
 
     # -- clients ------------------------------------------------------------------------
 
+    def _auth(self) -> httpx.BasicAuth | None:
+        return httpx.BasicAuth(*self._credentials) if self._credentials else None
+
     @property
     def client(self) -> openai.OpenAI:
-        """The synchronous client (built on first use)."""
+        """The synchronous client (built on first use, with a whole-request deadline)."""
         with self._lock:
             if self._client is None:
+                http = openai.DefaultHttpxClient(
+                    transport=DeadlineTransport(httpx.HTTPTransport(limits=_LIMITS)),
+                    auth=self._auth())
                 self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url,
-                                             max_retries=0)
+                                             max_retries=0, http_client=http)
             return self._client
 
-    def _async_client(self) -> openai.AsyncOpenAI:
-        """An async client for the running event loop: an async HTTP pool belongs to
-        the loop that opened it, so each loop gets its own unless one was given."""
+    async def _aclient(self) -> openai.AsyncOpenAI:
+        """The async client of the running event loop: an async HTTP pool belongs to the
+        loop that opened it, so each loop gets its own (unless one was given), closed
+        when that loop shuts down its async generators (``asyncio.run`` does)."""
         if self._shared_async is not None:
             return self._shared_async
         loop = asyncio.get_running_loop()
+        key = id(loop)
         with self._lock:
-            found = self._async_clients.get(loop)
-            if found is None:
-                found = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url,
-                                           max_retries=0)
-                self._async_clients[loop] = found
-            return found
+            entry = self._async_clients.get(key)
+            if entry is not None and entry[0]() is loop:
+                self._async_clients.move_to_end(key)
+                return entry[1]
+            http = openai.DefaultAsyncHttpxClient(
+                transport=AsyncDeadlineTransport(httpx.AsyncHTTPTransport(limits=_LIMITS)),
+                auth=self._auth())
+            client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url,
+                                        max_retries=0, http_client=http)
+            closer = _close_with_loop(weakref.ref(self), key, client)
+            self._async_clients[key] = (weakref.ref(loop), client, closer)
+            evicted = self._evict()
+        await closer.__anext__()  # registers it with this loop: shutdown_asyncgens closes it
+        for old_loop, old_client in evicted:
+            _close_elsewhere(old_loop, old_client)
+        return client
+
+    def _evict(self) -> list[tuple[asyncio.AbstractEventLoop | None, openai.AsyncOpenAI]]:
+        """Drop clients of dead loops, then the least recently used beyond the bound.
+        Call with the lock held; returns what to close."""
+        evicted = []
+        for key, (loop_ref, client, _) in list(self._async_clients.items()):
+            loop = loop_ref()
+            if loop is None or loop.is_closed():
+                del self._async_clients[key]
+                evicted.append((loop, client))
+        while len(self._async_clients) > self.max_async_clients:
+            _, (loop_ref, client, _) = self._async_clients.popitem(last=False)
+            evicted.append((loop_ref(), client))
+        return evicted
+
+    def _forget(self, key: int, client: openai.AsyncOpenAI) -> None:
+        with self._lock:
+            entry = self._async_clients.get(key)
+            if entry is not None and entry[1] is client:
+                del self._async_clients[key]
+
+    @property
+    def open_async_clients(self) -> int:
+        """How many per-loop async clients are held (for tests and monitoring)."""
+        with self._lock:
+            return len(self._async_clients)
 
     def close(self) -> None:
-        """Close the synchronous client's connections (they are otherwise closed when the
-        engine is garbage-collected)."""
-        if self._client is not None:
-            self._client.close()
+        """Close the synchronous client and forget async clients of loops that are gone
+        (an async client still in use by a live loop is closed by ``aclose`` there or
+        when that loop shuts down)."""
+        with self._lock:
+            client, self._client = self._client, None
+            dead = [(key, loop_ref(), c) for key, (loop_ref, c, _) in self._async_clients.items()
+                    if loop_ref() is None or loop_ref().is_closed()]  # type: ignore[union-attr]
+            for key, _, _ in dead:
+                del self._async_clients[key]
+        if client is not None:
+            client.close()
+        for _, loop, async_client in dead:
+            _close_elsewhere(loop, async_client)
 
     async def aclose(self) -> None:
-        """Close the async client of the running event loop (call before the loop ends)."""
+        """Close the async client of the running event loop (and, like ``close``, the
+        clients of loops that are gone)."""
         with self._lock:
-            client = self._async_clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+            entry = self._async_clients.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None:
+            await entry[1].close()
 
     # -- requests -----------------------------------------------------------------------
 
@@ -292,15 +411,37 @@ class OpenAIEngine:
             params["n"] = options.n
         if options.seed is not None:
             params["seed"] = options.seed
-        if options.timeout is not None:
-            params["timeout"] = options.timeout
+        params["timeout"] = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
         payload = response_format(request, fmt or self._format)
         if payload is not None:
             params["response_format"] = payload
         return params
 
     def _where(self, params: Mapping[str, Any]) -> str:
-        return f"{params['model']} at {self.base_url}"
+        return self._redact(f"{params['model']} at {self.base_url}")
+
+    def _classifier(self, params: Mapping[str, Any]) -> Callable[[BaseException],
+                                                                  Failure | None]:
+        """``classify_openai_error`` for this request: a 5xx that names the
+        ``response_format`` we sent rejects the request's shape (no retry), and
+        secrets are masked in every message."""
+        sent_format = "response_format" in params
+
+        def classify(error: BaseException) -> Failure | None:
+            failure = classify_openai_error(error)
+            if failure is None:
+                return None
+            if sent_format and failure.kind == "server" and _names_format(failure.message):
+                failure = dataclasses.replace(failure, kind="rejected")
+            if self._redact.leaks(failure.message) or self._redact.leaks(_text(error)):
+                failure = dataclasses.replace(failure, message=self._redact(failure.message))
+                try:
+                    error.hoare_redact = True  # type: ignore[attr-defined]
+                except AttributeError:
+                    pass
+            return failure
+
+        return classify
 
     def _adapt(self, error: RequestRejected, fmt: Format) -> bool:
         """After a rejection, change what we send if that can help; remember it."""
@@ -309,12 +450,13 @@ class OpenAIEngine:
                 if self._format == fmt:
                     self._format = _STEP_DOWN[fmt]
                     log.warning("%s rejected response_format %r (%s); using %r from now on",
-                                self.base_url, fmt, error.server_message[:200], self._format)
+                                self._redact(self.base_url), fmt,
+                                error.server_message[:200], self._format)
                 return True
             if self._token_param == "max_tokens" and _is_max_tokens_rejection(error):
                 self._token_param = "max_completion_tokens"
                 log.warning("%s wants max_completion_tokens instead of max_tokens; switching",
-                            self.base_url)
+                            self._redact(self.base_url))
                 return True
         return False
 
@@ -326,7 +468,7 @@ class OpenAIEngine:
             try:
                 completion = self.transport.call(
                     functools.partial(client.chat.completions.create, **params),
-                    classify_openai_error, where=self._where(params))
+                    self._classifier(params), where=self._where(params))
             except RequestRejected as error:
                 if self._adapt(error, fmt):
                     continue
@@ -338,11 +480,12 @@ class OpenAIEngine:
         for _ in range(4):
             fmt = self._format
             params = self.params(request, fmt)
-            client = self._async_client()
+            client = await self._aclient()
+            send = functools.partial(_bounded, client.chat.completions.create,
+                                     float(params["timeout"]) + _ASYNC_GRACE, params)
             try:
                 completion = await self.transport.acall(
-                    functools.partial(client.chat.completions.create, **params),
-                    classify_openai_error, where=self._where(params))
+                    send, self._classifier(params), where=self._where(params))
             except RequestRejected as error:
                 if self._adapt(error, fmt):
                     continue
@@ -367,3 +510,40 @@ class OpenAIEngine:
                         output_tokens=(usage.completion_tokens or 0) if usage else 0),
             model=completion.model or str(params["model"]),
         )
+
+
+async def _bounded(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
+    """One async send, cancelled outright ``seconds`` after it started (a watchdog behind
+    the transport's own deadline)."""
+    async with asyncio.timeout(seconds):
+        return await create(**params)
+
+
+async def _close_with_loop(engine: weakref.ref[OpenAIEngine], key: int,
+                           client: openai.AsyncOpenAI) -> AsyncIterator[None]:
+    """Suspended for the life of its event loop; the loop's ``shutdown_asyncgens``
+    (run by ``asyncio.run``) resumes it to close ``client`` inside that loop."""
+    try:
+        yield
+    finally:
+        owner = engine()
+        if owner is not None:
+            owner._forget(key, client)
+        await client.close()
+
+
+def _close_elsewhere(loop: asyncio.AbstractEventLoop | None, client: openai.AsyncOpenAI) -> None:
+    """Close an evicted async client: in its loop if that loop still runs, else drop it
+    (a closed loop's connections cannot be awaited; the garbage collector ends them)."""
+    if loop is not None and not loop.is_closed() and loop.is_running():
+        try:
+            asyncio.run_coroutine_threadsafe(client.close(), loop)
+        except RuntimeError:
+            pass
+
+
+def _text(error: BaseException) -> str:
+    try:
+        return f"{error} {error.__cause__ or ''}"
+    except Exception:
+        return ""

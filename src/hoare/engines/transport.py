@@ -5,8 +5,18 @@ request because the wire failed, not because the answer was wrong, so it is
 invisible to the kernel: the whole loop is one engine call (spec §8). When the
 retries are exhausted, or the server rejects the request outright (another
 4xx), the engine raises a ``TransportError`` whose message names the status,
-the attempts made and the server's last message; the kernel records it as an
-``error`` violation of that attempt.
+the attempts made, the time they took and the server's last message. Every
+``TransportError`` is a ``FatalEngineError``: the kernel records it as the
+``error`` violation of that attempt and ends the stage, so a dead or overloaded
+server never spends the contract's remedy attempts (a corrective prompt cannot
+fix the wire) and never multiplies the transport's own retries by ``tries``.
+
+Bounds. Each send is bounded by the engine's per-request deadline
+(``Options.timeout``); the retries are bounded by ``max_retries`` and by
+``max_elapsed`` seconds since the first send (no retry starts, and no wait runs,
+past it). Each retry is logged at INFO on the ``hoare.engines`` logger with the
+attempt number, the failure and the wait, and counts as one more request
+against any budget the call runs under (``BudgetedEngine``).
 
 The retry loop is independent of any HTTP library: an engine passes a
 ``classify`` function that turns its client's exceptions into a ``Failure``
@@ -18,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import math
 import random as _random
 import time
@@ -26,12 +37,16 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from ..errors import FatalEngineError
+from .base import BudgetExceeded
+from .budget import charge_transport_retry
 
 T = TypeVar("T")
 
 FailureKind = Literal["rate_limit", "timeout", "connection", "server", "rejected"]
 
 _MESSAGE_LIMIT = 500
+
+log = logging.getLogger("hoare.engines")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +143,16 @@ def _shorten(text: str) -> str:
 
 
 def transport_error(failure: Failure, *, attempts: int, delays: tuple[float, ...] = (),
-                    where: str = "") -> TransportError:
+                    where: str = "", elapsed: float | None = None,
+                    gave_up: str = "") -> TransportError:
     """The exception for a final ``failure``, with a message a user can act on."""
     status = f"HTTP {failure.status} " if failure.status is not None else ""
     retries = attempts - 1
     waited = f", waited {sum(delays):.1f} s" if delays else ""
+    if elapsed is not None:
+        waited += f", {elapsed:.1f} s in all"
+    if gave_up:
+        waited += f"; {gave_up}"
     advice = _ADVICE[failure.kind]
     if failure.kind == "rejected" and failure.status in _REJECTED_ADVICE:
         advice = _REJECTED_ADVICE[failure.status]
@@ -185,7 +205,9 @@ class TransportRetry:
     random factor in ``[1 - jitter, 1 + jitter]`` (``jitter`` is a fraction, never an
     added constant), then capped at ``max_delay``. A ``Retry-After`` (or
     ``retry-after-ms``) header sent with a 429 or 5xx replaces the computed wait,
-    also capped at ``max_delay``. ``max_retries=0`` disables retries.
+    also capped at ``max_delay``. ``max_retries=0`` disables retries. No retry starts
+    once ``max_elapsed`` seconds (``None``: no bound) have passed since the first send,
+    or when its wait would reach that point.
 
     ``sleep``, ``asleep`` and ``random`` are injectable for tests.
     """
@@ -194,6 +216,7 @@ class TransportRetry:
     base_delay: float = 0.5
     max_delay: float = 20.0
     jitter: float = 0.25
+    max_elapsed: float | None = 120.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
     asleep: Callable[[float], Awaitable[None]] = field(default=_asyncio_sleep, repr=False,
                                                       compare=False)
@@ -204,6 +227,9 @@ class TransportRetry:
             raise ValueError(f"TransportRetry(max_retries={self.max_retries}): must be ≥ 0")
         if self.base_delay < 0 or self.max_delay < 0:
             raise ValueError("TransportRetry delays must be ≥ 0 seconds")
+        if self.max_elapsed is not None and not self.max_elapsed > 0:
+            raise ValueError(f"TransportRetry(max_elapsed={self.max_elapsed}): must be > 0 "
+                             "seconds or None")
         if not 0 <= self.jitter <= 1:
             raise ValueError(f"TransportRetry(jitter={self.jitter}): a fraction in [0, 1]")
 
@@ -215,11 +241,47 @@ class TransportRetry:
         factor = 1.0 + self.jitter * (2.0 * self.random() - 1.0)
         return min(self.max_delay, max(0.0, backoff * factor))
 
+    def _next_wait(self, attempts: int, failure: Failure, started: float,
+                   where: str) -> float | str:
+        """The wait before the next send, or why there is none (the retries are over)."""
+        if not failure.retryable:
+            return ""
+        if attempts > self.max_retries:
+            return f"max_retries={self.max_retries} reached"
+        wait = self.delay(attempts, failure)
+        elapsed = time.monotonic() - started
+        if self.max_elapsed is not None and elapsed + wait >= self.max_elapsed:
+            return f"max_elapsed={self.max_elapsed:g} s reached"
+        log.info("%s: attempt %d failed (%s: %s); transport retry %d of %d in %.2f s",
+                 where or "engine", attempts, _WHAT[failure.kind], _shorten(failure.message),
+                 attempts, self.max_retries, wait)
+        return wait
+
+    def _final(self, failure: Failure, attempts: int, delays: list[float], started: float,
+               where: str, gave_up: str) -> TransportError:
+        error = transport_error(failure, attempts=attempts, delays=tuple(delays), where=where,
+                                elapsed=time.monotonic() - started, gave_up=gave_up)
+        if attempts > 1:
+            log.info("%s", error)
+        return error
+
+    @staticmethod
+    def _charge(failure: Failure, where: str) -> None:
+        """Count the coming resend against the budgets in force (it is a request)."""
+        try:
+            charge_transport_retry()
+        except BudgetExceeded as refused:
+            raise BudgetExceeded(f"{refused} The transport retry was not sent; "
+                                 f"{where + ': ' if where else ''}last failure: "
+                                 f"{_WHAT[failure.kind]}: {_shorten(failure.message)!r}"
+                                 ) from None
+
     def call(self, send: Callable[[], T], classify: Callable[[BaseException], Failure | None],
              *, where: str = "") -> T:
         """``send()`` until it succeeds, a failure is final, or retries run out."""
         delays: list[float] = []
         attempts = 0
+        started = time.monotonic()
         while True:
             attempts += 1
             try:
@@ -228,10 +290,11 @@ class TransportRetry:
                 failure = classify(error)
                 if failure is None:
                     raise
-                if not failure.retryable or attempts > self.max_retries:
-                    raise transport_error(failure, attempts=attempts, delays=tuple(delays),
-                                          where=where) from error
-            wait = self.delay(attempts, failure)
+                wait = self._next_wait(attempts, failure, started, where)
+                if isinstance(wait, str):
+                    raise self._final(failure, attempts, delays, started, where,
+                                      wait) from _cause(error)
+            self._charge(failure, where)
             delays.append(wait)
             self.sleep(wait)
 
@@ -240,6 +303,7 @@ class TransportRetry:
         """The asynchronous twin of ``call``."""
         delays: list[float] = []
         attempts = 0
+        started = time.monotonic()
         while True:
             attempts += 1
             try:
@@ -248,9 +312,16 @@ class TransportRetry:
                 failure = classify(error)
                 if failure is None:
                     raise
-                if not failure.retryable or attempts > self.max_retries:
-                    raise transport_error(failure, attempts=attempts, delays=tuple(delays),
-                                          where=where) from error
-            wait = self.delay(attempts, failure)
+                wait = self._next_wait(attempts, failure, started, where)
+                if isinstance(wait, str):
+                    raise self._final(failure, attempts, delays, started, where,
+                                      wait) from _cause(error)
+            self._charge(failure, where)
             delays.append(wait)
             await self.asleep(wait)
+
+
+def _cause(error: BaseException) -> BaseException | None:
+    """The client's exception to chain, unless a classifier marked it as carrying
+    secrets (``error.hoare_redact``): then no chain, so no traceback shows it."""
+    return None if getattr(error, "hoare_redact", False) else error
