@@ -685,7 +685,7 @@ class Semantics:
         def error(c: z3.BoolRef, exc: str) -> None:
             outer(_and(cond, c), exc)
 
-        self.error = error  # type: ignore[method-assign]
+        self.error = error  # type: ignore[method-assign,assignment]
         try:
             yield
         finally:
