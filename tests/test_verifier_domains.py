@@ -316,6 +316,19 @@ def test_the_model_config_reaches_list_elements() -> None:
     assert pre_check(Short, lambda m: len(m.words[0]) > 2).status == "fail"
 
 
+class Tone(enum.Enum):
+    WARM = "warm"
+    COLD = "cold"
+
+
+def test_use_enum_values_applies_to_literal_members() -> None:
+    class M(BaseModel):
+        model_config = ConfigDict(use_enum_values=True)
+        tone: Literal[Tone.WARM]
+
+    never_refuted(M, lambda m: m.tone == "warm", tone=Tone.WARM)
+
+
 def test_float_bounds_are_compared_as_doubles() -> None:
     class M(BaseModel):
         x: float = Field(ge=2**60 + 1)
@@ -458,7 +471,7 @@ class Rank(enum.IntEnum):
 def _field(draw: Any, index: int) -> tuple[Any, Any, list[Any]]:
     """(annotation, Field(...) or default, candidate raw inputs)."""
     kind = draw(st.sampled_from(["int", "float", "str", "bool", "literal", "enum", "intenum",
-                                 "optional", "list"]))
+                                 "optional", "list", "literal_enum"]))
     ints = st.integers(-20, 20)
     candidates: list[Any] = []
     if kind == "int":
@@ -491,6 +504,10 @@ def _field(draw: Any, index: int) -> tuple[Any, Any, list[Any]]:
         kwargs = {}
         ann = Shade
         candidates = ["dark", "light", Shade.DARK, "x"]
+    elif kind == "literal_enum":
+        kwargs = {}
+        ann = Literal[Shade.DARK, Shade.LIGHT]
+        candidates = ["dark", Shade.LIGHT, "x"]
     elif kind == "intenum":
         kwargs = {}
         ann = Rank

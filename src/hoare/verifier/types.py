@@ -356,7 +356,7 @@ class TypeBuilder:
             return NONE
         try:
             if origin is Literal:
-                return self._literal(ann, path, owner, guard, constraints)
+                return self._literal(ann, path, owner, guard, constraints, config)
             if isinstance(ann, type) and issubclass(ann, enum.Enum):
                 return self._enum(ann, path, owner, guard, constraints, config)
         except Opaque as error:
@@ -521,8 +521,10 @@ class TypeBuilder:
             self.dropped.append(note)
 
     def _literal(self, ann: Any, path: str, owner: str, guard: z3.BoolRef,
-                 constraints: list[Constraint]) -> Sym:
+                 constraints: list[Constraint], config: dict[str, Any] | None = None) -> Sym:
         values = list(typing.get_args(ann))
+        if config and config.get("use_enum_values"):  # members are stored as their values
+            values = [v.value if isinstance(v, enum.Enum) else v for v in values]
         label = f"Literal[{', '.join(repr(v) for v in values)}] ({owner})"
         has_none = None in values
         values = [v for v in values if v is not None]
@@ -665,8 +667,9 @@ _BEHAVIOUR = frozenset({
 def _custom_behaviour(cls: type, base: type) -> str | None:
     """The first behaviour method a subclass of ``base`` defines itself, if any."""
     for klass in cls.__mro__:
-        if klass is base or not issubclass(klass, base) or \
-                klass.__module__.startswith(("enum", "pydantic", "hoare.models")):
+        module = klass.__module__
+        if klass is base or not issubclass(klass, base) or module in (
+                "enum", "pydantic", "hoare.models") or module.startswith("pydantic."):
             continue
         for name in sorted(_BEHAVIOUR):
             found = klass.__dict__.get("_new_member_" if name == "__new__" else name)
