@@ -24,6 +24,17 @@ in the meantime instead of clobbering it.
 
 Transport retries happen inside the wrapped engine, so they never reach the
 cache; failed calls are not recorded.
+
+Failures never lose a paid answer. A write that fails (read-only directory,
+full disk, a file another process broke) logs a warning on ``hoare.engines``
+and the answer is still returned (and kept in memory, so this engine replays
+it and retries saving it with the next write). Answers that UTF-8 cannot
+encode (lone surrogates) are written with ``\\u`` escapes instead of failing.
+Temporary files carry the writer's pid (``.<file>.<pid>.<random>.tmp``); a
+writer killed mid-write leaves one behind, and opening the cache removes the
+temporary files of writers that are gone (or older than ``STALE_TEMP_SECONDS``).
+When another process recorded a different answer under the same key and index,
+the new answer takes the next free index instead of overwriting it.
 """
 
 from __future__ import annotations
@@ -32,9 +43,11 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +59,11 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - non-POSIX: atomic replace without a lock
     fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("hoare.engines")
+
+STALE_TEMP_SECONDS = 3600.0
+"""A temporary file older than this is removed even if its pid is alive (pid reuse)."""
 
 CacheMode = Literal["off", "read_write", "create", "replay"]
 _MODES = ("off", "read_write", "create", "replay")
@@ -132,16 +150,68 @@ def read_cache_file(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
                              "it, or point CachedEngine at another file") from error
 
 
+def _encode(entries: dict[tuple[str, int], dict[str, Any]]) -> bytes:
+    """The file's bytes: readable UTF-8, or ``\\u`` escapes when a text holds code points
+    UTF-8 cannot encode (lone surrogates), so such an answer is still recorded exactly."""
+    document = {"format": FORMAT, "version": VERSION,
+                "entries": [entries[k] for k in sorted(entries)]}
+    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=True)
+                + "\n").encode("ascii")
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def remove_stale_temp_files(path: Path, *, now: float | None = None) -> list[Path]:
+    """Remove the temporary files of writers of ``path`` that died mid-write (their pid
+    is gone) or that are older than ``STALE_TEMP_SECONDS``; returns what was removed."""
+    prefix = _temp_prefix(path)
+    removed: list[Path] = []
+    try:
+        candidates = [p for p in path.parent.iterdir()
+                      if p.name.startswith(prefix) and p.name.endswith(".tmp")]
+    except OSError:
+        return removed
+    current = time.time() if now is None else now
+    for candidate in candidates:
+        pid_text = candidate.name[len(prefix):].split(".", 1)[0]
+        try:
+            old = current - candidate.stat().st_mtime > STALE_TEMP_SECONDS
+        except OSError:
+            continue
+        if old or (pid_text.isdigit() and not _alive(int(pid_text))):
+            with contextlib.suppress(OSError):
+                candidate.unlink()
+                removed.append(candidate)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists, owned by someone else (or cannot tell: keep the file)
+    return True
+
+
 def write_cache_file(path: Path, entries: dict[tuple[str, int], dict[str, Any]]) -> None:
     """Write ``entries`` to ``path`` atomically (temporary file + ``os.replace``)."""
-    ordered = [entries[k] for k in sorted(entries)]
-    text = json.dumps({"format": FORMAT, "version": VERSION, "entries": ordered},
-                      indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    data = _encode(entries)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_temp_prefix(path)}{os.getpid()}.",
+                               suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp, path)
@@ -191,7 +261,9 @@ class CachedEngine:
         if mode == "replay" and not self.path.exists():
             raise FileNotFoundError(f"replay cache {self.path} does not exist; record it first "
                                     "with CachedEngine(engine, path, mode='read_write')")
+        self._unsaved: set[tuple[str, int]] = set()
         if mode != "off":
+            remove_stale_temp_files(self.path)
             self._entries = read_cache_file(self.path)
 
     def __repr__(self) -> str:
@@ -232,14 +304,36 @@ class CachedEngine:
         return key, d, index, None
 
     def _store(self, key: dict[str, Any], d: str, index: int, response: Response) -> None:
-        entry = _entry(key, index, response)
+        """Record an answer; never raises (a failed write is logged, the answer kept)."""
+        try:
+            entry = _entry(key, index, response)
+        except Exception as error:  # an answer that is not data: keep going without it
+            log.warning("cache %s: answer not recorded (%s)", self.path, _safe(error))
+            return
         with self._lock:
             self._entries[(d, index)] = entry
-            with file_lock(self.path):
-                merged = read_cache_file(self.path)
-                merged.update(self._entries)
-                write_cache_file(self.path, merged)
-                self._entries = merged
+            self._unsaved.add((d, index))
+            try:
+                with file_lock(self.path):
+                    on_file = read_cache_file(self.path)
+                    for slot in sorted(self._unsaved):
+                        mine = self._entries[slot]
+                        theirs = on_file.get(slot)
+                        if theirs is not None and theirs["response"] != mine["response"]:
+                            # another process answered this slot: keep both answers
+                            free = max(i for (k, i) in on_file if k == slot[0]) + 1
+                            mine = dict(mine, index=free)
+                            slot = (slot[0], free)
+                        on_file[slot] = mine
+                    write_cache_file(self.path, on_file)
+            except Exception as error:  # never lose the answer for want of a disk
+                log.warning("cache %s: could not save %d answer(s), kept in memory and "
+                            "retried with the next write (%s)", self.path, len(self._unsaved),
+                            _safe(error))
+                return
+            for slot, value in on_file.items():
+                self._entries.setdefault(slot, value)
+            self._unsaved.clear()
 
     def complete(self, request: Request) -> Response:
         if self.mode == "off":
@@ -264,3 +358,10 @@ class CachedEngine:
         response = await self.inner.acomplete(request)
         await asyncio.to_thread(self._store, key, d, index, response)
         return response
+
+
+def _safe(error: BaseException) -> str:
+    try:
+        return f"{type(error).__name__}: {error}"
+    except Exception:
+        return type(error).__name__
