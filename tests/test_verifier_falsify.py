@@ -457,3 +457,17 @@ def test_recursive_models_are_sampled_to_a_bounded_depth() -> None:
     assert any(v.get("children") for v in values)
     for value in values[:10]:
         Tree.model_validate(value)
+
+
+def test_a_changed_parameter_default_makes_the_translation_stale() -> None:
+    """A pre-condition's default parameter is baked into its translation (the kernel
+    calls a pre-condition with the value alone, so the default is what it sees)."""
+
+    def above(v: V, k: int = 3) -> bool:
+        return v.i > k
+
+    typed = TypeBuilder("input").build(type_spec(V))
+    t = translate(_source(above), [typed.value], None)
+    assert t.opaque is None and not t.stale()
+    above.__defaults__ = (10,)
+    assert t.stale()

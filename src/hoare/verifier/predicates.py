@@ -254,6 +254,9 @@ class _Translator(Semantics):
             elif index >= first_default:
                 default = defaults[index - first_default]
                 env[name] = plain(default, f"the default of {name}")
+                # the translation bakes the default in: a cache must see it change
+                self.reads.append((lambda fn=self.fn: getattr(fn, "__defaults__", None),
+                                   getattr(self.fn, "__defaults__", None)))
             else:
                 raise Opaque(f"parameter {name} has no value")
         start = _Path(TRUE, env)
