@@ -11,13 +11,11 @@ each case becomes one tracked assertion and an unsat core names the guard
 
 Supported: ``if``/``raise``, ``assert``, ``return``, local assignments, ``for``
 over a list (unrolled over its slots), ``and``/``or``/``not`` with Python's value
-semantics, comparisons and chains, arithmetic, ``len``, ``abs``, ``min``, ``max``,
-``sum``, ``all``/``any`` over generator expressions, ``int``/``float``/``str``/
-``bool``/``isinstance``, ``in`` on strings and literal collections, ``str``
-``startswith``/``endswith``/``find``/``index``/``strip``/``removeprefix``…,
-``math.isnan``/``isinf``/``isfinite``, ``re.match``/``search``/``fullmatch`` with a
-literal pattern, ``is None``, attribute access on models and enums, and
-``self.<attr>``. Anything else raises ``Opaque``: the predicate is *opaque*.
+semantics, comparisons and chains, arithmetic, generator expressions, ``in`` on
+strings and literal collections, ``is None``, attribute access on models and
+enums, ``self.<attr>``, and the calls registered in ``calls/`` (one handler per
+builtin, module function and method, each declaring its precision:
+``calls.table()``). Anything else raises ``Opaque``: the predicate is *opaque*.
 """
 
 from __future__ import annotations
