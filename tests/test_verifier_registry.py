@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from hoare.description import PredicateSource
 from hoare.models import type_spec
-from hoare.verifier.calls import REGISTRY
+from hoare.verifier.calls import REGISTRY, function, markdown_table, method
 from hoare.verifier.concrete import bind
 from hoare.verifier.predicates import Translation, translate
 from hoare.verifier.types import TypeBuilder
@@ -275,3 +275,21 @@ def test_registered_calls_used_outside_their_model_are_opaque() -> None:
         translation = translate(_source(fn), [typed.value], None)
         assert translation.opaque is not None and '"the predicate"' in translation.opaque, \
             translation.opaque
+
+
+def test_the_soundness_table_lists_every_construct_once_with_its_precision() -> None:
+    rows = markdown_table().splitlines()[2:]
+    keys = [row.split("`")[1] for row in rows]
+    assert keys == sorted(REGISTRY) and len(set(keys)) == len(keys)
+    for row, key in zip(rows, keys, strict=True):
+        assert f"| {REGISTRY[key].precision} |" in row
+        assert REGISTRY[key].precision in ("exact", "over")
+
+
+def test_a_construct_cannot_be_registered_twice_or_without_a_precision() -> None:
+    before = dict(REGISTRY)
+    with pytest.raises(ValueError, match="registered twice"):
+        function(object(), "len", precision="exact")(lambda t, call: None)  # type: ignore
+    with pytest.raises(ValueError, match="precision"):
+        method("str", "casefold", precision="under")(lambda t, r, call: None)  # type: ignore
+    assert REGISTRY == before

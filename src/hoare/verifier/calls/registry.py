@@ -71,6 +71,7 @@ __all__ = [
     "function",
     "lookup_function",
     "lookup_method",
+    "markdown_table",
     "method",
     "receiver_kind",
     "table",
@@ -194,3 +195,11 @@ def table() -> list[tuple[str, str, str, str]]:
     """(key, function/method, precision, note) of every registered construct,
     sorted: the source of the docs' soundness table."""
     return sorted((e.key, e.kind, e.precision, e.note) for e in REGISTRY.values())
+
+
+def markdown_table() -> str:
+    """The soundness table for the docs: one row per registered construct."""
+    rows = ["| construct | kind | precision | scope |", "|---|---|---|---|"]
+    for key, kind, precision, note in table():
+        rows.append(f"| `{key}` | {kind} | {precision} | {note} |")
+    return "\n".join(rows) + "\n"
