@@ -549,9 +549,10 @@ def check_total(cm: ContractModel, options: SolverOptions) -> CheckResult | None
     pre-flight stops such calls at no cost, but the pre-conditions are too weak.
     None when the check does not apply or cannot be decided.
     """
-    from .concrete import Extractor, constants
+    from .concrete import Extractor
     from .qe import eliminate
     from .solver import components
+    from .z3util import constant_names
 
     translated = [t for t in cm.post if t.opaque is None]
     if not any(t.reads_input for t in translated):
@@ -563,10 +564,10 @@ def check_total(cm: ContractModel, options: SolverOptions) -> CheckResult | None
         inputs = set(Extractor(cm.used.value).consts)
         memo: dict[int, frozenset[str]] = {}
         dynamic = [a for group in components(posts) for a in group
-                   if any(constants(x.expr, memo) & inputs for x in group)]
+                   if any(constant_names(x.expr, memo) & inputs for x in group)]
         if not dynamic:
             return None
-        keep = set().union(*(constants(a.expr, memo) for a in dynamic)) & inputs
+        keep = set().union(*(constant_names(a.expr, memo) for a in dynamic)) & inputs
         phi = eliminate(z3.And(*[a.expr for a in dynamic]), keep, options.timeout_ms)
     if phi is None:
         return None
