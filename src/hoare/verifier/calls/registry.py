@@ -37,7 +37,11 @@ keys by defining a module-level ``COVERS`` set of registry keys (for example
 ``tests/test_verifier_registry.py`` collects ``COVERS`` from every
 ``tests/test_verifier_*.py`` module and fails unless their union is exactly the
 set of registered keys. Register a construct and its differential test in the
-same commit.
+same commit. A test should also check that its predicate really went through
+the entry: ``key in translation.constructs`` (the registry keys a
+``Translation`` used), as ``test_verifier_registry.py`` does; its module
+docstring shows the comparison (exact: Python's verdict is the only possible
+one; over: it is among the possible ones).
 """
 
 from __future__ import annotations
