@@ -471,3 +471,25 @@ def test_a_changed_parameter_default_makes_the_translation_stale() -> None:
     assert t.opaque is None and not t.stale()
     above.__defaults__ = (10,)
     assert t.stale()
+
+
+class Falsy(BaseModel):
+    x: int = Field(ge=0, le=3)
+
+    def __bool__(self) -> bool:
+        return self.x > 1
+
+
+class Wrap(BaseModel):
+    inner: Falsy
+
+
+def test_a_model_with_its_own_truth_is_opaque(caplog: pytest.LogCaptureFixture) -> None:
+    """Before: ``return o.inner`` was taken as always true (a model has no
+    ``__bool__``), a false ``warn``; now opaque (and the falsifier would refute it)."""
+    source = PredicateSource("p", "p", "m", lambda o: o.inner, "post", False, False, None)
+    t = translate(source, [TypeBuilder("output").build(type_spec(Wrap)).value], None)
+    assert t.opaque is not None and "Falsy" in t.opaque
+    assert not passes(source, None, Wrap(inner=Falsy(x=0)))
+    report = run(make(post=(Post(lambda o: o.inner, "inner is true"),), output_type=Wrap))
+    assert find(report, "predicate_vacuous").status == "unknown"

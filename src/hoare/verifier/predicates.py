@@ -119,6 +119,17 @@ class Translation:
         return _or(*[c.cond for c in self.cases])
 
 
+def _custom_truth(cls: type) -> bool:
+    """Does a class (below pydantic's BaseModel, Enum and the builtins) define its own
+    truth value?"""
+    for klass in cls.__mro__:
+        if klass.__module__ in ("builtins", "enum") or klass.__module__.startswith("pydantic"):
+            continue
+        if "__bool__" in vars(klass) or "__len__" in vars(klass):
+            return True
+    return False
+
+
 def _changed(now: object, then: object) -> bool:
     if now is then:
         return False
@@ -190,6 +201,14 @@ class _Translator(Semantics):
         self.constructs: set[str] = set()  # registry keys of the calls translated
 
     # -- hooks of Semantics -----------------------------------------------------------
+    def truthy(self, value: Sym) -> z3.BoolRef:
+        """Python's truth, but a model or enum whose class defines ``__bool__`` or
+        ``__len__`` is opaque (the base semantics takes such values as always true)."""
+        cls = value.cls if isinstance(value, (SModel, SEnum)) else None
+        if cls is not None and _custom_truth(cls):
+            raise Opaque(f"{cls.__name__} defines its own truth (__bool__ or __len__)")
+        return super().truthy(value)
+
     def error(self, cond: z3.BoolRef, exc: str) -> None:
         self.errs.append((_and(*self.guards, cond), exc, self.current))
 
