@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from . import configuration
 from .description import ContractDescription, PredicateSource, describe
-from .engines.base import ONE_REQUEST, Engine, Options, Request, Response
+from .engines.base import ONE_REQUEST, Engine, Options, Request, Response, Usage
 from .engines.budget import Budget, BudgetedEngine, Spend
 from .errors import (
     ContractCallError,
@@ -34,7 +34,7 @@ from .errors import (
     SecretRedacted,
     safe_text,
 )
-from .json_text import extract_json
+from .json_text import extract_json, json_candidates
 from .kernel import (
     ContractConfig,
     ContractViolationError,
@@ -145,10 +145,19 @@ class _Runtime:
 
 
 def _validate_answer(spec: TypeSpec, response: Response) -> object:
-    """Parse an engine answer: extract the JSON (fences, prose), then validate."""
+    """Parse an engine answer: the first JSON value in it (whole, fenced or in prose) that
+    validates; if none does, the error is about the one ``extract_json`` picks."""
     text = response.text
+    if not isinstance(text, str):
+        raise InvalidValue(f"the answer was {type(text).__name__}, not text: reply with a "
+                           "JSON value")
     if not text.strip():
         raise InvalidValue("the answer was empty: reply with a JSON value")
+    for candidate in json_candidates(text):
+        try:
+            return spec.validate_json(candidate)
+        except ValidationError:
+            continue
     try:
         return spec.validate_json(extract_json(text))
     except ValidationError as error:
@@ -342,9 +351,12 @@ _ONE_REQUEST_USAGE = MappingProxyType(ONE_REQUEST.as_dict())
 
 
 def _usage(response: Response) -> Mapping[str, int]:
-    """The usage of an answer as the kernel sums it (the common case costs no dict)."""
-    usage = response.usage
-    return _ONE_REQUEST_USAGE if usage is ONE_REQUEST else usage.as_dict()
+    """The usage of an answer as the kernel sums it (the common case costs no dict). A
+    malformed answer counts as one request; ``check_output`` then says what was wrong."""
+    usage = getattr(response, "usage", None)
+    if usage is ONE_REQUEST or not isinstance(usage, Usage):
+        return _ONE_REQUEST_USAGE
+    return usage.as_dict()
 
 
 def _prompt_of(instance: object) -> str:

@@ -6,16 +6,28 @@ the text most likely meant as the JSON document and leaves judging it to the
 caller's parser: malformed or truncated JSON comes back as is, so the parser's
 error (and the corrective prompt built from it) is about the model's actual
 JSON, not about the prose around it.
+
+An answer may hold several JSON values (two objects, an example then the
+answer). ``json_candidates`` yields every one in the order it appears (fenced
+blocks labelled as JSON first, then the values in the prose), so the caller
+takes the first that validates against the output type, not the longest.
+``NaN``/``Infinity`` tokens do not make a value parse here (they are not JSON);
+such text is still handed to the type's own validator, which decides.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _JSON_LABELS = frozenset({"json", "jsonc", "json5", "javascript", "js"})
-_DECODER = json.JSONDecoder()
+def _no_constants(token: str) -> object:
+    raise ValueError(f"{token} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
 _MAX_CANDIDATES = 32
 _CLOSER = {"{": "}", "[": "]"}
 
@@ -46,6 +58,58 @@ def extract_json(text: str) -> str:
     return _from_prose(stripped)
 
 
+def json_candidates(text: str) -> Iterator[str]:
+    """Every JSON value in ``text`` worth validating, in order, without repeats: the whole
+    text when it looks like one value (the common case: nothing else is computed unless
+    the caller asks for more), then the JSON-labelled fences, other fences, and every
+    top-level ``{…}``/``[…]`` in the prose that parses (at most 32), and last what
+    ``extract_json`` picks. Never raises."""
+    if not isinstance(text, str):
+        return
+    stripped = text.strip()
+    if not stripped:
+        return
+    seen: set[str] = set()
+
+    def fresh(candidate: str) -> bool:
+        if candidate in seen:
+            return False
+        seen.add(candidate)
+        return True
+
+    first, last = stripped[0], stripped[-1]
+    if first in _CLOSER and last == _CLOSER[first] and fresh(stripped):
+        yield stripped
+    if "```" in stripped:
+        for match in _FENCE.finditer(stripped):
+            label, body = match.group(1).lower(), match.group(2).strip()
+            if label in _JSON_LABELS and body:
+                for candidate in _values(body):
+                    if fresh(candidate):
+                        yield candidate
+    for candidate in _values(stripped):
+        if fresh(candidate):
+            yield candidate
+    chosen = extract_json(text)
+    if chosen and fresh(chosen):
+        yield chosen
+
+
+def _values(text: str) -> Iterator[str]:
+    """The top-level JSON objects and arrays in ``text`` that parse, left to right."""
+    position = _find_start(text)
+    tried = 0
+    while position is not None and tried < _MAX_CANDIDATES:
+        tried += 1
+        try:
+            _, end = _DECODER.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            position = _find_start(text, position + 1)
+            continue
+        yield text[position:end]
+        position = _find_start(text, end)
+
+
 def _from_fences(text: str) -> str | None:
     """The first fence labelled as JSON, else the first fence whose body holds JSON."""
     fences = [(m.group(1).lower(), m.group(2).strip(), m.start(2)) for m in _FENCE.finditer(text)]
@@ -57,7 +121,7 @@ def _from_fences(text: str) -> str | None:
         if start is not None:  # parse from the fence on: a string may contain ```
             try:
                 _, end = _DECODER.raw_decode(text, start)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
             else:
                 if start - at <= len(body):
@@ -92,7 +156,7 @@ def _from_prose(text: str) -> str:
         tried += 1
         try:
             _, end = _DECODER.raw_decode(text, position)
-        except ValueError:
+        except (ValueError, RecursionError):
             position = _find_start(text, position + 1)
             continue
         if best is None or end - position > best[1] - best[0]:

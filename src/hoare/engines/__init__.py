@@ -10,6 +10,7 @@ from .base import (
     BudgetExceeded,
     CacheMiss,
     Engine,
+    EngineAnswerError,
     EngineError,
     Message,
     Options,
@@ -34,7 +35,8 @@ from .transport import (
 
 __all__ = [
     "Budget", "BudgetExceeded", "BudgetedEngine", "CacheConflict", "CacheFileError",
-    "CacheMiss", "CacheMode", "CachedEngine", "ConnectionFailed", "Engine", "EngineConfigError",
+    "CacheMiss", "CacheMode", "CachedEngine", "ConnectionFailed", "Engine", "EngineAnswerError",
+    "EngineConfigError",
     "EngineError", "EngineTimeout", "Failure", "FunctionEngine", "Message", "MissingPrice",
     "OpenAIEngine", "Options", "Price", "RateLimited", "Request", "RequestRejected", "Response",
     "ServerError", "Spend", "TransportError", "TransportRetry", "Usage",

@@ -1,15 +1,24 @@
 """``FunctionEngine``: an engine made of a plain function, for tests, rule-based
-components and offline demos."""
+components and offline demos.
+
+A request's ``Options.timeout`` bounds the function: past it the call raises
+``EngineTimeout`` (a fatal engine error: the stage ends). A synchronous function
+cannot be interrupted, so with a timeout it runs in a daemon thread that is
+abandoned if it hangs. An answer that is neither ``str`` nor ``Response`` raises
+``EngineAnswerError``: that attempt has no candidate and the stage goes on."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from .base import ONE_REQUEST, Request, Response
+from .base import ONE_REQUEST, EngineAnswerError, Request, Response
+from .transport import EngineTimeout, Failure, transport_error
 
 Answer = str | Response
 
@@ -47,14 +56,25 @@ class FunctionEngine:
             return answer
         if isinstance(answer, str):
             return Response((answer,), ("stop",), ONE_REQUEST, self.model)
-        shown = repr(answer)
+        try:
+            shown = repr(answer)
+        except Exception:
+            shown = f"<{type(answer).__name__} whose repr() raised>"
         shown = shown if len(shown) <= 80 else shown[:80] + "…"
-        raise TypeError(f"FunctionEngine function {getattr(self.fn, '__qualname__', self.fn)} "
-                        f"must return str or Response, got {type(answer).__name__}: {shown}. "
-                        "Return the model's text (e.g. a JSON string), or "
-                        "hoare.engines.Response(texts=(...,)).")
+        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        raise EngineAnswerError(f"FunctionEngine function {name} "
+                                f"must return str or Response, got {type(answer).__name__}: "
+                                f"{shown}. Return the model's text (e.g. a JSON string), or "
+                                "hoare.engines.Response(texts=(...,)).")
 
-    def complete(self, request: Request) -> Response:
+    def _timeout(self, seconds: float) -> EngineTimeout:
+        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        error = transport_error(Failure("timeout", f"{name} did not answer within {seconds:g} s"),
+                                attempts=1, where=f"FunctionEngine {name}")
+        assert isinstance(error, EngineTimeout)
+        return error
+
+    def _answer(self, request: Request) -> object:
         answer: object = self.fn(request)
         if inspect.iscoroutine(answer):
             answer = _run_coroutine(answer)
@@ -65,10 +85,70 @@ class FunctionEngine:
                 return await awaitable
 
             answer = _run_coroutine(wait())
-        return self._wrap(answer)
+        return answer
+
+    def complete(self, request: Request) -> Response:
+        seconds = request.options.timeout
+        if seconds is None:
+            return self._wrap(self._answer(request))
+        box: list[object] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                box.append(self._answer(request))
+            except BaseException as error:  # handed to the caller below
+                failure.append(error)
+
+        worker = threading.Thread(target=run, daemon=True, name="FunctionEngine")
+        worker.start()
+        worker.join(seconds)
+        if worker.is_alive():
+            raise self._timeout(seconds)
+        if failure:
+            raise failure[0]
+        return self._wrap(box[0])
 
     async def acomplete(self, request: Request) -> Response:
-        answer: object = self.fn(request)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        seconds = request.options.timeout
+        if seconds is None:
+            answer: object = self.fn(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return self._wrap(answer)
+        if _is_async(self.fn):
+            try:
+                async with asyncio.timeout(seconds):
+                    answer = await self.fn(request)  # type: ignore[misc]
+            except TimeoutError:
+                raise self._timeout(seconds) from None
+            return self._wrap(answer)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[object] = loop.create_future()
+
+        def settle(value: object, error: BaseException | None) -> None:
+            if not future.done():
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(value)
+
+        def run() -> None:  # a daemon thread: a hung function cannot block loop shutdown
+            try:
+                value, error = self._answer(request), None
+            except BaseException as raised:
+                value, error = None, raised
+            with contextlib.suppress(RuntimeError):  # the loop may be gone
+                loop.call_soon_threadsafe(settle, value, error)
+
+        threading.Thread(target=run, daemon=True, name="FunctionEngine").start()
+        try:
+            answer = await asyncio.wait_for(future, seconds)
+        except TimeoutError:
+            raise self._timeout(seconds) from None
         return self._wrap(answer)
+
+
+def _is_async(fn: object) -> bool:
+    call = type(fn).__call__ if not inspect.isroutine(fn) else None
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
