@@ -15,6 +15,8 @@ from typing import Annotated, Any
 import pytest
 import z3
 from hoare.kernel import ContractConfig
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -22,6 +24,7 @@ from pydantic import (
     Field,
     ValidationError,
     computed_field,
+    create_model,
     field_serializer,
 )
 
@@ -29,6 +32,7 @@ from hoare.conditions import Post, Pre
 from hoare.description import describe
 from hoare.verifier.checks import contract_model, predicate_assertions, type_assertions
 from hoare.verifier.composition import _handoff, _Link, _pipeline_pair
+from hoare.verifier.concrete import BindError, assign
 from hoare.verifier.semantics import _not
 from hoare.verifier.solver import Assertion, SolverOptions, solve
 from hoare.verifier.values import Z3_LOCK, naming
@@ -259,3 +263,108 @@ def test_the_same_model_passes_as_it_is() -> None:
 def test_a_native_value_is_not_a_model() -> None:
     a, b = stage(str, int), stage(Draft, str)
     assert verdict(a, b) == "fail"
+
+
+class Copy(BaseModel):
+    title: str
+    words: int
+
+
+def test_another_models_instance_in_a_native_output_is_dumped() -> None:
+    a = stage(str, Draft | None, post=(Post(lambda d: d is not None, "a draft"),))
+    assert verdict(a, stage(Copy, str)) == "pass"
+    maybe = stage(str, Draft | None)
+    assert verdict(maybe, stage(Copy, str)) == "fail"  # None is not a Copy
+
+
+# -- differential: the translated hand-off admits what pydantic really does -----------------
+
+
+_KINDS: dict[str, tuple[Any, list[Any]]] = {
+    "int": (int, [0, 1, -3, 9007199254740993, 7]),
+    "float": (float, [0.0, 1.0, 2.5, -0.0, 1e300]),
+    "bool": (bool, [True, False]),
+    "str": (str, ["", "red", " x "]),
+    "enum": (Color, [Color.RED, Color.BLUE]),
+    "opt_int": (int | None, [None, 2]),
+    "list": (list[int], [[], [1, 2]]),
+}
+
+
+@st.composite
+def pairs(draw: Any) -> tuple[type[BaseModel], type[BaseModel], list[dict[str, Any]]]:
+    a_fields: dict[str, Any] = {}
+    b_fields: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = [{}]
+    for index in range(draw(st.integers(1, 3))):
+        name = f"f{index}"
+        a_kind = draw(st.sampled_from(sorted(_KINDS)))
+        a_type, values = _KINDS[a_kind]
+        a_kwargs: dict[str, Any] = {}
+        if draw(st.integers(0, 5)) == 0:
+            a_kwargs["exclude"] = True
+        a_fields[name] = (a_type, Field(**a_kwargs))
+        rows = [dict(row, **{name: value}) for row in rows
+                for value in draw(st.lists(st.sampled_from(values), min_size=1, max_size=2))]
+        if draw(st.integers(0, 4)) == 0:
+            continue  # B has no such field
+        b_type = _KINDS[draw(st.sampled_from(sorted(_KINDS)))][0]
+        b_kwargs: dict[str, Any] = {}
+        if draw(st.integers(0, 4)) == 0:
+            b_kwargs["alias"] = name.upper()
+        if draw(st.integers(0, 3)) == 0:
+            b_kwargs["default"] = draw(st.sampled_from([None, 0, "d"]))
+        if draw(st.integers(0, 3)) == 0:
+            b_kwargs["strict"] = True
+        b_fields[name] = (b_type, Field(**b_kwargs))
+    b_config = draw(st.fixed_dictionaries({}, optional={
+        "strict": st.booleans(), "extra": st.sampled_from(["forbid", "ignore"]),
+        "validate_by_name": st.booleans(), "str_strip_whitespace": st.booleans()}))
+    a_model = create_model("A", **a_fields)
+    b_model = create_model("B", __config__=ConfigDict(**b_config), **b_fields)
+    return a_model, b_model, rows[:8]
+
+
+def _satisfiable(formulas: list[z3.BoolRef]) -> bool:
+    solver = z3.Solver()
+    solver.set("timeout", 10_000)
+    solver.add(*formulas)
+    return solver.check() != z3.unsat
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pairs())
+def test_the_handoff_translation_admits_the_real_outcome(generated: Any) -> None:
+    from hoare.models import type_spec
+
+    a_model, b_model, rows = generated
+    a, b = stage(str, a_model), stage(b_model, str)
+    link = _Link()
+    with Z3_LOCK, naming("handoff.diff."):
+        accepted = _handoff(a, b, link)
+    b_types = z3.And(*[c.expr for c in b.input.constraints if c.kind == "type"])
+    for row in rows:
+        try:
+            a_value = a_model.model_validate(row)
+        except ValidationError:
+            continue
+        with Z3_LOCK:
+            a_equal = assign(a.output.root, a_value).equalities()
+            base = [*link.defs, *a_equal]
+        try:
+            b_value = type_spec(b_model).validate(a_value)
+        except ValidationError:
+            with Z3_LOCK:
+                rejected = z3.Or(z3.Not(accepted), z3.Not(b_types),
+                                 *[cond for _note, cond in link.regions])
+                assert _satisfiable([*base, rejected]), (a_model.model_fields,
+                                                         b_model.model_fields, row)
+            continue
+        try:
+            with Z3_LOCK:
+                b_equal = assign(b.input.root, b_value).equalities()
+        except BindError:
+            continue  # a value the symbolic B cannot hold is opaque there
+        with Z3_LOCK:
+            assert _satisfiable([*base, accepted, *b_equal]), (
+                a_model.model_fields, b_model.model_fields, row, b_value)

@@ -124,7 +124,23 @@ def _handoff(a: ContractModel, b: ContractModel, link: _Link) -> z3.BoolRef:
         if issubclass(a_spec.model, b_spec.model):
             return link.inexact("A's output is a subclass instance of B's input model")
         return _from_dump(a_value, b_value, link, b.desc.input.name)
-    return _convert(a_value, b_value, link, b.desc.input.name, _Ctx())
+    return _validate_top(a_value, b_value, link, b.desc.input.name)
+
+
+def _validate_top(a: Sym, b: SModel, link: _Link, where: str) -> z3.BoolRef:
+    """``B.model_validate`` of A's native value: another model's instance is dumped
+    first (``TypeSpec.validate``); None, numbers, strings and lists are refused."""
+    if isinstance(a, SOpt):
+        return _and(_not(a.none), _validate_top(a.inner, b, link, where))
+    if isinstance(a, SModel):
+        if a.cls is b.cls:
+            return _same(a, b, link, where)
+        if issubclass(a.cls, b.cls):
+            return link.inexact(f"{where}: a subclass instance of {b.cls.__name__}")
+        return _from_dump(a, b, link, where)
+    if isinstance(a, (SNone, SInt, SBool, SFloat, SStr, SEnum, SList)):
+        return z3.BoolVal(False)
+    return link.inexact(f"{where}: a {a.kind} validated as {b.cls.__name__}")
 
 
 def _same(a: Sym, b: Sym, link: _Link, where: str) -> z3.BoolRef:
@@ -178,9 +194,15 @@ def _walk_annotation(items: list[object], depth: int = 0) -> list[object]:
 
 
 def _has_validator(items: list[object]) -> bool:
-    return any(type(i).__name__ in ("BeforeValidator", "WrapValidator", "PlainValidator")
-               or (hasattr(i, "__get_pydantic_core_schema__") and not isinstance(i, type))
-               for i in _walk_annotation(items))
+    """A validator that sees the raw value, or a custom schema hook."""
+    for item in _walk_annotation(items):
+        name, module = type(item).__name__, type(item).__module__
+        if name in ("BeforeValidator", "WrapValidator", "PlainValidator"):
+            return True
+        if hasattr(item, "__get_pydantic_core_schema__") and not isinstance(item, type) \
+                and not module.startswith(("pydantic", "annotated_types")):
+            return True
+    return False
 
 
 def _has_transform(items: list[object]) -> bool:
@@ -209,8 +231,8 @@ def _dump_keys(cls: type, link: _Link, where: str) -> dict[str, str | None] | No
     for name, info in getattr(cls, "model_fields", {}).items():
         if info.exclude is True:
             continue
-        if info.exclude not in (None, False):
-            link.inexact(f"{where}.{name}: a partial exclude")
+        if info.exclude not in (None, False) or getattr(info, "exclude_if", None) is not None:
+            link.inexact(f"{where}.{name}: a partial or conditional exclude")
             return None
         key = (info.serialization_alias or info.alias or name) if by_alias else name
         plain = name not in serialised and "*" not in serialised and not any(
