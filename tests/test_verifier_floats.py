@@ -399,16 +399,17 @@ def test_comparison_of_int_and_float_is_exact() -> None:
 
 
 def test_mixed_types_are_never_a_type_error() -> None:
-    """``abs``/``math.isfinite`` of an int-or-float value: opaque, not "always raises"."""
+    """``abs``/``math.isfinite``/``-`` of an int-or-float value (``n if c else x``,
+    ``max(n, x)``) are translated, never "always raises TypeError"."""
     probe = Probe()
     mixed = probe.ite(z3.Bool("c"), SInt(z3.Int("i")), SFloat(z3.IntVal(FIN), z3.Real("r")))
+    assert isinstance(mixed, SNumber)
     for apply in (probe.absolute, probe.is_finite, probe.is_nan,
-                  lambda v: probe.unary("-", v)):
-        try:
-            apply(mixed)
-        except Opaque:
-            continue
-        assert not [exc for _, exc in probe.errors if exc == "TypeError"]
+                  lambda v: probe.unary("-", v), probe.round_half_even, probe.to_int):
+        apply(mixed)
+    assert not [exc for _, exc in probe.errors if exc == "TypeError"]
+    # only a huge int raises (math.isfinite converts it to a float)
+    assert {exc for _, exc in probe.errors} <= {"OverflowError", "ValueError"}
 
 
 def test_bool_is_an_int_in_arithmetic() -> None:
