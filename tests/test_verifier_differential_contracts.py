@@ -134,6 +134,42 @@ def bools(draw: st.DrawFn, flds: list[Fld], depth: int) -> str:
     return f"({bools(draw, flds, depth + 1)}) {op} ({bools(draw, flds, depth + 1)})"
 
 
+def statements(draw: st.DrawFn, flds: list[Fld], depth: int, indent: str) -> list[str]:
+    """A block of a method predicate: guards, early and bare returns, raises, asserts,
+    a local, and a tail that may fall off the end (returning None, which passes)."""
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 2))):
+        kind = draw(st.sampled_from(["if", "if", "assert", "local"] if depth < 2 else
+                                    ["assert", "local"]))
+        if kind == "if":
+            lines.append(f"{indent}if {bools(draw, flds, 1)}:")
+            lines += statements(draw, flds, depth + 1, indent + "    ")
+            if draw(st.booleans()):
+                lines.append(f"{indent}else:")
+                lines += statements(draw, flds, depth + 1, indent + "    ")
+        elif kind == "assert":
+            lines.append(f"{indent}assert {bools(draw, flds, 1)}, \"failed assert\"")
+        else:
+            lines.append(f"{indent}k = {ints(draw, flds, 1)}")
+            lines.append(f"{indent}if k {draw(st.sampled_from(['<', '==', '>']))} "
+                         f"{draw(st.integers(-2, 3))}:")
+            lines += _exit(draw, flds, indent + "    ")
+    tail = draw(st.sampled_from(["exit", "exit", "fall off"]))
+    if tail == "exit":
+        lines += _exit(draw, flds, indent)
+    return lines
+
+
+def _exit(draw: st.DrawFn, flds: list[Fld], indent: str) -> list[str]:
+    kind = draw(st.sampled_from(["return bool", "return bool", "return", "return None",
+                                 "raise", "pass"]))
+    if kind == "return bool":
+        return [f"{indent}return {bools(draw, flds, 1)}"]
+    if kind == "raise":
+        return [f"{indent}raise ValueError(\"rejected\")"]
+    return [f"{indent}{kind}"]
+
+
 @dataclass(frozen=True)
 class Generated:
     source: str
@@ -158,6 +194,10 @@ def contracts(draw: st.DrawFn) -> Generated:
         k = draw(st.integers(0, 3))
         pres.append(f"        Pre(lambda i: i.n {draw(st.sampled_from(['<', '!=', '>=']))} {k},"
                     f" \"pre 0\"),")
+    method = ""
+    if draw(st.booleans()):
+        body = "\n".join(statements(draw, flds, 0, "        "))
+        method = f"\n    def post(self, o: Out, i: In) -> Optional[bool]:\n{body}\n"
     field_lines = "\n".join(f"    {f.name}: {f.annotation}" for f in flds)
     source = f'''from typing import Literal, Optional
 
@@ -186,7 +226,7 @@ class Generated(Contract):
 
     def forward(self, input: In) -> Out:
         return self.contract_result
-'''
+{method}'''
     return Generated(source, tuple(flds), (low, high))
 
 
