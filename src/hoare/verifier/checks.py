@@ -255,8 +255,10 @@ class _Falsifier:
     (``falsify``): real pydantic validation, real predicates, the instance the
     witness replay uses; seeded with z3's models of nearby satisfiable queries."""
 
-    def __init__(self, cm: ContractModel, options: SolverOptions) -> None:
+    def __init__(self, cm: ContractModel, options: SolverOptions,
+                 near_models: bool = True) -> None:
         self.cm = cm
+        self.near_models = near_models
         self.options = replace(options, timeout_ms=min(options.timeout_ms, 300),
                                rlimit=min(options.rlimit, 1_000_000))
         self.instance, _ = _Replay(cm).instance(None)
@@ -265,7 +267,9 @@ class _Falsifier:
     def near(self, typed: TypedValue, translations: Sequence[Translation]) -> list[Any]:
         """Values of ``typed`` from z3 models of its type alone and with each
         translated predicate alone (cheap, often close to a counterexample)."""
-        seeds = []
+        seeds: list[Any] = []
+        if not self.near_models:
+            return seeds
         groups: list[list[Translation]] = [[]]
         groups += [[t] for t in translations if t.opaque is None][:4]
         for group in groups:
@@ -313,11 +317,12 @@ class _Falsifier:
 
 
 def falsify(cm: ContractModel, result: CheckResult, options: SolverOptions,
-            search: Callable[[_Falsifier], Counterexample | None]) -> CheckResult:
+            search: Callable[[_Falsifier], Counterexample | None],
+            near_models: bool = True) -> CheckResult:
     """``result`` (a negative verdict), or ``unknown`` when a concrete value refutes it
     (then the translator has a bug: it is logged on ``hoare.verifier``)."""
     try:
-        found = search(_Falsifier(cm, options))
+        found = search(_Falsifier(cm, options, near_models))
     except Exception:  # a falsifier bug must not hide the verdict z3 proved
         logging.getLogger("hoare.verifier").exception("falsifier error on %s", cm.name)
         return result
@@ -700,4 +705,4 @@ def falsify_composition(a: ContractModel, b: ContractModel, result: CheckResult,
         return search(a.output.spec, rejected_by_b, f.used_values(True),
                       f.near(a.output, a.post), f.constants, COMPOSITION_BUDGET, from_json=True)
 
-    return falsify(a, result, options, search_a)
+    return falsify(a, result, options, search_a, near_models=False)
