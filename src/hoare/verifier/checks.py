@@ -15,6 +15,10 @@ only grows the modelled set, so a refutation (unsat) still holds; a ``pass``
 resting on a witness needs the witness replayed through pydantic and every
 predicate, which an opaque predicate prevents: such a check is ``unknown``. A
 ``pass`` resting on unsat (composition) needs every negated part exact.
+
+A negative verdict (``fail``, ``warn``; and a composition ``pass``, which claims
+that no rejected value exists) is put through ``falsify`` first: a concrete
+value refuting it makes the check ``unknown`` and is logged as a translator bug.
 """
 
 from __future__ import annotations
