@@ -303,7 +303,8 @@ class Fault:
     ``kind``: ``"reply"`` (status, headers, body), ``"reset"`` (read the request, then
     abort the connection with a TCP RST), ``"cut"`` (announce ``body`` but send only half
     of it, then close), ``"trickle"`` (send the headers, then ``body`` one byte every
-    ``interval`` seconds), ``"silence"`` (read the request and never answer).
+    ``interval`` seconds), ``"trickle_head"`` (the status line and headers too arrive one
+    byte per ``interval``), ``"silence"`` (read the request and never answer).
     """
 
     kind: str
@@ -434,6 +435,12 @@ class FaultServer:
                        "content-length": str(len(fault.body)), **fault.headers}
             head = f"HTTP/1.1 {fault.status} X\r\n" + "".join(
                 f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+            if fault.kind == "trickle_head":
+                for byte in head.encode("latin-1") + fault.body:
+                    if self._stop.wait(fault.interval):
+                        return
+                    connection.sendall(bytes([byte]))
+                return
             connection.sendall(head.encode("latin-1"))
             if fault.kind == "cut":
                 connection.sendall(fault.body[: len(fault.body) // 2])

@@ -77,6 +77,21 @@ def test_async_deadline_against_a_trickling_body() -> None:
     assert elapsed < 15, elapsed
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_trickle_of_headers_is_ended_by_the_watchdog(mode: str) -> None:
+    fault = Fault("trickle_head", 200, ok().body, interval=0.2)  # 60+ s without a watchdog
+    with FaultServer([fault]) as server:
+        eng = engine(server.url, timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(EngineTimeout):
+            if mode == "sync":
+                eng.complete(req())
+            else:
+                asyncio.run(eng.acomplete(req()))
+        elapsed = time.monotonic() - started
+    assert elapsed < 15, elapsed
+
+
 def test_silence_times_out_per_attempt_and_retries_are_logged(
         caplog: pytest.LogCaptureFixture) -> None:
     sleeps: list[float] = []

@@ -3,7 +3,8 @@
 ``OpenAIEngine`` talks to any OpenAI-compatible server, ``FunctionEngine`` wraps a
 function; ``CachedEngine`` records and replays answers, ``BudgetedEngine`` caps
 spending. Transport failures are retried inside an engine (``TransportRetry``)
-and surface as ``TransportError`` subclasses of ``EngineError``.
+and surface as ``TransportError`` (a ``FatalEngineError``: it ends the contract's
+stage, never spends its remedy attempts).
 """
 
 from .base import (

@@ -3,8 +3,11 @@
 A contract turns each ``Generate`` effect of the kernel into a ``Request``; any
 object with ``complete`` and ``acomplete`` is an engine. Transport problems
 (rate limits, timeouts, 5xx) are retried inside the engine and surface, when
-retries are exhausted, as an ``EngineError``; the kernel then records an
-``error`` violation for that attempt.
+retries are exhausted, as a ``TransportError``: a ``FatalEngineError``, so the
+kernel records one ``error`` violation and ends the stage instead of spending
+remedy attempts on the wire. Any other exception an engine raises is that
+attempt's ``error`` violation and the stage goes on (``hoare.errors`` draws the
+whole tree).
 """
 
 from __future__ import annotations

@@ -17,11 +17,12 @@ llama.cpp's does with HTTP 500) is stepping down too, not retrying.
 
 Time. ``timeout`` (``Options.timeout``, default ``DEFAULT_TIMEOUT`` = 60 s) is a
 deadline for each whole send, not a per-read timeout: the engine's HTTP clients
-enforce it with ``DeadlineTransport`` (a trickling body cannot stretch it), and
-asynchronous sends are also cancelled by ``asyncio.timeout`` shortly after it.
-Transport retries are bounded by ``TransportRetry`` (``max_retries``,
-``max_elapsed``). Prebuilt ``client``/``async_client`` keep their own transport,
-so for them a synchronous send is only bounded per read.
+enforce it with ``DeadlineTransport`` (a trickling body cannot stretch it), and a
+watchdog ends any send still running ``_WATCHDOG_GRACE`` seconds after it (a
+trickle of headers, a prebuilt client without the deadline transport): an async
+send is cancelled, a synchronous one is abandoned to its daemon thread (whose
+reads the deadline transport soon ends). Transport retries are bounded by
+``TransportRetry`` (``max_retries``, ``max_elapsed``).
 
 Resources. The synchronous client is built once; an async client is built per
 event loop (an HTTP pool belongs to its loop), kept in a small LRU map
@@ -37,6 +38,7 @@ repr, its log lines and every error it raises.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -63,7 +65,7 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds allowed for one whole send when no ``Options.timeout`` is set (the ``openai``
 client's own default, 600 s, hides a dead server for ten minutes)."""
 
-_ASYNC_GRACE = 1.0  # seconds past the deadline before an async send is cancelled outright
+_WATCHDOG_GRACE = 1.0  # seconds past the deadline before the watchdog ends a send
 _LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
 Structured = Literal["auto", "json_schema", "json_object", "text"]
@@ -467,7 +469,8 @@ class OpenAIEngine:
             client = self.client
             try:
                 completion = self.transport.call(
-                    functools.partial(client.chat.completions.create, **params),
+                    functools.partial(_watched, client.chat.completions.create,
+                                      float(params["timeout"]) + _WATCHDOG_GRACE, params),
                     self._classifier(params), where=self._where(params))
             except RequestRejected as error:
                 if self._adapt(error, fmt):
@@ -482,7 +485,7 @@ class OpenAIEngine:
             params = self.params(request, fmt)
             client = await self._aclient()
             send = functools.partial(_bounded, client.chat.completions.create,
-                                     float(params["timeout"]) + _ASYNC_GRACE, params)
+                                     float(params["timeout"]) + _WATCHDOG_GRACE, params)
             try:
                 completion = await self.transport.acall(
                     send, self._classifier(params), where=self._where(params))
@@ -510,6 +513,29 @@ class OpenAIEngine:
                         output_tokens=(usage.completion_tokens or 0) if usage else 0),
             model=completion.model or str(params["model"]),
         )
+
+
+def _watched(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
+    """One synchronous send in a daemon thread, given up ``seconds`` after it started
+    (``TimeoutError``): a blocking socket read cannot be interrupted from outside."""
+    box: list[Any] = []
+    failure: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box.append(context.run(create, **params))
+        except BaseException as error:  # handed to the caller below
+            failure.append(error)
+
+    worker = threading.Thread(target=run, daemon=True, name="hoare-openai-send")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"the send was still running {seconds:g} s after it started")
+    if failure:
+        raise failure[0]
+    return box[0]
 
 
 async def _bounded(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
