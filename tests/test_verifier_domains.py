@@ -591,3 +591,73 @@ def test_values_pydantic_produces_are_in_the_domain(generated: Any) -> None:
             continue
         with Z3_LOCK:
             assert _holds(typed, value), (model.model_fields, data, value)
+
+
+# -- which validators only narrow --------------------------------------------------------------
+
+
+class Box:
+    def __init__(self) -> None:
+        self.items: list[int] = []
+
+    def get(self) -> int:  # a reading name that writes
+        self.items.append(1)
+        return 0
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _checks(value: str) -> str:
+    if not value.strip() or len(value) > 9:
+        raise ValueError("bad")
+    return value
+
+
+def _rebinds(value: str) -> str:
+    value = value.strip()
+    return value
+
+
+def _may_fall_off(value: int) -> int:
+    if value > 0:
+        return value
+
+
+def _mutates(value: list[int]) -> list[int]:
+    value.append(1)
+    return value
+
+
+def _assigns_item(value: list[int]) -> list[int]:
+    value[0] = 1
+    return value
+
+
+def _user_reading_name(value: Box) -> Box:
+    value.get()
+    return value
+
+
+def _sets_attribute(value: Any) -> Any:
+    object.__setattr__(value, "x", 1)
+    return value
+
+
+def _other(value: int) -> int:
+    return abs(value)
+
+
+@pytest.mark.parametrize("fn,immutable,narrows", [
+    (_identity, False, True), (_checks, True, True), (lambda v: v, True, True),
+    (_rebinds, True, False), (_may_fall_off, True, False), (_mutates, False, False),
+    (_assigns_item, False, False), (_user_reading_name, False, False),
+    (_sets_attribute, False, False), (_other, True, False), (lambda v: v + 0, True, False),
+    (_checks, False, False),  # .strip() on a value of unknown type could be user code
+])
+def test_only_validators_returning_their_argument_untouched_narrow(
+        fn: Any, immutable: bool, narrows: bool) -> None:
+    from hoare.verifier.narrowing import only_narrows
+
+    assert (only_narrows(fn, 0, immutable=immutable) is None) is narrows

@@ -42,9 +42,16 @@ def _error_class(node: ast.expr) -> bool:
     return name.endswith(("Error", "Exception", "Warning"))
 
 
-def only_narrows(fn: Callable[..., object], value_index: int) -> str | None:
+def only_narrows(fn: Callable[..., object], value_index: int, *, immutable: bool = False,
+                  immutable_attrs: frozenset[str] = frozenset()) -> str | None:
     """``None`` when ``fn`` returns its parameter number ``value_index`` unchanged on
-    every path and mutates nothing; otherwise why that is not known."""
+    every path and mutates nothing; otherwise why that is not known.
+
+    Reading methods (``strip``, ``get``…) are allowed on values known to be of
+    built-in immutable types: the parameter when ``immutable``, its attributes
+    named in ``immutable_attrs`` (a model's ``str``/``int``… fields), literals,
+    results of built-in conversions, the ``data`` of a validation-info parameter
+    and module-level names (a user method called ``get`` could mutate the value)."""
     if getattr(fn, "__self__", None) is not None:  # a bound (class) method
         value_index += 1
     target = getattr(fn, "__func__", fn)
@@ -59,6 +66,8 @@ def only_narrows(fn: Callable[..., object], value_index: int) -> str | None:
     if value_index >= len(params):
         return "it takes no value parameter"
     name = params[value_index]
+    scope = _Scope(name, immutable, immutable_attrs, set(params) - {name},
+                   _locals(node, params))
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.Return(node.body)]
     else:
@@ -73,10 +82,47 @@ def only_narrows(fn: Callable[..., object], value_index: int) -> str | None:
     if not body or not _ends(body):
         return "it may end without returning its argument"
     for stmt in body:
-        problem = _statement(stmt, name)
+        problem = _statement(stmt, scope)
         if problem:
             return problem
     return None
+
+
+class _Scope:
+    def __init__(self, name: str, immutable: bool, attrs: frozenset[str],
+                 others: set[str], local: set[str]) -> None:
+        self.name, self.immutable, self.attrs = name, immutable, attrs
+        self.others, self.local = others, local
+
+    def readable(self, receiver: ast.expr) -> bool:
+        """May a reading method be called on ``receiver`` without running user code
+        that could change the value?"""
+        if isinstance(receiver, ast.Constant):
+            return True
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and \
+                receiver.func.id in _CONVERSIONS:
+            return True
+        if isinstance(receiver, ast.Name):
+            if receiver.id == self.name:
+                return self.immutable
+            return receiver.id not in self.local and receiver.id not in self.others
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
+            owner = receiver.value.id
+            if owner == self.name:
+                return receiver.attr in self.attrs
+            if owner in self.others:
+                return receiver.attr == "data"  # ValidationInfo.data: a plain dict
+        return False
+
+
+_CONVERSIONS = frozenset({"str", "int", "float", "list", "tuple", "set", "frozenset",
+                          "sorted", "repr"})
+
+
+def _locals(node: ast.AST, params: list[str]) -> set[str]:
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Store)}
+    return names - set(params)
 
 
 def _ends(body: list[ast.stmt]) -> bool:
@@ -89,7 +135,8 @@ def _ends(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _statement(stmt: ast.AST, name: str) -> str | None:
+def _statement(stmt: ast.AST, scope: _Scope) -> str | None:
+    name = scope.name
     for node in ast.walk(stmt):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                              ast.ClassDef)):
@@ -120,7 +167,8 @@ def _statement(stmt: ast.AST, name: str) -> str | None:
             func = node.func
             if isinstance(func, ast.Name) and (func.id in _PURE_NAMES or _error_class(func)):
                 continue
-            if isinstance(func, ast.Attribute) and func.attr in _PURE_METHODS:
+            if isinstance(func, ast.Attribute) and func.attr in _PURE_METHODS and \
+                    scope.readable(func.value):
                 continue
             if isinstance(func, ast.Attribute) and _error_class(func):
                 continue

@@ -193,7 +193,8 @@ class TypeBuilder:
             metadata = list(info.metadata)
             local: list[Constraint] = []
             changed = self._validators_change(validators.get(name, []) +
-                                              validators.get("*", []), field_owner)
+                                              validators.get("*", []), field_owner,
+                                              _immutable(info.annotation))
             if changed is not None:
                 fields[name] = SOpaque(changed)
                 continue
@@ -221,7 +222,8 @@ class TypeBuilder:
             if note not in self.dropped:
                 self.dropped.append(note)
 
-    def _validators_change(self, validators: list[Any], owner: str) -> str | None:
+    def _validators_change(self, validators: list[Any], owner: str, immutable: bool
+                           ) -> str | None:
         """Why ``@field_validator``s may change the values of a field (None: they only
         reject, or run before validation, which still checks the type)."""
         for decorator in validators:
@@ -231,7 +233,7 @@ class TypeBuilder:
                 continue
             if mode != "after":
                 return f"{owner}: {mode} validator {name} may produce any value"
-            why = only_narrows(decorator.func, 0)
+            why = only_narrows(decorator.func, 0, immutable=immutable)
             if why is not None:
                 return f"{owner}: validator {name} may change the value: {why}"
             self._narrowed(f"validator {name} on {owner}")
@@ -254,7 +256,9 @@ class TypeBuilder:
                 continue
             if mode != "after":
                 return f"{cls.__name__}.{name} ({mode} model validator) may produce any value"
-            why = only_narrows(decorator.func, 0)
+            scalars = frozenset(n for n, i in cls.model_fields.items()
+                                if _immutable(i.annotation))
+            why = only_narrows(decorator.func, 0, immutable_attrs=scalars)
             if why is not None:
                 return f"{cls.__name__}.{name} may change the model: {why}"
             self._narrowed(f"model validator {cls.__name__}.{name}")
@@ -328,7 +332,7 @@ class TypeBuilder:
         if self.leaves > MAX_LEAVES:
             return SOpaque(f"{owner}: value too large to model")
         items = _flatten(metadata)
-        changed = self._metadata_changes(items, owner)
+        changed = self._metadata_changes(items, owner, _immutable(ann))
         if changed is not None:
             return SOpaque(changed)
         if ann is int:
@@ -389,7 +393,7 @@ class TypeBuilder:
                               config)
         return SOpaque(f"{owner}: type {getattr(ann, '__name__', ann)!s} not modelled")
 
-    def _metadata_changes(self, items: list[Any], owner: str) -> str | None:
+    def _metadata_changes(self, items: list[Any], owner: str, immutable: bool) -> str | None:
         """Why ``Annotated`` metadata may change the values (None: it does not).
 
         A ``BeforeValidator`` runs before the type's own validation, which still
@@ -401,7 +405,7 @@ class TypeBuilder:
             if name in ("WrapValidator", "PlainValidator"):
                 return f"{owner}: a {name} may produce any value"
             if name == "AfterValidator":
-                why = only_narrows(item.func, 0)
+                why = only_narrows(item.func, 0, immutable=immutable)
                 if why is not None:
                     return f"{owner}: an AfterValidator may change the value: {why}"
                 self._narrowed(f"an AfterValidator on {owner}")
@@ -678,6 +682,19 @@ def _custom_behaviour(cls: type, base: type) -> str | None:
             if getattr(function, "__qualname__", "").startswith(klass.__qualname__ + "."):
                 return name  # written by the user (enum machinery adds its own methods)
     return None
+
+
+def _immutable(ann: Any) -> bool:
+    """Values of ``ann`` are built-in immutable scalars (no user method can change
+    them)."""
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _immutable(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType):
+        return all(_immutable(a) for a in typing.get_args(ann))
+    if origin is Literal:
+        return all(type(v) in (int, str, bool) or v is None for v in typing.get_args(ann))
+    return ann in (int, float, str, bool, type(None))
 
 
 def _field_validators(cls: type[BaseModel]) -> dict[str, list[Any]]:
