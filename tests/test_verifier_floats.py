@@ -430,6 +430,7 @@ class N(BaseModel):
     i: int
     j: int
     b: bool
+    fs: list[float] = Field(default_factory=list, max_length=3)
 
 
 PREDICATES: list[Callable[[N], object]] = [
@@ -466,6 +467,9 @@ PREDICATES: list[Callable[[N], object]] = [
     lambda v: max(v.i, v.x) + 1 > v.x,
     lambda v: min(v.i, v.j, v.x) * 2 >= v.y,
     lambda v: -max(v.i, v.b) < v.j,
+    lambda v: sum(v.fs) <= v.x,
+    lambda v: max(v.fs, default=0) >= v.i,
+    lambda v: sum(f * 0.1 for f in v.fs) == v.y,
 ]
 
 
@@ -487,7 +491,8 @@ def test_every_float_predicate_is_translated(translations: dict[int, tuple[Trans
     assert {i: t.opaque for i, (t, _) in translations.items() if t.opaque} == {}
 
 
-values = st.builds(N, x=floats, y=floats, i=ints, j=ints, b=st.booleans())
+values = st.builds(N, x=floats, y=floats, i=ints, j=ints, b=st.booleans(),
+                   fs=st.lists(floats, max_size=3))
 
 
 @pytest.mark.parametrize("index", range(len(PREDICATES)))
