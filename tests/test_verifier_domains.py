@@ -9,6 +9,7 @@ and unvalidated defaults) must satisfy the z3 type constraints.
 from __future__ import annotations
 
 import enum
+import json
 import math
 from typing import Annotated, Any, Literal
 
@@ -48,6 +49,7 @@ from hoare.verifier.report import ContractReport
 from hoare.verifier.solver import SolverOptions, solve
 from hoare.verifier.types import TypeBuilder
 from hoare.verifier.values import Z3_LOCK, naming
+from hoare.verifier.witness import json_safe
 
 OPTIONS = SolverOptions(timeout_ms=10_000, rlimit=5_000_000)
 
@@ -471,7 +473,7 @@ class Rank(enum.IntEnum):
 def _field(draw: Any, index: int) -> tuple[Any, Any, list[Any]]:
     """(annotation, Field(...) or default, candidate raw inputs)."""
     kind = draw(st.sampled_from(["int", "float", "str", "bool", "literal", "enum", "intenum",
-                                 "optional", "list", "literal_enum"]))
+                                 "optional", "list", "literal_enum", "validated"]))
     ints = st.integers(-20, 20)
     candidates: list[Any] = []
     if kind == "int":
@@ -504,6 +506,13 @@ def _field(draw: Any, index: int) -> tuple[Any, Any, list[Any]]:
         kwargs = {}
         ann = Shade
         candidates = ["dark", "light", Shade.DARK, "x"]
+    elif kind == "validated":
+        validator = draw(st.sampled_from([AfterValidator(_identity), AfterValidator(_other),
+                                          BeforeValidator(_other),
+                                          AfterValidator(_check_positive)]))
+        kwargs = draw(st.fixed_dictionaries({}, optional={"ge": ints, "le": ints}))
+        ann = Annotated[int, validator]
+        candidates = [-3, 0, 5, "4"]
     elif kind == "literal_enum":
         kwargs = {}
         ann = Literal[Shade.DARK, Shade.LIGHT]
@@ -585,12 +594,18 @@ def test_values_pydantic_produces_are_in_the_domain(generated: Any) -> None:
     with Z3_LOCK, naming("domains."):
         typed = TypeBuilder("input").build(type_spec(model))
     for data in inputs:
+        values = []
         try:
-            value = model.model_validate(data)
-        except ValidationError:
-            continue
-        with Z3_LOCK:
-            assert _holds(typed, value), (model.model_fields, data, value)
+            values.append(model.model_validate(data))
+        except (ValidationError, TypeError):  # a validator may raise TypeError itself
+            pass
+        try:  # what an engine's JSON answer gives
+            values.append(model.model_validate_json(json.dumps(json_safe(data))))
+        except (ValidationError, TypeError, ValueError):
+            pass
+        for value in values:
+            with Z3_LOCK:
+                assert _holds(typed, value), (model.model_fields, data, value)
 
 
 # -- which validators only narrow --------------------------------------------------------------
