@@ -618,6 +618,8 @@ def test_secret_values_never_reach_prompts_logs_or_errors(
     assert secret not in str(caught.value)
     assert post.contract_outcome is not None
     assert secret not in post.contract_outcome.summary()
+    assert secret not in str(post.contract_exception)
+    assert "still bad **********" in str(post.contract_exception)
     assert "bad password **********" in str(caught.value)
 
 

@@ -662,13 +662,14 @@ def _redact_secrets(call: _Call, raised: BaseException | None) -> None:
     call.outcome = outcome._replace(
         violations=clean(outcome.violations), attempts=attempts,
         handler_error=None if handler_error is None else redact(handler_error, secrets))
-    if isinstance(raised, ContractViolationError):
-        raised.args = tuple(redact(a, secrets) if isinstance(a, str) else a
-                            for a in raised.args)
-        if raised.outcome is outcome:
-            raised.outcome = call.outcome
-        elif raised.outcome is not None:
-            raised.outcome = raised.outcome._replace(violations=clean(raised.outcome.violations))
+    for error in (raised, outcome.exception):  # the raised error, contract_exception
+        if isinstance(error, ContractViolationError):
+            error.args = tuple(redact(a, secrets) if isinstance(a, str) else a
+                               for a in error.args)
+            if error.outcome is outcome:
+                error.outcome = call.outcome
+            elif error.outcome is not None:
+                error.outcome = error.outcome._replace(violations=clean(error.outcome.violations))
 
 
 def _user_forward(cls: type) -> Callable[..., Any]:
