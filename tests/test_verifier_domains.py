@@ -676,3 +676,26 @@ def test_only_validators_returning_their_argument_untouched_narrow(
     from hoare.verifier.narrowing import only_narrows
 
     assert (only_narrows(fn, 0, immutable=immutable) is None) is narrows
+
+
+class Bounded(BaseModel):
+    limit: int = Field(ge=0, le=10)
+
+
+class Collapsed(BaseModel):
+    n: Annotated[int, BeforeValidator(lambda v: 0), Field(ge=0, le=10)]
+
+
+def test_a_before_validator_makes_the_output_domain_inexact() -> None:
+    """Every output is 0, so input 5 admits no output: ``post_total`` cannot pass."""
+
+    def forward(self: object, input: Any) -> Any:
+        raise NotImplementedError
+
+    forward.__annotations__ = {"input": Bounded, "return": Collapsed}
+    cls = type("Collapsing", (), {"forward": forward, "__module__": __name__,
+                                  "post_conditions": [Post(lambda o, q: o.n == q.limit,
+                                                           "echo the limit")]})
+    assert Collapsed.model_validate({"n": 5}).n == 0
+    report = check_contract(describe(cls, ContractConfig()), OPTIONS)
+    assert all(c.status != "pass" for c in report.checks if c.kind == "post_total")

@@ -13,6 +13,7 @@ modelled make it ``unknown``.
 
 from __future__ import annotations
 
+import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -285,6 +286,10 @@ def _from_dump(a: SModel, b: SModel, link: _Link, where: str) -> z3.BoolRef:
             conds.append(link.inexact(f"{where}.{name}: A dumps a computed or serialised "
                                       f"value"))
             continue
+        if isinstance(sym_b, SOpt) and not _admits_none(info.annotation):
+            # its None case is the unvalidated default, never a validated value
+            link.defs.append(z3.Not(sym_b.none))
+            sym_b = sym_b.inner
         ctx = _field_ctx(b.cls, info, _Ctx(dumped=True))
         if ctx is None:
             conds.append(link.inexact(f"{where}.{name}: B's validators see the raw value"))
@@ -293,6 +298,19 @@ def _from_dump(a: SModel, b: SModel, link: _Link, where: str) -> z3.BoolRef:
     if config.get("extra") == "forbid" and set(keys) - consumed:
         return z3.BoolVal(False)  # A's dump has a key B forbids
     return _and(*conds)
+
+
+def _admits_none(annotation: object) -> bool:
+    """Does validation accept None for ``annotation``?"""
+    if annotation is None or annotation is type(None) or annotation is typing.Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _admits_none(typing.get_args(annotation)[0])
+    if origin is typing.Literal:
+        return None in typing.get_args(annotation)
+    return any(_admits_none(a) for a in typing.get_args(annotation)) if origin in (
+        typing.Union, types.UnionType) else False
 
 
 def _default(info: object, sym_b: Sym, config: dict[str, object], link: _Link,
@@ -367,8 +385,11 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
         if ctx.strict:
             return z3.BoolVal(False)
         whole = z3.And(a.tag == FIN, z3.IsInt(a.r))
-        link.defs.append(z3.Implies(whole, z3.ToReal(b.e) == a.r))
-        return whole
+        small = z3.And(a.r <= _EXACT_FLOAT_INTS, a.r >= -_EXACT_FLOAT_INTS)
+        link.defs.append(z3.Implies(z3.And(whole, small), z3.ToReal(b.e) == a.r))
+        big = link.region(f"{where}: a float beyond 2**53 to an int (pydantic's limit is "
+                          f"the 64-bit range)", z3.And(whole, z3.Not(small)))
+        return z3.And(whole, big)
     if isinstance(a, SInt) and isinstance(b, SBool):
         if ctx.strict:
             return z3.BoolVal(False)

@@ -230,6 +230,7 @@ class TypeBuilder:
             mode = getattr(decorator.info, "mode", "after")
             name = getattr(decorator.func, "__name__", "validator")
             if mode == "before":
+                self._before(f"validator {name} on {owner}")
                 continue
             if mode != "after":
                 return f"{owner}: {mode} validator {name} may produce any value"
@@ -238,6 +239,14 @@ class TypeBuilder:
                 return f"{owner}: validator {name} may change the value: {why}"
             self._narrowed(f"validator {name} on {owner}")
         return None
+
+    def _before(self, what: str) -> None:
+        """A validator running before the type's validation: the value still has the
+        type and its constraints, but maybe not every such value is reachable."""
+        note = (f"{what} runs before validation: values it never produces are "
+                f"included")
+        if note not in self.dropped:
+            self.dropped.append(note)
 
     def _narrowed(self, what: str) -> None:
         note = f"{what} only rejects values: the constraint it adds is not translated"
@@ -253,6 +262,7 @@ class TypeBuilder:
         for name, decorator in getattr(decorators, "model_validators", {}).items():
             mode = getattr(decorator.info, "mode", "after")
             if mode == "before":
+                self._before(f"model validator {cls.__name__}.{name}")
                 continue
             if mode != "after":
                 return f"{cls.__name__}.{name} ({mode} model validator) may produce any value"
@@ -404,6 +414,8 @@ class TypeBuilder:
             name = type(item).__name__
             if name in ("WrapValidator", "PlainValidator"):
                 return f"{owner}: a {name} may produce any value"
+            if name == "BeforeValidator":
+                self._before(f"a BeforeValidator on {owner}")
             if name == "AfterValidator":
                 why = only_narrows(item.func, 0, immutable=immutable)
                 if why is not None:
