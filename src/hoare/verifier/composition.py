@@ -1,14 +1,23 @@
 """``composition``: does each pipeline stage accept what the previous one returns?
 
 For stages A → B: every output A's type and post-conditions allow (for some
-input A accepts) must be accepted by B: converted the way the runtime does it
-(``model_dump`` then B's ``model_validate``), valid for B's input type, and
-passing B's pre-conditions. z3 looks for an output B rejects, one rejection
-reason at a time (each query stays small). A counterexample is replayed: A's
-type and post-conditions accept it and B really rejects it. A ``pass`` rests on
+input A accepts) must be accepted by B, handed over exactly as ``Pipeline``
+does it (``TypeSpec.validate``): the same model class passes as it is; another
+model is dumped (``model_dump()``: field names or serialisation aliases,
+excluded fields left out, computed fields added) and validated in Python mode
+(aliases or names per ``validate_by_alias``/``validate_by_name``, ``extra``,
+defaults of absent fields, strict mode, lax conversions); a native value is
+validated as ``{"value": v}``. Whatever of that is not modelled (serialisers,
+B's before-validators, string transforms, alias paths…) makes the link
+inexact, and values where a conversion is not modelled (ints beyond 2**53
+becoming floats) are a *region* a ``pass`` must prove unreachable.
+
+z3 looks for an output B rejects, one rejection reason at a time (each query
+stays small). A counterexample is replayed: A's type and post-conditions accept
+it and B really rejects it (through ``TypeSpec.validate``). A ``pass`` rests on
 every reason being refuted, so it needs B's checks exact: an opaque
-pre-condition of B, a constraint of B not translated or a conversion not
-modelled make it ``unknown``.
+pre-condition of B, a constraint of B not translated or a hand-off not modelled
+make it ``unknown``.
 """
 
 from __future__ import annotations

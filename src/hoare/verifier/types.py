@@ -15,11 +15,26 @@ core names what conflicts. What is modelled:
 * ``ge/gt/le/lt``, ``multiple_of`` (ints), ``min_length/max_length``, ``pattern``
   (search semantics), ``allow_inf_nan``, model-wide ``str_min_length`` & co.
 
-A constraint that cannot be translated is *dropped* (the modelled set grows, so
-refutations stay sound) and listed with its reason; ``exact`` becomes False, so
-no check may rely on the type set in a negative position (composition).
-pydantic does not validate defaults: a field whose default violates its own
-constraints may also hold that default.
+The domain must contain every value pydantic really produces (refutations rest
+on it). A constraint that cannot be translated is *dropped* (the modelled set
+grows, so refutations stay sound) and listed with its reason; ``exact`` becomes
+False, so no check may rely on the type set in a negative position
+(composition, ``post_total``). The same holds for validators that provably only
+reject (``narrowing``) and for before-validators (the value is still validated).
+What may *change* values is opaque: plain/wrap validators, after-validators not
+proven to return their argument untouched, model validators that may assign,
+``model_post_init``, ``Flag`` enums, enums and models defining their own
+behaviour (``__bool__``, ``__eq__``, ``__len__``…).
+
+pydantic does not validate defaults (unless ``validate_default``, the field's
+setting beating the model's): the field may also hold its default as it is — a
+``None`` default becomes a ``None`` case, a default of the field's own type an
+alternative to its constraints, and any other default (an ``int`` for a
+``float``, an enum member under ``use_enum_values``, a non-builtin
+``default_factory``) makes the field opaque. Model-wide string settings follow
+pydantic: field lengths beat ``str_min_length``/``str_max_length``; lengths and
+patterns are checked *before* ``str_to_lower``/``str_to_upper`` (so a case
+change drops them) and *after* stripping.
 """
 
 from __future__ import annotations
