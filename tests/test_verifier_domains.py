@@ -699,3 +699,43 @@ def test_a_before_validator_makes_the_output_domain_inexact() -> None:
     assert Collapsed.model_validate({"n": 5}).n == 0
     report = check_contract(describe(cls, ContractConfig()), OPTIONS)
     assert all(c.status != "pass" for c in report.checks if c.kind == "post_total")
+
+
+class Limit(BaseModel):
+    limit: int
+
+
+def test_preflight_binds_only_values_of_exactly_the_field_type() -> None:
+    """An unvalidated input (``model_construct``, or mutated) may hold an IntEnum
+    member in an ``int`` field: it is not bound as an int."""
+
+    def forward(self: object, input: Any) -> Any:
+        raise NotImplementedError
+
+    forward.__annotations__ = {"input": Limit, "return": Score}
+    post = Post(lambda s, q: q.limit is Rank.HIGH or s.score > 10 * q.limit, "high")
+    cls = type("Ranked", (), {"forward": forward, "__module__": __name__,
+                              "post_conditions": [post]})
+    checker = Preflight.for_description(describe(cls, ContractConfig()))
+    assert checker is not None
+    member = Limit.model_construct(limit=Rank.HIGH)
+    assert post.fn(Score(score=0), member)  # every output passes for this input
+    assert checker.check(object(), member).verdict is not Verdict.UNSATISFIABLE
+    assert checker.check(object(), Limit(limit=2)).verdict is Verdict.UNSATISFIABLE
+
+
+def test_the_extractor_refuses_subclass_values() -> None:
+    from hoare.verifier.concrete import Extractor
+
+    class Both(BaseModel):
+        n: int
+        x: float
+
+    with Z3_LOCK, naming("extract."):
+        typed = TypeBuilder("input").build(type_spec(Both))
+        extract = Extractor(typed.value)
+    env, exact = extract(Both(n=2, x=1.5))
+    assert exact and 2 in env.values() and 1.5 in env.values()  # and the float tag
+    for value in (Both.model_construct(n=Rank.HIGH, x=1.5), Both.model_construct(n=2, x=1)):
+        with pytest.raises(BindError):
+            extract(value)

@@ -232,12 +232,13 @@ class Extractor:
             name = self._name(sym.e)
             if name is None:
                 return None
-            kind = {SBool: (bool,), SInt: (int,), SStr: (str,)}[type(sym)]
-            reject_bool = isinstance(sym, SInt)
+            exact = _EXACT_TYPES[type(sym)]
 
             def scalar(value: Any, env: dict[str, Any]) -> bool:
-                if not isinstance(value, kind) or (reject_bool and isinstance(value, bool)):
-                    raise BindError(f"expected {kind[0].__name__}, got "
+                # exactly the type: a subclass (an IntEnum member, a str subclass, an
+                # unvalidated value) behaves differently in predicates
+                if type(value) is not exact:
+                    raise BindError(f"expected {exact.__name__}, got "
                                     f"{type(value).__name__}")
                 env[name] = value
                 return True
@@ -248,7 +249,7 @@ class Extractor:
                 return None
 
             def floating(value: Any, env: dict[str, Any]) -> bool:
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                if type(value) is not float:  # an int (unvalidated, or act's) is no float
                     raise BindError(f"expected float, got {type(value).__name__}")
                 number = float(value)
                 if math.isnan(number):
