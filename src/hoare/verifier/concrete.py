@@ -284,9 +284,12 @@ class Extractor:
                 return None
             limit = len(sym.slots)
 
+            container = tuple if sym.container == "tuple" else list
+
             def sequence(value: Any, env: dict[str, Any]) -> bool:
-                if not isinstance(value, (list, tuple)):
-                    raise BindError(f"expected a list, got {type(value).__name__}")
+                if type(value) is not container:  # `() == []` is False
+                    raise BindError(f"expected a {container.__name__}, got "
+                                    f"{type(value).__name__}")
                 if length is not None:
                     env[length] = len(value)
                 exact = len(value) <= limit
@@ -303,7 +306,7 @@ class Extractor:
                 return None
 
             def model(value: Any, env: dict[str, Any]) -> bool:
-                if not isinstance(value, cls):
+                if type(value) is not cls:  # a subclass may behave otherwise
                     raise BindError(f"expected {cls.__name__}, got {type(value).__name__}")
                 exact = True
                 for name, extract in fields:
