@@ -664,12 +664,19 @@ def _other(value: int) -> int:
     return abs(value)
 
 
+def _shadows(value: list[int]) -> list[int]:
+    len = list.append  # the point: not the builtin
+    len(value, 1)
+    return value
+
+
 @pytest.mark.parametrize("fn,immutable,narrows", [
     (_identity, False, True), (_checks, True, True), (lambda v: v, True, True),
     (_rebinds, True, False), (_may_fall_off, True, False), (_mutates, False, False),
     (_assigns_item, False, False), (_user_reading_name, False, False),
     (_sets_attribute, False, False), (_other, True, False), (lambda v: v + 0, True, False),
     (_checks, False, False),  # .strip() on a value of unknown type could be user code
+    (_shadows, True, False),
 ])
 def test_only_validators_returning_their_argument_untouched_narrow(
         fn: Any, immutable: bool, narrows: bool) -> None:

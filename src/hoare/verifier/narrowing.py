@@ -66,6 +66,11 @@ def only_narrows(fn: Callable[..., object], value_index: int, *, immutable: bool
     if value_index >= len(params):
         return "it takes no value parameter"
     name = params[value_index]
+    shadowed = _PURE_NAMES & (set(getattr(target, "__globals__", {})) |
+                              set(target.__code__.co_freevars) | set(params) |
+                              _locals(node, params))
+    if shadowed:
+        return f"its {sorted(shadowed)[0]} may not be the builtin"
     scope = _Scope(name, immutable, immutable_attrs, set(params) - {name},
                    _locals(node, params))
     if isinstance(node, ast.Lambda):
