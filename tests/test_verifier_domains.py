@@ -46,7 +46,7 @@ from hoare.verifier.checks import (
 from hoare.verifier.concrete import BindError, assign
 from hoare.verifier.preflight import Preflight
 from hoare.verifier.report import ContractReport
-from hoare.verifier.solver import SolverOptions, solve
+from hoare.verifier.solver import Assertion, SolverOptions, solve
 from hoare.verifier.types import TypeBuilder
 from hoare.verifier.values import Z3_LOCK, naming
 from hoare.verifier.witness import json_safe
@@ -746,3 +746,45 @@ def test_the_extractor_refuses_subclass_values() -> None:
     for value in (Both.model_construct(n=Rank.HIGH, x=1.5), Both.model_construct(n=2, x=1)):
         with pytest.raises(BindError):
             extract(value)
+
+
+class Size(enum.Enum):
+    SMALL = 1
+    LARGE = 2
+
+
+class Mood(enum.StrEnum):
+    WARM = "warm"
+
+
+def raw_never_fails(model: type[BaseModel], condition: Any) -> bool:
+    """Does the translation alone claim the pre-condition can never fail?"""
+    desc = describe(contract_on(model, Pre(condition, "the condition")), ContractConfig())
+    cm = contract_model(desc)
+    (t,) = cm.pre
+    if t.opaque is not None:
+        return False
+    defs = [Assertion(None, d, "def") for d in t.defs]
+    query = solve(type_assertions(cm.input) + defs + [Assertion("goal", t.fails(), "goal")],
+                  OPTIONS)
+    return query.status == "unsat"
+
+
+def test_plain_enum_arithmetic_raises() -> None:
+    class M(BaseModel):
+        size: Size
+
+    def bigger(m: Any) -> bool:
+        return m.size + 1 > 0
+
+    with pytest.raises(TypeError):
+        bigger(M(size=1))
+    assert not raw_never_fails(M, bigger)
+
+
+def test_str_enum_members_concatenate() -> None:
+    class M(BaseModel):
+        mood: Mood
+
+    never_refuted(M, lambda m: m.mood + "!" == "warm!", mood="warm")
+    never_refuted(M, lambda m: m.mood < "x" and "<" + m.mood == "<warm", mood="warm")

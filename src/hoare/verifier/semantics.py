@@ -324,7 +324,9 @@ class Semantics:
         return SFloat(int_val(FIN), z3.ToReal(self.int_expr(value)))
 
     def numeric(self, value: Sym) -> Sym:
-        if isinstance(value, SEnum):
+        """A mixin enum member (``IntEnum``, ``StrEnum``…) is its value; a plain
+        ``Enum`` member stays a member (arithmetic on it raises ``TypeError``)."""
+        if isinstance(value, SEnum) and issubclass(value.cls, (int, float, str)):
             return self.enum_value(value)
         return value
 
@@ -602,6 +604,10 @@ class Semantics:
 
     def binop(self, op: str, a: Sym, b: Sym) -> Sym:
         a, b = self.unwrap(a), self.unwrap(b)
+        if isinstance(a, SEnum) and issubclass(a.cls, str):  # a str mixin is a str
+            a = self.enum_value(a)
+        if isinstance(b, SEnum) and issubclass(b.cls, str):
+            b = self.enum_value(b)
         if isinstance(a, SStr) and isinstance(b, SStr):
             if op == "+":
                 return SStr(z3.Concat(a.e, b.e))
