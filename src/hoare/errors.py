@@ -86,8 +86,11 @@ class SecretRedacted(HoareError):
 
 
 class RetryableEngineError(EngineError):
-    """An engine call failed in a way another attempt may fix (a timeout, a 5xx after
-    the transport's own retries): the stage goes on with its next attempt."""
+    """An engine call failed in a way another *contract attempt* may fix (an answer with
+    no choices): the stage goes on with its next attempt. Transport failures are not
+    retryable here: the transport retries them itself (bounded, logged), and when its
+    retries run out it raises ``TransportError``, a ``FatalEngineError``, so remedy
+    attempts are never spent on a broken connection."""
 
 
 class BudgetError(FatalEngineError):
