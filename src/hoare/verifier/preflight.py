@@ -486,6 +486,16 @@ def _freeze(value: object, depth: int = 0) -> object:
     raise _NotPlain(f"a {kind.__name__} has no exact key")
 
 
+def _immutable(value: object, depth: int = 0) -> bool:
+    """Nothing reachable from ``value`` can be changed in place."""
+    if value is None or type(value) in (bool, int, float, str, bytes) or \
+            isinstance(value, enum.Enum):
+        return True
+    if type(value) in (tuple, frozenset) and depth < 32:
+        return all(_immutable(v, depth + 1) for v in value)  # type: ignore[attr-defined]
+    return False
+
+
 def _input_key(key: tuple[Any, ...], value: object) -> tuple[Any, ...]:
     """A cache key for a concrete input: the instance key and the input's exact key."""
     return (key, _freeze(value))
@@ -494,7 +504,7 @@ def _input_key(key: tuple[Any, ...], value: object) -> tuple[Any, ...]:
 class _Snapshot:
     """A value read by a translation, to tell whether it has changed since."""
 
-    __slots__ = ("key", "value")
+    __slots__ = ("frozen", "key", "value")
 
     def __init__(self, value: object) -> None:
         self.value = value
@@ -502,10 +512,14 @@ class _Snapshot:
             self.key: object = _freeze(value)
         except _NotPlain:
             self.key = None  # compared by identity
+        # The same object, when nothing in it can change, needs no new key.
+        self.frozen = self.key is None or _immutable(value)
 
     def changed(self, now: object) -> bool:
+        if now is self.value and self.frozen:
+            return False
         if self.key is None:
-            return now is not self.value
+            return True
         try:
             return _freeze(now) != self.key
         except _NotPlain:
