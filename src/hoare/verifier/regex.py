@@ -1,302 +1,448 @@
-"""Regular expressions → z3, built from ``re._parser`` (sre_parse) pieces.
+"""Regular expressions → z3, for the dialect that really runs.
 
-``z3.Re("[0-9]+")`` matches the *literal text* ``[0-9]+``; a character class
-must be built as a union of ``z3.Range``. pydantic validates ``pattern`` with a
-*search* (``"[a-z]+"`` accepts ``"1a1"``), with the Rust ``regex`` crate by
-default or Python's ``re`` (``regex_engine="python-re"``), so an unanchored
-pattern ``R`` becomes ``.*R.*`` and the two engines' ``$`` differ (Python's also
-matches before a final newline).
+``z3.Re("[0-9]+")`` matches the *literal text* ``[0-9]+``: patterns are parsed
+here and rebuilt from ``z3.Range`` unions. pydantic validates ``pattern`` with a
+*search* (``"[a-z]+"`` accepts ``"1a1"``), by pydantic-core's Rust ``regex``
+crate unless the model sets ``regex_engine='python-re'`` (then
+``re.compile(p).search``); predicates call Python's ``re`` directly. The two
+dialects differ (``[[a-c]]`` nests classes in Rust and is ``[`` or ``a-c`` then
+``]`` in Python; ``\\<`` is a word start in Rust and ``<`` in Python; Python's
+``$`` also matches before a final newline, Rust's does not; ``\\z`` is Rust's
+end, ``\\Z`` Python's; ``\\d``/``\\w``/``\\s`` are Unicode in both but not the same
+sets), so one parser reads only the *common, well-understood subset* and gives
+each construct its engine's meaning; anything else (lookarounds,
+backreferences, flags but a leading ``(?s)``, word boundaries, class set operations, POSIX classes,
+Unicode property escapes, anchors inside groups, unknown escapes, doubled
+quantifiers, a brace that is not a repeat) is *not translated*: the caller
+drops the constraint and says so. A pattern the real engine rejects is never
+translated (the model or the call would raise).
 
-Each translation says whether it is *exact*. ``\\d`` and ``\\w`` under the Rust
-engine follow Unicode tables that may differ from Python's: a class is
-over-approximated (its ASCII part or any non-ASCII character) and a negated
-class is the complement of an under-approximation (the ASCII part), so an
-inexact translation is still *implied by* the real constraint (sound for
-refutations). Features we do not model (lookarounds,
-backreferences, case-insensitive or multiline flags, possessive repeats, word
-boundaries) give no translation at all: the caller drops the constraint, and
-says so.
+Classes come from ``unicode_classes``: Python's from ``str`` methods, Rust's
+probed from pydantic-core, so a translation is exact on z3's alphabet. Pattern
+characters above U+2FFFF or reserved as astral twins make the pattern opaque
+(see ``unicode_classes`` for why the variables stay sound).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import warnings
 from dataclasses import dataclass
 
 import z3
 
-try:  # Python 3.11+
-    import re._constants as sre_c  # type: ignore[import-not-found]
-    import re._parser as sre_parse  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+from . import unicode_classes as uc
+from .unicode_classes import MAX_CHAR, Ranges
 
-from .unmodelled import Unmodelled
-from .values import MAX_CHAR, Opaque, str_val
+__all__ = ["ENGINES", "MAX_CHAR", "RegexTranslation", "field_pattern", "translate_pattern"]
 
-__all__ = ["MAX_CHAR", "RegexTranslation", "translate_pattern"]
-
-Ranges = tuple[tuple[int, int], ...]
+ENGINES = ("rust-regex", "python-re")
+_ALL: Ranges = ((0, uc.LAST_CODE_POINT),)
 
 
 @dataclass(frozen=True)
 class RegexTranslation:
     """``regex``: what the whole string must be in (search semantics applied).
-    ``exact``: membership in ``regex`` is equivalent to the real check; else implied
-    by it. ``regex is None``: not translated, ``reason`` says why."""
+    ``exact``: membership in ``regex`` is equivalent to the real check (on z3's
+    alphabet, astral characters by their twins); else ``regex`` is implied by the
+    real check and ``under`` implies it (big Unicode classes approximated off
+    Latin-1, see ``unicode_classes.approximate``). ``regex is None``: not
+    translated, ``reason`` says why."""
 
     regex: z3.ReRef | None
     exact: bool
     reason: str = ""
+    under: z3.ReRef | None = None
 
 
-class _Unsupported(Unmodelled):
+class _Unsupported(Exception):
     pass
 
 
-def _normalize(ranges: list[tuple[int, int]]) -> Ranges:
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-        else:
-            merged.append((lo, hi))
-    return tuple(merged)
+# -- the parsed pattern -------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Chars:
+    ranges: Ranges  # over all of Unicode
 
 
-def _complement(ranges: Ranges) -> Ranges:
-    out: list[tuple[int, int]] = []
-    start = 0
-    for lo, hi in ranges:
-        if lo > start:
-            out.append((start, lo - 1))
-        start = max(start, hi + 1)
-    if start <= MAX_CHAR:
-        out.append((start, MAX_CHAR))
-    return tuple(out)
+@dataclass(frozen=True)
+class _Seq:
+    items: tuple[_Node, ...]
 
 
-def _ranges_of(test: object) -> Ranges:
-    out: list[tuple[int, int]] = []
-    start = None
-    for code in range(MAX_CHAR + 2):
-        inside = code <= MAX_CHAR and test(chr(code))  # type: ignore[operator]
-        if inside and start is None:
-            start = code
-        elif not inside and start is not None:
-            out.append((start, code - 1))
-            start = None
-    return tuple(out)
+@dataclass(frozen=True)
+class _Alt:
+    options: tuple[_Node, ...]
 
 
-@functools.cache
-def _category(name: str, engine: str) -> tuple[Ranges, Ranges]:
-    """(under, over) approximations of a class escape for one engine.
-
-    Python's classes are computed from ``str`` methods (exact for ``python-re``).
-    Rust's ``\\d``/``\\w`` follow Unicode tables that may be newer than Python's:
-    they are bounded by their ASCII part below and "ASCII part or any non-ASCII
-    character" above, which is compact and sound.
-    """
-    if engine == "python-re":
-        tests = {"digit": str.isdecimal, "space": str.isspace,
-                 "word": lambda c: c.isalnum() or c == "_"}
-        exact = _ranges_of(tests[name])
-        return exact, exact
-    non_ascii = (0x80, MAX_CHAR)
-    if name == "digit":
-        return ((48, 57),), _normalize([(48, 57), non_ascii])
-    if name == "word":
-        ascii_word = _normalize([(48, 57), (65, 90), (95, 95), (97, 122)])
-        return ascii_word, _normalize([*ascii_word, non_ascii])
-    if name == "space":  # \\p{White_Space}: a stable, closed list
-        white = _normalize([(9, 13), (32, 32), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
-                            (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F),
-                            (0x205F, 0x205F), (0x3000, 0x3000)])
-        return white, white
-    raise _Unsupported(f"class {name}")
+@dataclass(frozen=True)
+class _Repeat:
+    inner: _Node
+    low: int
+    high: int | None
 
 
-_CATEGORIES = {
-    sre_c.CATEGORY_DIGIT: ("digit", False), sre_c.CATEGORY_NOT_DIGIT: ("digit", True),
-    sre_c.CATEGORY_SPACE: ("space", False), sre_c.CATEGORY_NOT_SPACE: ("space", True),
-    sre_c.CATEGORY_WORD: ("word", False), sre_c.CATEGORY_NOT_WORD: ("word", True),
-}
+@dataclass(frozen=True)
+class _Anchor:
+    kind: str  # "start", "end" (end of text), "dollar" (Python's $: end or before a final \n)
 
 
-def _ranges_re(ranges: Ranges) -> z3.ReRef:
-    if not ranges:
-        return z3.Empty(z3.ReSort(z3.StringSort()))
-    parts = [z3.Range(str_val(chr(lo)), str_val(chr(hi))) for lo, hi in ranges]
-    return z3.Union(*parts) if len(parts) > 1 else parts[0]
+_Node = _Chars | _Seq | _Alt | _Repeat | _Anchor
+
+_CLASS_ESCAPES = {"d": "digit", "w": "word", "s": "space"}
+_CHAR_ESCAPES = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11, "a": 7}
+# ASCII punctuation both engines read as itself after a backslash (``<``, ``>``
+# are word boundaries in Rust).
+_PUNCTUATION = set("!\"#$%&'()*+,-./:;=?@[\\]^_`{|}~ ")
+_MAX_REPEAT = 1000
 
 
-class _Builder:
-    def __init__(self, engine: str) -> None:
+def _class_ranges(name: str, engine: str) -> Ranges:
+    """``\\d``, ``\\w``, ``\\s`` of ``engine`` over all of Unicode."""
+    if engine == "rust-regex":
+        return uc.class_ranges(f"rust-{name}", uc.LAST_CODE_POINT)
+    return uc.class_ranges({"digit": "decimal"}.get(name, name), uc.LAST_CODE_POINT)
+
+
+class _Parser:
+    """Recursive descent over the common subset; ``engine`` gives the meaning."""
+
+    def __init__(self, pattern: str, engine: str) -> None:
+        self.text = pattern
+        self.pos = 0
         self.engine = engine
-        self.exact = True
+        self.literals: list[tuple[int, int]] = []  # characters the pattern spells out
+        self.classes: list[Ranges] = []  # every character set built
+        self.dotall = pattern.startswith("(?s)")  # the one flag read (same in both)
+        if self.dotall:
+            self.pos = 4
 
-    def category(self, code: object, negate: bool = False) -> tuple[Ranges, Ranges]:
-        """(under, over) ranges of a category escape, negation applied."""
-        if code not in _CATEGORIES:
-            raise _Unsupported(f"character class {code}")
-        name, negated = _CATEGORIES[code]
-        under, over = _category(name, self.engine)
-        if under != over:
-            self.exact = False
-        if negated:
-            under, over = _complement(over), _complement(under)
-        return under, over
+    def peek(self, offset: int = 0) -> str:
+        index = self.pos + offset
+        return self.text[index] if index < len(self.text) else ""
 
-    def char_set(self, items: list[tuple[object, object]], flags: int) -> z3.ReRef:
-        negate = False
-        under: list[tuple[int, int]] = []
-        over: list[tuple[int, int]] = []
-        for op, av in items:
-            if op is sre_c.NEGATE:
-                negate = True
-            elif op is sre_c.LITERAL:
-                under.append((av, av))  # type: ignore[arg-type]
-                over.append((av, av))  # type: ignore[arg-type]
-            elif op is sre_c.RANGE:
-                under.append(av)  # type: ignore[arg-type]
-                over.append(av)  # type: ignore[arg-type]
-            elif op is sre_c.CATEGORY:
-                u, o = self.category(av)
-                under.extend(u)
-                over.extend(o)
+    def take(self) -> str:
+        char = self.peek()
+        if not char:
+            raise _Unsupported("unexpected end of pattern")
+        self.pos += 1
+        return char
+
+    def parse(self) -> _Node:
+        node = self.alternation()
+        if self.pos != len(self.text):
+            raise _Unsupported(f"unbalanced {self.peek()!r}")
+        return node
+
+    def alternation(self) -> _Node:
+        options = [self.sequence()]
+        while self.peek() == "|":
+            self.pos += 1
+            options.append(self.sequence())
+        return options[0] if len(options) == 1 else _Alt(tuple(options))
+
+    def sequence(self) -> _Node:
+        items: list[_Node] = []
+        while self.peek() and self.peek() not in "|)":
+            atom = self.atom()
+            items.append(self.quantified(atom))
+        return items[0] if len(items) == 1 else _Seq(tuple(items))
+
+    def quantified(self, atom: _Node) -> _Node:
+        char = self.peek()
+        if char in ("*", "+", "?"):
+            self.pos += 1
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[char]
+        elif char == "{":
+            match = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.text, self.pos)
+            if not match:
+                raise _Unsupported("a brace that is not a repeat {n}, {n,} or {n,m}")
+            self.pos = match.end()
+            low = int(match.group(1))
+            high = low if match.group(2) is None else (
+                int(match.group(3)) if match.group(3) else None)
+            if low > _MAX_REPEAT or (high is not None and (high > _MAX_REPEAT or high < low)):
+                raise _Unsupported("a repeat count out of range")
+        else:
+            return atom
+        if isinstance(atom, _Anchor):
+            raise _Unsupported("a repeated anchor")
+        if self.peek() == "?":
+            self.pos += 1  # lazy: same language
+        if self.peek() and self.peek() in "*+?{":
+            raise _Unsupported("a doubled quantifier (possessive in Python, nested in Rust)")
+        return _Repeat(atom, low, high)
+
+    def atom(self) -> _Node:
+        char = self.take()
+        if char == "(":
+            return self.group()
+        if char == "[":
+            return self.chars(self.char_class())
+        if char == ".":
+            return self.chars(_ALL if self.dotall else
+                              uc.complement(((10, 10),), uc.LAST_CODE_POINT))
+        if char == "^":
+            return _Anchor("start")
+        if char == "$":
+            return _Anchor("dollar" if self.engine == "python-re" else "end")
+        if char == "\\":
+            return self.escape()
+        if char in "*+?{}]":
+            raise _Unsupported(f"a bare {char!r}")
+        return self.literal(ord(char))
+
+    def literal(self, code: int) -> _Chars:
+        self.literals.append((code, code))
+        return self.chars(((code, code),))
+
+    def chars(self, ranges: Ranges) -> _Chars:
+        self.classes.append(ranges)
+        return _Chars(ranges)
+
+    def group(self) -> _Node:
+        if self.peek() == "?":
+            named = re.compile(r"\?P<[A-Za-z_][A-Za-z0-9_]*>").match(self.text, self.pos)
+            if self.peek(1) == ":":
+                self.pos += 2
+            elif named:
+                self.pos = named.end()
+            elif self.text.startswith(("?=", "?!"), self.pos):
+                raise _Unsupported("lookahead")
+            elif self.text.startswith(("?<=", "?<!"), self.pos):
+                raise _Unsupported("lookbehind")
+            elif re.match(r"\?[a-zA-Z-]*i", self.text[self.pos:]):
+                raise _Unsupported("case-insensitive matching (?i)")
             else:
-                raise _Unsupported(f"character set item {op}")
-        u_ranges, o_ranges = _normalize(under), _normalize(over)
+                raise _Unsupported("a group with flags or a named reference")
+        inner = self.alternation()
+        if self.take() != ")":
+            raise _Unsupported("an unclosed group")
+        return inner
+
+    def escape(self) -> _Node:
+        char = self.take()
+        if char.isdigit():
+            raise _Unsupported(f"backreference or octal escape \\{char}")
+        if char in "bB<>":
+            raise _Unsupported(f"anchor or word boundary \\{char}")
+        if char.lower() in _CLASS_ESCAPES:
+            ranges = _class_ranges(_CLASS_ESCAPES[char.lower()], self.engine)
+            return self.chars(uc.complement(ranges, uc.LAST_CODE_POINT) if char.isupper()
+                              else ranges)
+        if char == "A":
+            return _Anchor("start")
+        if char == "z" and self.engine == "rust-regex":
+            return _Anchor("end")
+        if char == "Z" and self.engine == "python-re":
+            return _Anchor("end")
+        return self.literal(self.char_escape(char))
+
+    def char_escape(self, char: str) -> int:
+        """The code point of an escape that stands for one character."""
+        if char in _CHAR_ESCAPES:
+            return _CHAR_ESCAPES[char]
+        if char in _PUNCTUATION:
+            return ord(char)
+        widths = {"x": 2, "u": 4, "U": 8}
+        if char in widths:
+            if self.engine == "rust-regex" and self.peek() == "{":
+                end = self.text.find("}", self.pos)
+                digits = self.text[self.pos + 1:end] if end > 0 else ""
+                self.pos = end + 1
+            else:
+                digits = self.text[self.pos:self.pos + widths[char]]
+                self.pos += widths[char]
+            if not re.fullmatch(r"[0-9A-Fa-f]{1,8}", digits) or (
+                    self.engine == "python-re" and len(digits) != widths[char]):
+                raise _Unsupported(f"the escape \\{char}{digits}")
+            code = int(digits, 16)
+            if code > uc.LAST_CODE_POINT:
+                raise _Unsupported(f"the escape \\{char}{digits}")
+            return code
+        if char.isdigit():
+            raise _Unsupported(f"backreference or octal escape \\{char}")
+        if char in "bB<>":
+            raise _Unsupported(f"anchor or word boundary \\{char}")
+        raise _Unsupported(f"the escape \\{char}")
+
+    def class_char(self) -> int | Ranges:
+        """One class member: a code point, or the ranges of a class escape."""
+        char = self.take()
+        if char != "\\":
+            return ord(char)
+        char = self.take()
+        if char.lower() in _CLASS_ESCAPES:
+            ranges = _class_ranges(_CLASS_ESCAPES[char.lower()], self.engine)
+            return uc.complement(ranges, uc.LAST_CODE_POINT) if char.isupper() else ranges
+        return self.char_escape(char)
+
+    def char_class(self) -> Ranges:
+        negate = self.peek() == "^"
         if negate:
-            return _ranges_re(_complement(u_ranges))
-        return _ranges_re(o_ranges)
+            self.pos += 1
+        members: list[tuple[int, int]] = []
+        first = True
+        while True:
+            char = self.peek()
+            if not char:
+                raise _Unsupported("an unclosed class")
+            if char == "]" and not first:
+                self.pos += 1
+                break
+            if self.text.startswith(("&&", "--", "~~", "[:"), self.pos):
+                raise _Unsupported("a class set operation or POSIX class")
+            if char == "[" and self.engine == "rust-regex":
+                self.pos += 1
+                members.extend(self.char_class())
+                first = False
+                continue
+            if char == "-" and not first and self.peek(1) != "]":
+                raise _Unsupported("a '-' that is neither a range nor at an end of a class")
+            start = self.pos
+            low = self.class_char()
+            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+                self.pos += 1
+                high = self.class_char()
+                if not isinstance(low, int) or not isinstance(high, int) or low > high:
+                    raise _Unsupported(f"the range {self.text[start:self.pos]!r}")
+                self.literals.append((low, high))
+                members.append((low, high))
+            elif isinstance(low, int):
+                self.literals.append((low, low))
+                members.append((low, low))
+            else:
+                members.extend(low)
+            first = False
+        ranges = uc.normalize(members)
+        return uc.complement(ranges, uc.LAST_CODE_POINT) if negate else ranges
 
-    def any_char(self, flags: int) -> z3.ReRef:
-        if flags & sre_c.SRE_FLAG_DOTALL:
-            return _ranges_re(((0, MAX_CHAR),))
-        return _ranges_re(((0, 9), (11, MAX_CHAR)))
 
-    def sequence(self, items: list[tuple[object, object]], flags: int) -> z3.ReRef:
-        parts = [self.item(op, av, flags) for op, av in items]
-        if not parts:
-            return z3.Re(z3.StringVal(""))
+# -- z3 ---------------------------------------------------------------------------------------
+def _empty_word() -> z3.ReRef:
+    return z3.Re(z3.StringVal(""))
+
+
+def _to_z3(node: _Node, side: str) -> z3.ReRef:
+    if isinstance(node, _Chars):
+        return uc.ranges_re(node.ranges, side)
+    if isinstance(node, _Seq):
+        parts = [_to_z3(item, side) for item in node.items] or [_empty_word()]
         return z3.Concat(*parts) if len(parts) > 1 else parts[0]
-
-    def item(self, op: object, av: object, flags: int) -> z3.ReRef:
-        if op is sre_c.LITERAL:
-            return z3.Re(str_val(chr(av)))  # type: ignore[arg-type]
-        if op is sre_c.NOT_LITERAL:
-            return _ranges_re(_complement(((av, av),)))  # type: ignore[arg-type]
-        if op is sre_c.ANY:
-            return self.any_char(flags)
-        if op is sre_c.IN:
-            return self.char_set(av, flags)  # type: ignore[arg-type]
-        if op is sre_c.CATEGORY:  # only inside IN in practice
-            _under, over = self.category(av)
-            return _ranges_re(over)
-        if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT):
-            low, high, sub = av  # type: ignore[misc]
-            inner = self.sequence(list(sub), flags)
-            if high is sre_c.MAXREPEAT:
-                if low == 0:
-                    return z3.Star(inner)
-                return z3.Concat(z3.Loop(inner, low, low), z3.Star(inner))
-            if high == 0:
-                return z3.Re(z3.StringVal(""))
-            if low == high:
-                return z3.Loop(inner, low, low)
-            return z3.Loop(inner, low, high)
-        if op is sre_c.SUBPATTERN:
-            _group, add_flags, del_flags, sub = av  # type: ignore[misc]
-            new_flags = (flags | add_flags) & ~del_flags
-            self.check_flags(new_flags)
-            return self.sequence(list(sub), new_flags)
-        if op is sre_c.BRANCH:
-            _, alternatives = av  # type: ignore[misc]
-            return z3.Union(*[self.sequence(list(alt), flags) for alt in alternatives])
-        raise _Unsupported(_describe(op))
-
-    def check_flags(self, flags: int) -> None:
-        for flag, name in ((sre_c.SRE_FLAG_IGNORECASE, "case-insensitive matching (?i)"),
-                           (sre_c.SRE_FLAG_MULTILINE, "multiline anchors (?m)"),
-                           (sre_c.SRE_FLAG_ASCII, "ASCII classes (?a)"),
-                           (sre_c.SRE_FLAG_LOCALE, "locale classes (?L)")):
-            if flags & flag:
-                raise _Unsupported(name)
+    if isinstance(node, _Alt):
+        return z3.Union(*[_to_z3(option, side) for option in node.options])
+    if isinstance(node, _Repeat):
+        inner = _to_z3(node.inner, side)
+        if node.high is None:
+            return z3.Star(inner) if node.low == 0 else \
+                z3.Concat(z3.Loop(inner, node.low, node.low), z3.Star(inner))
+        if node.high == 0:
+            return _empty_word()
+        return z3.Loop(inner, node.low, node.high)
+    raise _Unsupported("an anchor inside the pattern (only at the ends of an alternative)")
 
 
-def _describe(op: object) -> str:
-    names = {
-        "ASSERT": "lookahead/lookbehind", "ASSERT_NOT": "negative lookaround",
-        "GROUPREF": "backreference", "GROUPREF_EXISTS": "conditional group",
-        "POSSESSIVE_REPEAT": "possessive repeat", "ATOMIC_GROUP": "atomic group",
-        "AT": "anchor or word boundary inside the pattern",
-    }
-    return names.get(str(op), str(op))
+def _alternative_re(node: _Node, mode: str, side: str) -> z3.ReRef:
+    """One top-level alternative with its leading/trailing anchors applied."""
+    items = list(node.items) if isinstance(node, _Seq) else [node]
+    start = mode in ("match", "fullmatch")
+    while items and isinstance(items[0], _Anchor) and items[0].kind == "start":
+        items.pop(0)
+        start = True
+    ends: list[str] = []
+    while items and isinstance(items[-1], _Anchor) and items[-1].kind in ("end", "dollar"):
+        ends.append(items.pop().kind)  # type: ignore[union-attr]
+    everything = z3.Full(z3.ReSort(z3.StringSort()))
+    if mode == "fullmatch" or "end" in ends:
+        tail = _empty_word()
+    elif ends:
+        tail = z3.Option(z3.Re(z3.StringVal("\n")))
+    else:
+        tail = everything
+    parts = ([] if start else [everything]) + [_to_z3(item, side) for item in items] + [tail]
+    return z3.Concat(*parts) if len(parts) > 1 else parts[0]
 
 
-_STARTS = {sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING}
-_ENDS = {sre_c.AT_END, sre_c.AT_END_STRING}
+def _compiles(pattern: str, engine: str) -> str | None:
+    """Why the real engine rejects ``pattern``, or ``None``."""
+    if engine == "python-re":
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # "possible nested set"
+                re.compile(pattern)
+        except (re.error, RecursionError, OverflowError) as error:
+            return f"Python's re rejects it: {error}"
+        return None
+    from pydantic_core import SchemaError, SchemaValidator, core_schema
 
-
-def _alternatives(parsed: list[tuple[object, object]]) -> list[list[tuple[object, object]]]:
-    """Top-level alternatives, looking through one non-capturing/capturing group that
-    spans the whole pattern only when it has no anchors of its own outside."""
-    if len(parsed) == 1 and parsed[0][0] is sre_c.BRANCH:
-        return [list(alt) for alt in parsed[0][1][1]]  # type: ignore[index]
-    return [parsed]
+    try:
+        SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
+    except SchemaError as error:
+        return f"pydantic's Rust regex rejects it: {str(error).splitlines()[-1].strip()}"
+    return None
 
 
 @functools.lru_cache(maxsize=512)
 def translate_pattern(pattern: str, engine: str = "rust-regex",
                       mode: str = "search") -> RegexTranslation:
-    """The z3 regex of the strings ``pattern`` accepts.
+    """The z3 regex of the strings ``pattern`` accepts under ``engine``.
 
-    ``mode``: ``search`` (pydantic, ``re.search``), ``match`` (``re.match``:
-    anchored at the start) or ``fullmatch``. ``engine``: ``rust-regex`` or
-    ``python-re`` (only ``$`` differs among the features translated).
+    ``mode``: ``search`` (pydantic's check, ``re.search``), ``match``
+    (``re.match``) or ``fullmatch``. ``engine``: ``rust-regex`` or ``python-re``.
     """
-    if engine == "rust-regex" and re.search(r"\\[pPx]\{|\[\[:|&&|--|~~|\\[zZ]", pattern):
-        return RegexTranslation(None, False, "Rust-only regex syntax")
+    if engine not in ENGINES:
+        raise ValueError(f"unknown regex engine {engine!r}; expected one of {ENGINES}")
+    if mode not in ("search", "match", "fullmatch"):
+        raise ValueError(f"unknown match mode {mode!r}")
+    rejected = _compiles(pattern, engine)
+    if rejected:
+        return RegexTranslation(None, False, rejected)
+    parser = _Parser(pattern, engine)
     try:
-        parsed = sre_parse.parse(pattern)
-    except (re.error, RecursionError, OverflowError) as error:
-        return RegexTranslation(None, False, f"pattern not parsed: {error}")
-    builder = _Builder(engine)
-    try:
-        flags = parsed.state.flags if hasattr(parsed, "state") else parsed.pattern.flags
-        builder.check_flags(flags & ~(sre_c.SRE_FLAG_UNICODE | sre_c.SRE_FLAG_VERBOSE
-                                      | sre_c.SRE_FLAG_DOTALL))
-        everything = z3.Full(z3.ReSort(z3.StringSort()))
-        branches = []
-        for alternative in _alternatives(list(parsed)):
-            items = list(alternative)
-            start = mode in ("match", "fullmatch")
-            end_re = None
-            while items and items[0][0] is sre_c.AT and items[0][1] in _STARTS:
-                items = items[1:]
-                start = True
-            if items and items[-1][0] is sre_c.AT and items[-1][1] in _ENDS:
-                code = items[-1][1]
-                items = items[:-1]
-                if code is sre_c.AT_END and engine == "python-re" and mode != "fullmatch":
-                    end_re = z3.Option(z3.Re(z3.StringVal("\n")))
-                else:
-                    end_re = z3.Re(z3.StringVal(""))
-            elif mode == "fullmatch":
-                end_re = z3.Re(z3.StringVal(""))
-            body = builder.sequence(items, flags)
-            parts = ([] if start else [everything]) + [body] + \
-                [end_re if end_re is not None else everything]
-            branches.append(z3.Concat(*parts))
-        regex = z3.Union(*branches) if len(branches) > 1 else branches[0]
+        tree = parser.parse()
+        if uc.touches_reserved(uc.normalize(parser.literals)):
+            raise _Unsupported("a character above U+2FFFF or reserved as an astral twin")
+        options = tree.options if isinstance(tree, _Alt) else (tree,)
+        exact = not any(uc.is_big(ranges) for ranges in parser.classes)
+
+        def build(side: str) -> z3.ReRef:
+            branches = [_alternative_re(option, mode, side) for option in options]
+            return z3.Union(*branches) if len(branches) > 1 else branches[0]
+
+        regex = build("over")
+        under = regex if exact else build("under")
     except _Unsupported as error:
         return RegexTranslation(None, False, f"unsupported regex feature: {error}")
-    except Opaque as error:
-        return RegexTranslation(None, False, str(error))
     except (z3.Z3Exception, RecursionError) as error:
         return RegexTranslation(None, False, f"regex not translated: {error}")
-    return RegexTranslation(regex, builder.exact)
+    return RegexTranslation(regex, exact, under=under)
+
+
+@functools.lru_cache(maxsize=512)
+def field_pattern(pattern: str, engine: str = "rust-regex", flags: int = 0) -> RegexTranslation:
+    """What pydantic's ``Field(pattern=...)`` accepts under ``regex_engine``: a
+    search, and no lone surrogate (pydantic rejects such a string before matching).
+    ``flags`` of a compiled ``re.Pattern`` other than ``re.UNICODE``: not translated."""
+    if flags & ~re.UNICODE:
+        return RegexTranslation(None, False, "a compiled pattern with flags")
+    found = translate_pattern(pattern, engine, "search")
+    if found.regex is None:
+        return found
+    no_surrogate = z3.Star(uc.ranges_re(uc.complement(((0xD800, 0xDFFF),))))
+    return RegexTranslation(z3.Intersect(found.regex, no_surrogate), found.exact,
+                            under=z3.Intersect(found.under, no_surrogate))
+
+
+# -- kept for callers of the former helpers ------------------------------------------------
+def _category(name: str, engine: str) -> tuple[Ranges, Ranges]:
+    """(under, over) ranges of ``\\d``/``\\w``/``\\s`` on z3's alphabet: both exact."""
+    ranges = uc.clip(_class_ranges(name, engine))
+    return ranges, ranges
+
+
+def _complement(ranges: Ranges) -> Ranges:
+    return uc.complement(ranges)
+
+
+_ranges_re = uc.ranges_re

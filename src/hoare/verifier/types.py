@@ -54,7 +54,7 @@ from pydantic.fields import FieldInfo
 from ..models import TypeSpec
 from .concrete import BindError, assign
 from .narrowing import only_narrows
-from .regex import translate_pattern
+from .regex import field_pattern
 from .values import (
     FIN,
     NINF,
@@ -506,7 +506,7 @@ class TypeBuilder:
                     lengths.append(("max_length", item.max_length))
                 pattern = getattr(item, "pattern", None) or data.get("pattern")
                 if pattern is not None:
-                    patterns.append(pattern if isinstance(pattern, str) else pattern.pattern)
+                    patterns.append(pattern)  # a compiled re.Pattern runs on Python's re
                 if getattr(item, "ascii_only", None):
                     constraints.append(Constraint(f"ascii_only ({owner})",
                                                   _implies(guard, _ascii(sym.e))))
@@ -529,8 +529,10 @@ class TypeBuilder:
             expr = length >= bound if key == "min_length" else length <= bound
             constraints.append(Constraint(f"{key}={bound} ({owner})", _implies(guard, expr)))
         for pattern in patterns:
-            label = f"pattern={pattern!r} ({owner})"
-            translation = translate_pattern(pattern, engine)
+            compiled = not isinstance(pattern, str)
+            label = f"pattern={(pattern.pattern if compiled else pattern)!r} ({owner})"
+            translation = field_pattern(pattern.pattern, "python-re", pattern.flags) \
+                if compiled else field_pattern(pattern, engine)
             if translation.regex is None:
                 self.dropped.append(f"{label}: {translation.reason}")
                 continue

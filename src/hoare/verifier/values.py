@@ -314,11 +314,16 @@ def str_val(value: str) -> z3.SeqRef:
     """A z3 string constant equal to ``value``: z3 interprets ``\\u{..}`` escapes in
     string literals, so every backslash and non-printable character is escaped.
     z3 strings stop at U+2FFFF (and would read a larger escape as plain text), so
-    such a string raises ``Unrepresentable``."""
+    such a string raises ``Unrepresentable``; so does one holding a reserved
+    astral twin (``unicode_classes``), which keeps string variables sound for
+    values with astral characters."""
     if all(32 <= ord(ch) < 127 and ch != "\\" for ch in value):
         return z3.StringVal(value)
-    if any(ord(ch) > MAX_CHAR for ch in value):
-        raise Unrepresentable(f"the string {value[:20]!r} has a character above U+2FFFF")
+    from .unicode_classes import is_reserved
+
+    if any(ord(ch) > 0xFFFF and is_reserved(ord(ch)) for ch in value):
+        raise Unrepresentable(f"the string {value[:20]!r} has a character above U+2FFFF "
+                              f"or one reserved as an astral twin")
     return z3.StringVal("".join(
         ch if 32 <= ord(ch) < 127 and ch != "\\" else f"\\u{{{ord(ch):x}}}" for ch in value))
 

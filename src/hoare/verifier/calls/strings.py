@@ -1,7 +1,9 @@
 """``str()`` and the ``str`` methods the translator models.
 
-Whitespace for ``strip`` & co. is ``str.isspace``, taken from the Unicode
-tables in ``regex.py``; the definition is exact (see ``define_stripped``).
+Whitespace for ``strip`` & co. is ``str.isspace``, and ``isdigit()`` & co. use
+Python's own Unicode tables (``unicode_classes``); the definitions are exact
+(see ``define_stripped``) except where a class is too big for z3 (``isalpha``…),
+which is modelled exactly on Latin-1 and free elsewhere.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from ..regex import _category, _ranges_re
+from .. import unicode_classes as uc
 from ..semantics import TRUE, _or
 from ..values import SBool, SColl, SInt, SOpt, SStr, SStripped, Sym, fresh_name, int_val
 from .registry import CallSite, function, method
@@ -33,7 +35,7 @@ def define_stripped(t: Translator, s: z3.SeqRef, name: str) -> z3.SeqRef:
     whitespace (``str.isspace``) and ``r`` empty or starting and ending with a
     non-whitespace character. ``r`` is a function of ``s``, so these definitions
     hold in every query."""
-    space = _ranges_re(_category("space", "python-re")[0])
+    space = uc.ranges_re(uc.class_ranges("space"))
     r = z3.String(fresh_name("strip"))
     p = z3.String(fresh_name("strip.lead"))
     q = z3.String(fresh_name("strip.trail"))
@@ -122,3 +124,25 @@ def _remover(name: str) -> None:
 
 for _name in ("removeprefix", "removesuffix"):
     _remover(_name)
+
+
+def _class_test(name: str) -> None:
+    exact = uc.method_is_exact(name)
+    note = "Unicode tables" if exact else "Unicode tables exact on Latin-1, free above"
+
+    @method("str", name, precision="exact" if exact else "over", note=note)
+    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+        assert isinstance(receiver, SStr)
+        call.only_positional(0)
+        if exact:
+            return SBool(z3.InRe(receiver.e, uc.method_language(name)))
+        result = z3.Bool(fresh_name(name))
+        t.define(z3.And(z3.Implies(z3.InRe(receiver.e, uc.method_language(name, "under")),
+                                   result),
+                        z3.Implies(result,
+                                   z3.InRe(receiver.e, uc.method_language(name, "over")))))
+        return SBool(result)
+
+
+for _name in uc.STR_TESTS:
+    _class_test(_name)
