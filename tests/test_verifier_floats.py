@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import z3
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
@@ -163,12 +163,21 @@ def equals(sym: Sym | z3.BoolRef, value: object) -> z3.BoolRef:
     return sym.tag == _tag(value)
 
 
+UNDECIDED = {"count": 0}
+
+
 def _sat(*constraints: z3.BoolRef) -> bool:
+    """Is the model consistent with Python here? An example z3 cannot decide within a
+    deterministic resource limit (a nonlinear `%` of huge operands, say) checks nothing,
+    so it is rejected (and counted) rather than passed."""
     solver = z3.Solver()
     solver.set("timeout", 20_000)
+    solver.set("rlimit", 20_000_000)
     solver.add(*constraints)
     answer = solver.check()
-    assert answer != z3.unknown, solver.reason_unknown()
+    if answer == z3.unknown:
+        UNDECIDED["count"] += 1
+        reject()
     return answer == z3.sat
 
 
