@@ -145,6 +145,16 @@ def test_str_method_agrees_with_python(name: str, text: str) -> None:
         assert can_pass if real else can_fail, (text, real)
 
 
+@pytest.mark.parametrize("name", ["space", "decimal", "word"])
+def test_fast_scans_are_the_str_tests(name: str) -> None:
+    assert uc.class_ranges(name, uc.LAST_CODE_POINT) == \
+        uc._ranges_where(uc._STR_TESTS[name], uc.LAST_CODE_POINT)
+
+
+def test_exact_methods_are_the_small_classes() -> None:
+    assert {name for name in METHODS if uc.method_is_exact(name)} == uc.EXACT_METHODS
+
+
 def test_unicode_digit_is_a_digit() -> None:
     """Regression: an ASCII model of isdigit() refuses '٣' (the only answer here)."""
     assert _possible("isdigit", S(s="\u0663")) == (True, False)

@@ -127,7 +127,7 @@ for _name in ("removeprefix", "removesuffix"):
 
 
 def _class_test(name: str) -> None:
-    exact = uc.method_is_exact(name)
+    exact = name in uc.EXACT_METHODS
     note = "Unicode tables" if exact else "Unicode tables exact on Latin-1, free above"
 
     @method("str", name, precision="exact" if exact else "over", note=note)
