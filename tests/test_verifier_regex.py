@@ -162,3 +162,27 @@ def test_unsupported_or_rejected_is_not_translated(pattern: str, engine: str) ->
 def test_a_compiled_pattern_runs_on_python_re_and_flags_are_opaque() -> None:
     assert field_pattern("a", "python-re", re.IGNORECASE | re.UNICODE).regex is None
     assert field_pattern("a", "python-re", re.compile("a").flags).regex is not None
+
+
+# -- whole contracts: the old translation refused these valid inputs ------------------------
+def test_contracts_needing_unicode_or_nested_classes_are_not_refused() -> None:
+    from test_verifier_types import contract_on, pre_status
+
+    from hoare.conditions import Pre
+
+    class Nested(BaseModel):
+        code: str = Field(pattern=r"^[[a-c]]$")  # Rust: one of a, b, c
+
+    class Digits(BaseModel):
+        model_config = ConfigDict(regex_engine="python-re")
+        n: str = Field(pattern=r"^\d$")
+
+    class Dollar(BaseModel):
+        model_config = ConfigDict(regex_engine="python-re")
+        line: str = Field(pattern=r"^ok$")
+
+    assert pre_status(contract_on(Nested, Pre(lambda m: m.code == "b")))[0] == "pass"
+    assert pre_status(contract_on(Digits, Pre(lambda m: m.n != "0" and not m.n.isascii()))
+                      )[0] == "pass"
+    assert pre_status(contract_on(Dollar, Pre(lambda m: m.line == "ok\n")))[0] == "pass"
+    assert pre_status(contract_on(Dollar, Pre(lambda m: m.line == "ok\n\n")))[0] == "fail"
