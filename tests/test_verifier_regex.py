@@ -186,3 +186,51 @@ def test_contracts_needing_unicode_or_nested_classes_are_not_refused() -> None:
                       )[0] == "pass"
     assert pre_status(contract_on(Dollar, Pre(lambda m: m.line == "ok\n")))[0] == "pass"
     assert pre_status(contract_on(Dollar, Pre(lambda m: m.line == "ok\n\n")))[0] == "fail"
+
+
+# -- re.* calls inside predicates, through the translator ----------------------------------
+_RE_PREDICATES = {
+    "search-word": lambda x: re.search(r"^\w+$", x.s) is not None,
+    "match-digits": lambda x: re.match(r"\d+", x.s) is not None,
+    "fullmatch-dot": lambda x: re.fullmatch(r"a.\W", x.s) is not None,
+}
+
+
+@functools.cache
+def _re_translation(name: str) -> tuple[object, object]:
+    from test_verifier_strings import S
+
+    from hoare.description import PredicateSource
+    from hoare.models import type_spec
+    from hoare.verifier.predicates import translate
+    from hoare.verifier.types import TypeBuilder
+
+    typed = TypeBuilder("input").build(type_spec(S))
+    source = PredicateSource("p", "p", "the predicate", _RE_PREDICATES[name], "pre", False,
+                             False, None)
+    return translate(source, [typed.value], None), typed
+
+
+@pytest.mark.parametrize("name", sorted(_RE_PREDICATES))
+@settings(max_examples=EXAMPLES // 2, deadline=None)
+@given(text=texts)
+def test_re_calls_in_predicates_allow_pythons_answer(name: str, text: str) -> None:
+    from test_verifier_strings import S
+
+    from hoare.verifier.witness import call_predicate
+
+    translation, typed = _re_translation(name)
+    assert translation.opaque is None, translation.opaque  # type: ignore[attr-defined]
+    real = call_predicate(translation.source, None, S(s=text)).passed  # type: ignore[attr-defined]
+    possible = []
+    for goal in (translation.passes(), translation.fails()):  # type: ignore[attr-defined]
+        solver = z3.Solver()
+        solver.set("timeout", 30_000)
+        solver.add(typed.value.fields["s"].e == _raw(twin(text)),  # type: ignore[attr-defined]
+                   *translation.defs, goal)  # type: ignore[attr-defined]
+        answer = solver.check()
+        assert answer != z3.unknown
+        possible.append(answer == z3.sat)
+    assert possible[0] if real else possible[1], (text, real)
+    if all(ord(c) <= 0xFF for c in text):  # exact on Latin-1
+        assert possible == [real, not real], (text, real)

@@ -1,6 +1,7 @@
 """``re.match``, ``re.search``, ``re.fullmatch`` with a literal pattern, in
-Python's ``re`` dialect; a pattern ``regex.py`` cannot translate exactly makes
-the call opaque."""
+Python's ``re`` dialect; a pattern ``regex.py`` cannot translate makes the call
+opaque, one with a big Unicode class (``\\w``) is exact on Latin-1 and free
+above."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import z3
 
 from ..regex import translate_pattern
 from ..semantics import TRUE
-from ..values import NONE, SOpaque, SOpt, SStr, Sym, decode_z3_string
+from ..values import NONE, SOpaque, SOpt, SStr, Sym, decode_z3_string, fresh_name
 from .registry import CallSite, function
 
 if TYPE_CHECKING:
@@ -30,23 +31,30 @@ def _regex_call(t: Translator, call: CallSite, mode: str) -> Sym:
         return NONE
     literal = decode_z3_string(pattern.e.as_string())
     translation = translate_pattern(literal, "python-re", mode)
-    if translation.regex is None or not translation.exact:
-        raise call.unsupported(
-            f"with the pattern {literal!r} ({translation.reason or 'inexact'})")
-    matched = z3.InRe(text.e, translation.regex)
+    if translation.regex is None or translation.under is None:
+        raise call.unsupported(f"with the pattern {literal!r} ({translation.reason})")
+    if translation.exact:
+        matched = z3.InRe(text.e, translation.regex)
+    else:  # a big Unicode class (\w): exact on Latin-1, free above (see regex.py)
+        matched = z3.Bool(fresh_name("re." + mode))
+        t.define(z3.And(z3.Implies(z3.InRe(text.e, translation.under), matched),
+                        z3.Implies(matched, z3.InRe(text.e, translation.regex))))
     return SOpt(z3.Not(matched), SOpaque("a re.Match object", truthy=True))
 
 
-@function(re.match, "re.match", precision="exact", note="literal pattern, no flags")
+@function(re.match, "re.match", precision="over",
+          note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
 def _match(t: Translator, call: CallSite) -> Sym:
     return _regex_call(t, call, "match")
 
 
-@function(re.search, "re.search", precision="exact", note="literal pattern, no flags")
+@function(re.search, "re.search", precision="over",
+          note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
 def _search(t: Translator, call: CallSite) -> Sym:
     return _regex_call(t, call, "search")
 
 
-@function(re.fullmatch, "re.fullmatch", precision="exact", note="literal pattern, no flags")
+@function(re.fullmatch, "re.fullmatch", precision="over",
+          note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
 def _fullmatch(t: Translator, call: CallSite) -> Sym:
     return _regex_call(t, call, "fullmatch")
