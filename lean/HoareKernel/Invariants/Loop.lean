@@ -15,6 +15,101 @@ variable {α : Type} (engine : Engine α) (random : Phase → Nat → Nat) (hook
   (cfg : ContractConfig) (phase : Phase) (check : α → α → Except HookError α)
   (context : α → Option α)
 
+/-! ### One step of `stage_loop`, proved once
+
+Every proof below rewrites `stage_loop` with these lemmas by name instead of unfolding the
+recursive definition itself (see ../shared/lean-guide.md, "Proof habits"). -/
+
+theorem stage_loop_zero (follow : Bool) (call : Nat) (subject : α)
+    (history : List (List Violation)) (previous : Option α) :
+    stage_loop engine random hooks cfg phase check context follow 0 call subject history previous =
+      ({ ending := StageEnd.failed (strictest (policies (latest history))), trace := [] } :
+        StageOut α) := by
+  first
+    | rfl
+    | (simp only [stage_loop]; done)
+
+theorem stage_loop_accepted (follow : Bool) (k call : Nat) (subject : α)
+    (history : List (List Violation)) (previous : Option α) {raw candidate : α}
+    (hc : (attempt_once engine hooks cfg phase check context call subject
+      (feedback cfg.accumulate_errors history) previous).checked = Checked.accepted raw candidate) :
+    stage_loop engine random hooks cfg phase check context follow (k + 1) call subject history
+        previous =
+      ({ ending := StageEnd.accepted candidate,
+         trace := lead cfg random phase call subject (feedback cfg.accumulate_errors history)
+             previous (attempt_once engine hooks cfg phase check context call subject
+               (feedback cfg.accumulate_errors history) previous).trace ++
+           [Event.attempt (record phase call (some raw) (feedback cfg.accumulate_errors history)
+             [])] } : StageOut α) := by
+  first
+    | (simp only [stage_loop, hc]; done)
+    | (unfold stage_loop; simp only [hc]; done)
+    | (simp [stage_loop, hc]; done)
+
+theorem stage_loop_quick (follow : Bool) (k call : Nat) (subject : α)
+    (history : List (List Violation)) (previous : Option α) {raw typed : Option α}
+    {failures : List Violation} {fatal : Bool}
+    (hc : (attempt_once engine hooks cfg phase check context call subject
+      (feedback cfg.accumulate_errors history) previous).checked =
+        Checked.rejected raw typed failures fatal)
+    (hq : quick failures = true) :
+    stage_loop engine random hooks cfg phase check context follow (k + 1) call subject history
+        previous =
+      ({ ending := StageEnd.failed Policy.quick_enforce,
+         trace := lead cfg random phase call subject (feedback cfg.accumulate_errors history)
+             previous (attempt_once engine hooks cfg phase check context call subject
+               (feedback cfg.accumulate_errors history) previous).trace ++
+           [Event.attempt (record phase call raw (feedback cfg.accumulate_errors history) failures),
+             Event.fail failures] } : StageOut α) := by
+  first
+    | (simp only [stage_loop, hc, hq]; done)
+    | (unfold stage_loop; simp only [hc, hq]; done)
+    | (simp [stage_loop, hc, hq]; done)
+
+theorem stage_loop_fatal (follow : Bool) (k call : Nat) (subject : α)
+    (history : List (List Violation)) (previous : Option α) {raw typed : Option α}
+    {failures : List Violation} {fatal : Bool}
+    (hc : (attempt_once engine hooks cfg phase check context call subject
+      (feedback cfg.accumulate_errors history) previous).checked =
+        Checked.rejected raw typed failures fatal)
+    (hq : quick failures = false) (hfa : fatal = true) :
+    stage_loop engine random hooks cfg phase check context follow (k + 1) call subject history
+        previous =
+      ({ ending := StageEnd.failed (strictest (policies failures)),
+         trace := lead cfg random phase call subject (feedback cfg.accumulate_errors history)
+             previous (attempt_once engine hooks cfg phase check context call subject
+               (feedback cfg.accumulate_errors history) previous).trace ++
+           [Event.attempt (record phase call raw (feedback cfg.accumulate_errors history) failures),
+             Event.fail failures] } : StageOut α) := by
+  first
+    | (simp only [stage_loop, hc, hq, hfa]; done)
+    | (unfold stage_loop; simp only [hc, hq, hfa]; done)
+    | (simp [stage_loop, hc, hq, hfa]; done)
+
+theorem stage_loop_continue (follow : Bool) (k call : Nat) (subject : α)
+    (history : List (List Violation)) (previous : Option α) {raw typed : Option α}
+    {failures : List Violation} {fatal : Bool}
+    (hc : (attempt_once engine hooks cfg phase check context call subject
+      (feedback cfg.accumulate_errors history) previous).checked =
+        Checked.rejected raw typed failures fatal)
+    (hq : quick failures = false) (hfa : fatal = false) :
+    stage_loop engine random hooks cfg phase check context follow (k + 1) call subject history
+        previous =
+      ({ ending := (stage_loop engine random hooks cfg phase check context follow k (call + 1)
+             (next_subject follow subject typed) (history ++ [failures]) raw).ending,
+         trace := (lead cfg random phase call subject (feedback cfg.accumulate_errors history)
+             previous (attempt_once engine hooks cfg phase check context call subject
+               (feedback cfg.accumulate_errors history) previous).trace ++
+           [Event.attempt (record phase call raw (feedback cfg.accumulate_errors history) failures),
+             Event.fail failures]) ++
+           (stage_loop engine random hooks cfg phase check context follow k (call + 1)
+             (next_subject follow subject typed) (history ++ [failures]) raw).trace } :
+        StageOut α) := by
+  first
+    | (simp only [stage_loop, hc, hq, hfa]; done)
+    | (unfold stage_loop; simp only [hc, hq, hfa]; done)
+    | (simp [stage_loop, hc, hq, hfa]; done)
+
 theorem loop_every (follow : Bool) :
     ∀ (k call : Nat) (subject : α) (history : List (List Violation)) (previous : Option α),
       every (stage_event cfg hooks)
@@ -28,21 +123,25 @@ theorem loop_every (follow : Bool) :
     cases hc : (attempt_once engine hooks cfg phase check context call subject
         (feedback cfg.accumulate_errors history) previous).checked with
     | accepted raw candidate =>
-      simp only [stage_loop, hc]
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc]
       exact every_append hH (every_cons trivial every_nil)
     | rejected raw typed failures fatal =>
       cases hq : quick failures with
       | true =>
-        simp only [stage_loop, hc, hq]
+        simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+            subject history previous hc hq, hq]
         exact every_append hH (every_cons trivial (every_cons trivial every_nil))
       | false =>
         cases hfa : fatal with
         | true =>
-          simp only [stage_loop, hc, hq, hfa]
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa]
           exact every_append hH (every_cons trivial (every_cons trivial every_nil))
         | false =>
           have hr := ih (call + 1) (next_subject follow subject typed) (history ++ [failures]) raw
-          simp only [stage_loop, hc, hq, hfa]
+          simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa]
           exact every_append (every_append hH (every_cons trivial (every_cons trivial every_nil))) hr
 
 theorem loop_beats_later (follow : Bool) :
@@ -65,27 +164,33 @@ theorem loop_beats_later (follow : Bool) :
     | accepted raw candidate =>
       refine ⟨1, ?_, by omega⟩
       rw [h1]
-      simp only [stage_loop, hc, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
         List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
     | rejected raw typed failures fatal =>
       cases hq : quick failures with
       | true =>
         refine ⟨1, ?_, by omega⟩
         rw [h1]
-        simp only [stage_loop, hc, hq, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
-          List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+        simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+            subject history previous hc hq, hq, beats_append, hH, hp, beats_cons, beats_nil,
+          beat_part, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
       | false =>
         cases hfa : fatal with
         | true =>
           refine ⟨1, ?_, by omega⟩
           rw [h1]
-          simp only [stage_loop, hc, hq, hfa, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, beats_cons,
+              beats_nil, beat_part,
             List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
         | false =>
           obtain ⟨m, hm, hle⟩ := ih (call + 1) (next_subject follow subject typed)
             (history ++ [failures]) raw (by omega)
           refine ⟨m + 1, ?_, by omega⟩
-          simp only [stage_loop, hc, hq, hfa, beats_append, hH, hp, hm, beats_cons, beats_nil,
+          simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, hm, beats_cons,
+              beats_nil,
             beat_part, pairs, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
 
 theorem loop_beats_first (follow : Bool) :
@@ -105,27 +210,33 @@ theorem loop_beats_first (follow : Bool) :
     | accepted raw candidate =>
       refine ⟨1, ?_, by omega, fun _ => by omega⟩
       rw [h1]
-      simp only [stage_loop, hc, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
         List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
     | rejected raw typed failures fatal =>
       cases hq : quick failures with
       | true =>
         refine ⟨1, ?_, by omega, fun _ => by omega⟩
         rw [h1]
-        simp only [stage_loop, hc, hq, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
-          List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+        simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+            subject history previous hc hq, hq, beats_append, hH, hp, beats_cons, beats_nil,
+          beat_part, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
       | false =>
         cases hfa : fatal with
         | true =>
           refine ⟨1, ?_, by omega, fun _ => by omega⟩
           rw [h1]
-          simp only [stage_loop, hc, hq, hfa, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, beats_cons,
+              beats_nil, beat_part,
             List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
         | false =>
           obtain ⟨m, hm, hle⟩ := loop_beats_later engine random hooks cfg phase check context follow
             k (call + 1) (next_subject follow subject typed) (history ++ [failures]) raw (by omega)
           refine ⟨m + 1, ?_, by omega, fun _ => by omega⟩
-          simp only [stage_loop, hc, hq, hfa, beats_append, hH, hp, hm, beats_cons, beats_nil,
+          simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, hm, beats_cons,
+              beats_nil,
             beat_part, spaced, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
 
 theorem loop_quick (follow : Bool) :
@@ -153,7 +264,8 @@ theorem loop_quick (follow : Bool) :
       exfalso
       have e2 : quick_part (Event.attempt (record phase call (some raw)
         (feedback cfg.accumulate_errors history) []) : Event α) = 0 := rfl
-      simp only [stage_loop, hc, tally_append, tally_cons, tally_nil, e2, quick_part] at h
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc, tally_append, tally_cons, tally_nil, e2, quick_part] at h
       omega
     | rejected raw typed failures fatal =>
       have e2 : quick_part (Event.attempt (record phase call raw
@@ -161,8 +273,10 @@ theorem loop_quick (follow : Bool) :
       cases hq : quick failures with
       | true =>
         constructor
-        · simp only [stage_loop, hc, hq]
-        · simp only [stage_loop, hc, hq]
+        · simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+              subject history previous hc hq, hq]
+        · simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+              subject history previous hc hq, hq]
           rw [after_quick_clean_append _ _ hH]
           simp only [after_quick, stops, hq]
       | false =>
@@ -171,21 +285,25 @@ theorem loop_quick (follow : Bool) :
         cases hfa : fatal with
         | true =>
           exfalso
-          simp only [stage_loop, hc, hq, hfa, tally_append, tally_cons, tally_nil, e1, e2,
-            quick_part, quick_count] at h
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, tally_append, tally_cons, tally_nil, e1,
+            e2, quick_part, quick_count] at h
           omega
         | false =>
-          simp only [stage_loop, hc, hq, hfa, tally_append, tally_cons, tally_nil, e1, e2, quick_part,
-            quick_count] at h
+          simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, tally_append, tally_cons, tally_nil, e1,
+            e2, quick_part, quick_count] at h
           have hpos : 0 < tally quick_part (stage_loop engine random hooks cfg phase check context
             follow k (call + 1) (next_subject follow subject typed) (history ++ [failures]) raw).trace := by
             omega
           obtain ⟨h1, h2⟩ := ih (call + 1) (next_subject follow subject typed) (history ++ [failures])
             raw hpos
           constructor
-          · simp only [stage_loop, hc, hq, hfa]
+          · simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+                subject history previous hc hq hfa, hq, hfa]
             exact h1
-          · simp only [stage_loop, hc, hq, hfa]
+          · simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+                subject history previous hc hq hfa, hq, hfa]
             rw [after_quick_clean_append]
             all_goals first
               | exact h2
@@ -201,7 +319,8 @@ theorem loop_ranked (follow : Bool) (r : Nat) (hcp : cfg.policy.rank ≤ r) (hr2
   induction k with
   | zero =>
     intro call subject history previous hh p hp
-    simp only [stage_loop] at hp
+    simp only [stage_loop_zero engine random hooks cfg phase check context follow call
+        subject history previous] at hp
     cases hp
     exact strictest_ranked r _ (policies_ranked r _ (latest_ranked r history hh))
   | succ k ih =>
@@ -209,7 +328,8 @@ theorem loop_ranked (follow : Bool) (r : Nat) (hcp : cfg.policy.rank ≤ r) (hr2
     cases hc : (attempt_once engine hooks cfg phase check context call subject
         (feedback cfg.accumulate_errors history) previous).checked with
     | accepted raw candidate =>
-      simp only [stage_loop, hc] at hp <;> cases hp
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc] at hp <;> cases hp
     | rejected raw typed failures fatal =>
       have hf := attempt_rejected_ranked engine hooks cfg phase check context call subject
         (feedback cfg.accumulate_errors history) previous r hcp hpred raw typed failures fatal hc
@@ -220,11 +340,13 @@ theorem loop_ranked (follow : Bool) (r : Nat) (hcp : cfg.policy.rank ≤ r) (hr2
       | false =>
         cases hfa : fatal with
         | true =>
-          simp only [stage_loop, hc, hq, hfa] at hp
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa] at hp
           cases hp
           exact strictest_ranked r _ (policies_ranked r _ hf)
         | false =>
-          simp only [stage_loop, hc, hq, hfa] at hp
+          simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa] at hp
           exact ih (call + 1) (next_subject follow subject typed) (history ++ [failures]) raw
             (every_append hh (every_cons hf every_nil)) p hp
 
@@ -238,7 +360,8 @@ theorem loop_accepted :
   induction k with
   | zero =>
     intro call subject history previous c h
-    simp only [stage_loop] at h <;> cases h
+    simp only [stage_loop_zero engine random hooks cfg phase check context false call
+        subject history previous] at h <;> cases h
   | succ k ih =>
     intro call subject history previous c h
     cases hc : (attempt_once engine hooks cfg phase check context call subject
@@ -246,17 +369,23 @@ theorem loop_accepted :
     | accepted raw candidate =>
       have ha := attempt_accepted engine hooks cfg phase check context call subject
         (feedback cfg.accumulate_errors history) previous raw candidate hc
-      simp only [stage_loop, hc] at h
+      simp only [stage_loop_accepted engine random hooks cfg phase check context false k call
+          subject history previous hc] at h
       cases h
       exact ⟨raw, call, ha.1, ha.2⟩
     | rejected raw typed failures fatal =>
       cases hq : quick failures with
-      | true => simp only [stage_loop, hc, hq] at h <;> cases h
+      | true =>
+        simp only [stage_loop_quick engine random hooks cfg phase check context false k call
+            subject history previous hc hq, hq] at h <;> cases h
       | false =>
         cases hfa : fatal with
-        | true => simp only [stage_loop, hc, hq, hfa] at h <;> cases h
+        | true =>
+          simp only [stage_loop_fatal engine random hooks cfg phase check context false k call
+              subject history previous hc hq hfa, hq, hfa] at h <;> cases h
         | false =>
-          simp only [stage_loop, hc, hq, hfa] at h
+          simp only [stage_loop_continue engine random hooks cfg phase check context false k call
+              subject history previous hc hq hfa, hq, hfa] at h
           have hs : next_subject false subject typed = subject := by cases typed <;> rfl
           have ih' := ih (call + 1) (next_subject false subject typed) (history ++ [failures]) raw c h
           rw [hs] at ih'
@@ -275,24 +404,28 @@ theorem loop_fed (follow : Bool) :
     cases hc : (attempt_once engine hooks cfg phase check context call subject
         (feedback cfg.accumulate_errors history) previous).checked with
     | accepted raw candidate =>
-      simp only [stage_loop, hc, attempts_of_append, hA, attempts_of_cons, attempts_of_nil,
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc, attempts_of_append, hA, attempts_of_cons, attempts_of_nil,
         attempt_part, List.nil_append, List.cons_append, List.append_nil]
       exact fed_cons rfl (fed_nil _ _)
     | rejected raw typed failures fatal =>
       cases hq : quick failures with
       | true =>
-        simp only [stage_loop, hc, hq, attempts_of_append, hA, attempts_of_cons, attempts_of_nil,
-          attempt_part, List.nil_append, List.cons_append, List.append_nil]
+        simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+            subject history previous hc hq, hq, attempts_of_append, hA, attempts_of_cons,
+          attempts_of_nil, attempt_part, List.nil_append, List.cons_append, List.append_nil]
         exact fed_cons rfl (fed_nil _ _)
       | false =>
         cases hfa : fatal with
         | true =>
-          simp only [stage_loop, hc, hq, hfa, attempts_of_append, hA, attempts_of_cons,
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, attempts_of_append, hA, attempts_of_cons,
             attempts_of_nil, attempt_part, List.nil_append, List.cons_append, List.append_nil]
           exact fed_cons rfl (fed_nil _ _)
         | false =>
           have hr := ih (call + 1) (next_subject follow subject typed) (history ++ [failures]) raw
-          simp only [stage_loop, hc, hq, hfa, attempts_of_append, hA, attempts_of_cons,
+          simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, attempts_of_append, hA, attempts_of_cons,
             attempts_of_nil, attempt_part, List.nil_append, List.cons_append, List.append_nil]
           exact fed_cons rfl hr
 
@@ -326,9 +459,11 @@ theorem fatal_engine_error_stops (follow : Bool) (k call : Nat) (subject : α)
   | true =>
     have hp : cfg.policy = Policy.quick_enforce := quick_single _ hq
     constructor
-    · simp only [stage_loop, hc, hq, beats_append, hH, beats_cons, beats_nil, beat_part,
+    · simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+          subject history previous hc hq, hq, beats_append, hH, beats_cons, beats_nil, beat_part,
         List.nil_append, List.append_nil]
-    · simp only [stage_loop, hc, hq]
+    · simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+          subject history previous hc hq, hq]
       exact congrArg StageEnd.failed hp.symm
   | false =>
     have h0 : Policy.ignore.rank ≤ cfg.policy.rank := Nat.zero_le _
@@ -338,9 +473,11 @@ theorem fatal_engine_error_stops (follow : Bool) (k call : Nat) (subject : α)
       unfold stricter
       rw [if_pos h0]
     constructor
-    · simp only [stage_loop, hc, hq, beats_append, hH, beats_cons, beats_nil, beat_part,
-        List.nil_append, List.append_nil]
-    · simp only [stage_loop, hc, hq, hs]
+    · simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+          subject history previous hc hq rfl, hq, beats_append, hH, beats_cons, beats_nil,
+        beat_part, List.nil_append, List.append_nil]
+    · simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+          subject history previous hc hq rfl, hq, hs]
 
 end Loop
 
