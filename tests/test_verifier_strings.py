@@ -173,3 +173,28 @@ def test_constants_round_trip_or_are_unrepresentable(text: str) -> None:
     assert decode_z3_string(value.as_string()) == text
     assert z3.simplify(z3.Length(value)).as_long() == len(text)
 
+
+
+def test_string_ordering_above_every_z3_character_is_not_refuted() -> None:
+    """Python orders a character above U+2FFFF after every character z3 has: an ordering
+    that only such a character satisfies is possible, never refuted."""
+    from pydantic import Field
+    from test_verifier_types import contract_on, pre_status
+
+    from hoare import Pre
+
+    class Short(BaseModel):
+        s: str = Field(max_length=3)
+
+    above = contract_on(Short, Pre(lambda m: len(m.s) == 1 and m.s > "\U0002FFFF"))
+    assert pre_status(above)[0] != "fail"
+    two = contract_on(Short, Pre(lambda m: len(m.s) == 2 and m.s[0] > "\U0002F000"
+                                 and m.s[1] > m.s[0]))
+    assert pre_status(two)[0] != "fail"
+
+    class Letters(BaseModel):
+        s: str = Field(pattern="^[a-z]{1,3}$")
+
+    # strings without astral characters keep their exact order: a contradiction is found
+    assert pre_status(contract_on(Letters, Pre(lambda m: m.s > "b" and m.s < "a")))[0] == "fail"
+    assert pre_status(contract_on(Letters, Pre(lambda m: m.s > "b" and m.s < "d")))[0] == "pass"

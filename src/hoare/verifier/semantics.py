@@ -43,6 +43,7 @@ from fractions import Fraction
 
 import z3
 
+from .unicode_classes import plain_strings
 from .values import (
     EXACT_INTS,
     FIN,
@@ -520,10 +521,15 @@ class Semantics:
             x, y = self.int_expr(a), self.int_expr(b)
             return x < y if op == "<" else x <= y
         if isinstance(a, SStr) and isinstance(b, SStr):
-            # Known gap (unicode_classes): astral characters are above every z3
-            # character; a formula chaining > 64 orderings above a constant near
-            # U+2FFFF could miss them.
-            return a.e < b.e if op == "<" else a.e <= b.e
+            # Exact on strings without reserved twins; a twin stands for an astral
+            # character (above every z3 character), so there the result is free.
+            exact = a.e < b.e if op == "<" else a.e <= b.e
+            plain = _and(*(z3.InRe(s.e, plain_strings()) for s in (a, b)
+                           if not z3.is_string_value(s.e)))
+            if z3.is_true(plain):
+                return exact
+            free = self.havoc_bool("ordering of strings holding astral characters")
+            return z3.If(plain, exact, free)
         if isinstance(a, (SList, SColl, SModel, SObj, STruth)) or \
                 isinstance(b, (SList, SColl, SModel, SObj, STruth)):
             if {a.kind, b.kind} <= {"list", "collection"}:

@@ -311,6 +311,18 @@ def ranges_re(ranges: Ranges, side: str = "exact") -> z3.ReRef:
     return z3.Intersect(any_char, z3.Complement(_union(complement(ranges))))
 
 
+_PLAIN: list[z3.ReRef] = []
+
+
+def plain_strings() -> z3.ReRef:
+    """Strings with no reserved twin (hence no astral character behind them). On these
+    z3's order of strings is Python's; a twin stands for an astral character, which
+    sorts above every character z3 has, so ordering involving one is not modelled."""
+    if not _PLAIN:
+        _PLAIN.append(z3.Star(ranges_re(complement(RESERVED))))
+    return _PLAIN[0]
+
+
 # -- str methods as languages ------------------------------------------------------------------
 STR_TESTS = ("isdecimal", "isdigit", "isnumeric", "isalpha", "isalnum", "isspace", "isupper",
              "islower", "istitle", "isprintable", "isascii")
