@@ -29,6 +29,13 @@ import HoareKernel.Effects
 
 namespace HoareKernel
 
+/-- What a pre-flight hook returned (§3.4). Python's hook may return any object: a
+`PreflightResult` whose `verdict` is a `Verdict` is an answer; anything else is malformed,
+known to the kernel only by its type's name (`type(answer).__name__`). -/
+inductive PreflightAnswer where
+  | answer (result : PreflightResult)
+  | malformed (type_name : String)
+
 /-- The user's side of a call (Python: `Hooks`). -/
 structure Hooks (α : Type) where
   check_input : α → Except HookError α
@@ -37,7 +44,7 @@ structure Hooks (α : Type) where
   pre_conditions : List (Predicate α) := []
   post_conditions : List (Predicate α) := []
   act : Option (α → Except HookError α) := none
-  preflight : Option (α → Except HookError PreflightResult) := none
+  preflight : Option (α → Except HookError PreflightAnswer) := none
   check_result : Option (α → Except HookError α) := none
   on_violation : Option (Outcome α → Except HookError Unit) := none
 
@@ -265,11 +272,15 @@ def act_phase {α : Type} (hooks : Hooks α) (policy : Policy) (accepted : α) :
     | Except.ok used => Except.ok used
     | Except.error err => Except.error (hook_violation ViolationKind.error Phase.act 0 policy err)
 
-/-- A pre-flight hook that raises counts as `unknown` (§3.4). -/
-def run_preflight {α : Type} (check : α → Except HookError PreflightResult) (used : α) :
+/-- A pre-flight hook that raises, or returns something that is not a verdict, counts as
+`unknown` (§3.4; Python: `_preflight`). -/
+def run_preflight {α : Type} (check : α → Except HookError PreflightAnswer) (used : α) :
     PreflightResult :=
   match check used with
-  | Except.ok answer => answer
+  | Except.ok (PreflightAnswer.answer result) => result
+  | Except.ok (PreflightAnswer.malformed type_name) =>
+    { verdict := Verdict.unknown,
+      reason := "pre-flight check returned a " ++ type_name ++ ", not a verdict" }
   | Except.error err =>
     { verdict := Verdict.unknown,
       reason := "pre-flight check raised " ++ err.error_type ++ ": " ++ err.message }

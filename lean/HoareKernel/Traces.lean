@@ -728,7 +728,7 @@ def ignore_policy_hooks : Hooks Nat :=
     post_conditions := [{ id := "q0", message := "m", family := "small", policy := none,
         check := (fun v _ => if v < 10 then PredResult.pass else PredResult.fail) }],
     act := none,
-    preflight := some (fun _ => Except.ok { verdict := Verdict.unsatisfiable, reason := "scripted" }),
+    preflight := some (fun _ => Except.ok (PreflightAnswer.answer { verdict := Verdict.unsatisfiable, reason := "scripted" })),
     check_result := none,
     on_violation := none }
 
@@ -863,7 +863,7 @@ def preflight_unsatisfiable_hooks : Hooks Nat :=
     post_conditions := [{ id := "q0", message := "m", family := "small", policy := none,
         check := (fun v _ => if v < 10 then PredResult.pass else PredResult.fail) }],
     act := some (fun v => Except.ok (v + 2)),
-    preflight := some (fun _ => Except.ok { verdict := Verdict.unsatisfiable, reason := "scripted" }),
+    preflight := some (fun _ => Except.ok (PreflightAnswer.answer { verdict := Verdict.unsatisfiable, reason := "scripted" })),
     check_result := none,
     on_violation := some (fun _ => Except.ok ()) }
 
@@ -917,6 +917,50 @@ def preflight_raises_run (input : Nat) : Run Nat :=
 -- invariants: preflight-unsat-no-generation, post-stage-calls-engine
 set_option maxRecDepth 10000 in
 example : summarize (preflight_raises_run 4) =
+  { ending := 0,
+    success := some true,
+    policy := some Policy.observe,
+    value := (some 104),
+    violations := [],
+    attempts := [(Phase.post, 1, (some 3))],
+    trials := [("small", true)],
+    delays := [],
+    generates := [(Phase.post, 1, 4, [], none)],
+    forwards := [4],
+    handlers := 0 } := by decide +kernel
+
+/-! ## preflight_malformed -/
+
+def preflight_malformed_cfg : ContractConfig :=
+  { pre_remedy := false, post_remedy := true,
+    accumulate_errors := false, policy := Policy.observe,
+    retry := { tries := 3, delay := 10, max_delay := 1000,
+               jitter := 0, backoff := 2,
+               graceful := false } }
+
+def preflight_malformed_engine : Engine Nat := fun phase call _ _ _ =>
+  match phase, call with
+  | Phase.post, 1 => Except.ok 3
+  | _, _ => Except.ok 0
+
+def preflight_malformed_hooks : Hooks Nat :=
+  { check_input := fun v => Except.ok v,
+    check_output := fun v _ => Except.ok v,
+    forward := fun v _ => Except.ok (v + 100),
+    pre_conditions := [],
+    post_conditions := [{ id := "q0", message := "m", family := "small", policy := none,
+        check := (fun v _ => if v < 10 then PredResult.pass else PredResult.fail) }],
+    act := none,
+    preflight := some (fun _ => Except.ok (PreflightAnswer.malformed "str")),
+    check_result := none,
+    on_violation := none }
+
+def preflight_malformed_run (input : Nat) : Run Nat :=
+  run_call preflight_malformed_engine (fun _ _ => 0) preflight_malformed_hooks preflight_malformed_cfg input
+
+-- invariants: preflight-unsat-no-generation, post-stage-calls-engine
+set_option maxRecDepth 10000 in
+example : summarize (preflight_malformed_run 4) =
   { ending := 0,
     success := some true,
     policy := some Policy.observe,

@@ -83,7 +83,7 @@ class Scenario:
     pre: tuple[Pred, ...] = ()
     post: tuple[Pred, ...] = ()
     act: Rule | None = None  # ("add", k) | ("raise",)
-    preflight: str | None = None  # a Verdict value, or "raise"
+    preflight: str | None = None  # a Verdict value, "raise", or "malformed" (returns a str)
     result_limit: int | None = None  # check_result raises TypeError from this value up
     handler: str | None = None  # "ok" | "raise"
     forward: Rule = ("add", 100)  # ("add", k) | ("raise",)
@@ -173,6 +173,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("preflight_raises",
              ("preflight-unsat-no-generation", "post-stage-calls-engine"),
              input=4, preflight="raise", engine={("post", 1): 3},
+             post=(P("q0", "small", "lt", 10),)),
+    Scenario("preflight_malformed",
+             ("preflight-unsat-no-generation", "post-stage-calls-engine"),
+             input=4, preflight="malformed", engine={("post", 1): 3},
              post=(P("q0", "small", "lt", 10),)),
     Scenario("act_raises",
              ("forward-input", "forward-once-observing"),
@@ -300,6 +304,8 @@ def run_python(s: Scenario, given: int | None = None) -> PyRun:
     def preflight(v: object) -> PreflightResult:
         if s.preflight == "raise":
             raise _Raised("pre-flight broke")
+        if s.preflight == "malformed":
+            return "satisfiable"  # type: ignore[return-value]  # not a PreflightResult
         return PreflightResult(Verdict(s.preflight), "scripted")
 
     hooks = Hooks(
@@ -446,9 +452,11 @@ def _lean_definitions(s: Scenario) -> str:
     preflight = "none"
     if s.preflight == "raise":
         preflight = f"some (fun _ => {_error('_Raised')})"
+    elif s.preflight == "malformed":
+        preflight = "some (fun _ => Except.ok (PreflightAnswer.malformed \"str\"))"
     elif s.preflight is not None:
-        preflight = (f"some (fun _ => Except.ok {{ verdict := Verdict.{s.preflight}, "
-                     f"reason := \"scripted\" }})")
+        preflight = (f"some (fun _ => Except.ok (PreflightAnswer.answer {{ verdict := "
+                     f"Verdict.{s.preflight}, reason := \"scripted\" }}))")
     result = "none" if s.result_limit is None else f"some ({_lean_limited(s.result_limit)})"
     handler = "none"
     if s.handler == "ok":

@@ -19,6 +19,20 @@ theorem act_error_policy {α : Type} (hooks : Hooks α) (policy : Policy) (accep
     | ok used => simp only [act_phase, hact, hr] <;> intro h <;> cases h
     | error err => simp only [act_phase, hact, hr] <;> intro h <;> cases h <;> rfl
 
+/-- A pre-flight hook that returns something that is not a verdict counts as `unknown`
+(§3.4; Python: `_preflight`): it never blocks the call. -/
+theorem run_preflight_malformed {α : Type} (check : α → Except HookError PreflightAnswer)
+    (used : α) (type_name : String)
+    (h : check used = Except.ok (PreflightAnswer.malformed type_name)) :
+    (run_preflight check used).verdict = Verdict.unknown := by
+  simp only [run_preflight, h]
+
+/-- A pre-flight hook that raises counts as `unknown` (§3.4): it never blocks the call. -/
+theorem run_preflight_raised {α : Type} (check : α → Except HookError PreflightAnswer)
+    (used : α) (err : HookError) (h : check used = Except.error err) :
+    (run_preflight check used).verdict = Verdict.unknown := by
+  simp only [run_preflight, h]
+
 theorem preflight_every {α : Type} (cfg : ContractConfig) (hooks : Hooks α)
     (answer : Option PreflightResult) :
     every (contract_event cfg hooks) (preflight_events answer : List (Event α)) := by
