@@ -482,4 +482,52 @@ def run_call {α : Type} (engine : Engine α) (random : Phase → Nat → Nat) (
   let finish := conclude hooks cfg raw_input c
   { result := finish.result, trace := c.trace ++ finish.trace }
 
+/-! ## The driver's `Sleep` (§6)
+
+The driver performs each `Sleep` effect; an exception it raises there is not a contract
+matter: it ends the call at once, unchanged (no handler, no `forward`, no outcome).
+`sleeper n` is the driver's answer to the `n`-th `Sleep` of the call (from 0). Every `Sleep`
+belongs to a stage, so to the contract's events (`conclude` has none). -/
+
+/-- How a driven call ends: `run_call` ran to its end, or performing a `Sleep` raised
+`error` after the events `trace` (up to and including that `Sleep`). -/
+inductive Driven (α : Type) where
+  | finished (run : Run α)
+  | sleep_raised (error : HookError) (trace : List (Event α))
+
+def Driven.trace {α : Type} : Driven α → List (Event α)
+  | Driven.finished run => run.trace
+  | Driven.sleep_raised _ events => events
+
+def is_sleep {α : Type} : Event α → Bool
+  | Event.sleep _ => true
+  | _ => false
+
+/-- One more event before the interruption. -/
+def later : Option (HookError × Nat) → Option (HookError × Nat)
+  | none => none
+  | some found => some (found.1, found.2 + 1)
+
+/-- The first `Sleep` whose performance raised: its error and the number of events up to and
+including it; `n` counts the `Sleep`s before. -/
+def interrupted {α : Type} (sleeper : Nat → Except HookError Unit) :
+    Nat → List (Event α) → Option (HookError × Nat)
+  | _, [] => none
+  | n, ev :: rest =>
+    match is_sleep ev with
+    | false => later (interrupted sleeper n rest)
+    | true =>
+      match sleeper n with
+      | Except.error err => some (err, 1)
+      | Except.ok _ => later (interrupted sleeper (n + 1) rest)
+
+/-- One contracted call driven to its end, or to the first `Sleep` that raised (§6). -/
+def run_driven {α : Type} (engine : Engine α) (random : Phase → Nat → Nat) (hooks : Hooks α)
+    (cfg : ContractConfig) (sleeper : Nat → Except HookError Unit) (raw_input : α) :
+    Driven α :=
+  match interrupted sleeper 0 (contract engine random hooks cfg raw_input).trace with
+  | none => Driven.finished (run_call engine random hooks cfg raw_input)
+  | some found =>
+    Driven.sleep_raised found.1 ((contract engine random hooks cfg raw_input).trace.take found.2)
+
 end HoareKernel

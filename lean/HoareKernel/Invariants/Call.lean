@@ -488,6 +488,68 @@ theorem graceful_skips_result_check (hg : cfg.retry.graceful = true) :
         simp only [failure_outcome, make_outcome, exception_for, hg]
       exact hx.same_exception.trans e
 
+/-! ### The driver's `Sleep` (§6) -/
+
+theorem interrupted_none {β : Type} (sleeper : Nat → Except HookError Unit)
+    (hs : ∀ n, sleeper n = Except.ok ()) :
+    ∀ (l : List (Event β)) (n : Nat), interrupted sleeper n l = none := by
+  intro l
+  induction l with
+  | nil =>
+    intro n
+    first
+      | rfl
+      | (simp only [interrupted]; done)
+  | cons ev rest ih =>
+    intro n
+    cases hb : is_sleep ev with
+    | false => simp only [interrupted, hb, ih, later]
+    | true => simp only [interrupted, hb, hs, ih, later]
+
+/-- When no `Sleep` raises, the driven call is `run_call` (§6). -/
+theorem run_driven_finished (sleeper : Nat → Except HookError Unit)
+    (hs : ∀ n, sleeper n = Except.ok ()) :
+    run_driven engine random hooks cfg sleeper raw_input =
+      Driven.finished (run_call engine random hooks cfg raw_input) := by
+  simp only [run_driven, interrupted_none (β := α) sleeper hs]
+
+/-- §6: an exception raised while performing a `Sleep` ends the call at once, unchanged: the
+call's events are a prefix of the contract's, ending at that `Sleep`, so no handler, no
+`forward` and no result check ran. -/
+theorem sleep_raised_ends_call (sleeper : Nat → Except HookError Unit) (err : HookError)
+    (t : List (Event α))
+    (h : run_driven engine random hooks cfg sleeper raw_input = Driven.sleep_raised err t) :
+    tally handler_count t = 0 ∧ tally forward_count t = 0 ∧ tally check_count t = 0 ∧
+      ∃ rest, (contract engine random hooks cfg raw_input).trace = t ++ rest := by
+  have ht : t = (run_driven engine random hooks cfg sleeper raw_input).trace := by
+    rw [h] <;> rfl
+  cases hi : interrupted sleeper 0 (contract engine random hooks cfg raw_input).trace with
+  | none =>
+    simp only [run_driven, hi] at h <;> cases h
+  | some found =>
+    have ht2 : t = (contract engine random hooks cfg raw_input).trace.take found.2 := by
+      rw [ht]
+      simp only [run_driven, hi, Driven.trace]
+    have hsplit : (contract engine random hooks cfg raw_input).trace.take found.2 ++
+        (contract engine random hooks cfg raw_input).trace.drop found.2 =
+        (contract engine random hooks cfg raw_input).trace := by
+      rw [List.take_append_drop]
+    have hh := tally_append handler_count
+      ((contract engine random hooks cfg raw_input).trace.take found.2)
+      ((contract engine random hooks cfg raw_input).trace.drop found.2)
+    have hf := tally_append forward_count
+      ((contract engine random hooks cfg raw_input).trace.take found.2)
+      ((contract engine random hooks cfg raw_input).trace.drop found.2)
+    have hk := tally_append check_count
+      ((contract engine random hooks cfg raw_input).trace.take found.2)
+      ((contract engine random hooks cfg raw_input).trace.drop found.2)
+    rw [hsplit] at hh hf hk
+    have h0 := contract_handler_zero engine random hooks cfg raw_input
+    have h1 := contract_forward_zero engine random hooks cfg raw_input
+    have h2 := contract_check_zero engine random hooks cfg raw_input
+    rw [ht2]
+    exact ⟨by omega, by omega, by omega, ⟨_, hsplit.symm⟩⟩
+
 end Call
 
 end HoareKernel
