@@ -20,6 +20,7 @@ from .discover import DiscoveryError, Found, discover, is_pipeline
 from .preflight import Preflight
 from .report import CheckResult, ContractReport, Report
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
+from .values import Z3_LOCK
 
 __all__ = [
     "CheckResult", "ContractReport", "DiscoveryError", "Preflight", "Report", "SolverOptions",
@@ -34,7 +35,13 @@ def verify(target: Any, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
     A module: every contract class it defines and every pipeline at its top level.
     A class: statically (``self.<attr>`` from literal defaults of ``__init__``).
     An instance: with its attributes. ``timeout_ms``/``rlimit`` bound each z3 query.
+    Safe from many threads at once: z3 work is serialised (``z3_lock``).
     """
+    with Z3_LOCK:
+        return _verify(target, timeout_ms=timeout_ms, rlimit=rlimit)
+
+
+def _verify(target: Any, *, timeout_ms: int, rlimit: int) -> Report:
     found = Found()
     if isinstance(target, ModuleType):
         found.add_module(target)
@@ -81,6 +88,11 @@ def verify_found(found: Found, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
     ``jobs`` > 1 verifies contracts in that many forked worker processes (POSIX):
     contracts are independent and named apart, so the report is the same.
     """
+    with Z3_LOCK:
+        return _verify_found(found, timeout_ms=timeout_ms, rlimit=rlimit, jobs=jobs)
+
+
+def _verify_found(found: Found, *, timeout_ms: int, rlimit: int, jobs: int) -> Report:
     options = SolverOptions(timeout_ms=timeout_ms, rlimit=rlimit)
     start = time.perf_counter()
     report = Report()

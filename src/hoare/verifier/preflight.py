@@ -129,6 +129,12 @@ class Preflight:
         """The pre-flight of a class, built once (cached per description); ``None``
         when there is nothing to check at run time (no translatable post-condition
         and an output type that some value satisfies)."""
+        with Z3_LOCK:  # z3 is used from one thread at a time (z3_lock)
+            return cls._for_description(desc, options)
+
+    @classmethod
+    def _for_description(cls, desc: ContractDescription,
+                         options: SolverOptions) -> Preflight | None:
         with _REGISTRY_LOCK:
             if desc in _REGISTRY:
                 return _REGISTRY[desc]
@@ -156,7 +162,12 @@ class Preflight:
 
     # -- per call -----------------------------------------------------------------------
     def check(self, instance: object, used_input: object) -> PreflightResult:
-        """Is there an output passing the post-conditions for ``used_input``?"""
+        """Is there an output passing the post-conditions for ``used_input``? Safe from
+        many threads on one instance: z3 is used from one thread at a time (z3_lock)."""
+        with Z3_LOCK:
+            return self._check(instance, used_input)
+
+    def _check(self, instance: object, used_input: object) -> PreflightResult:
         try:
             key = self._key(instance)
         except _NotPlain as error:

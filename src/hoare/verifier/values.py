@@ -19,7 +19,6 @@ import contextvars
 import enum
 import itertools
 import re
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 import z3
 
 from .unmodelled import Opaque, Unrepresentable
+from .z3_lock import Z3_LOCK
 
 __all__ = [
     "EXACT_INTS",
@@ -70,7 +70,6 @@ __all__ = [
     "str_val",
 ]
 
-Z3_LOCK = threading.RLock()
 
 # Float tags. A float is ``(tag, real)``; ``real`` is meaningful when ``tag == FIN``.
 FIN, NAN, PINF, NINF = 0, 1, 2, 3

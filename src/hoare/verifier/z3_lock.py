@@ -1,0 +1,108 @@
+"""One lock around every z3 object's life, creation to release.
+
+z3's Python objects share one context (``z3.main_ctx()``), and a context is not
+thread-safe: building a term, solving, and even *freeing* one (``AstRef.__del__`` calls
+``Z3_dec_ref``) from two threads at once corrupts it — a segmentation fault in
+``Z3_solver_check_assumptions`` or ``Z3_dec_ref`` when a web server's threads share a
+contract with pre-flight on, or call ``hoare.verify`` together. Two rules make it safe:
+
+* Every entry point that touches z3 (``hoare.verify``, ``Preflight.check``,
+  ``Preflight.for_description``, and the translation helpers below them) holds
+  ``Z3_LOCK``, a re-entrant lock, for its whole duration.
+* Freeing is made safe wherever it happens: the finalizer of every z3 class that
+  releases a reference is wrapped so that it runs only under ``Z3_LOCK``. A z3 object
+  dropped by a thread that cannot take the lock at once (another thread is solving)
+  is queued, never waited for (a finalizer that blocks could deadlock with whatever
+  lock the garbage collector interrupted), and released by the lock's holder when it
+  lets the lock go.
+
+``tests/test_faults_threads.py`` runs many threads and event loops on one instance in
+a child process, so a crash fails the test instead of the run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import z3
+
+__all__ = ["Z3_LOCK", "Z3Lock"]
+
+
+class Z3Lock:
+    """A re-entrant lock that, when its outermost holder releases it, first releases
+    the z3 objects other threads dropped meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = threading.local()
+        self.pending: list[Callable[[], None]] = []
+
+    def _level(self) -> int:
+        return getattr(self._depth, "n", 0)
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if not self._lock.acquire(blocking):
+            return False
+        self._depth.n = self._level() + 1
+        return True
+
+    def release(self) -> None:
+        if self._level() == 1:
+            self.drain()
+        self._depth.n = self._level() - 1
+        self._lock.release()
+
+    def drain(self) -> None:
+        """Release the queued z3 objects (the caller holds the lock)."""
+        pending = self.pending
+        while pending:
+            finalize = pending.pop()
+            try:
+                finalize()
+            except Exception:  # a finalizer's error is ignored, as Python does
+                pass
+
+    def __enter__(self) -> Z3Lock:
+        self.acquire()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.release()
+
+
+Z3_LOCK = Z3Lock()
+
+
+def _guard(finalizer: Callable[[Any], None]) -> Callable[[Any], None]:
+    def __del__(self: Any) -> None:
+        if Z3_LOCK.acquire(blocking=False):
+            try:
+                finalizer(self)
+            finally:
+                Z3_LOCK.release()
+        else:  # keeps `self` alive until the holder runs the real finalizer
+            Z3_LOCK.pending.append(lambda: finalizer(self))
+
+    __del__.__wrapped__ = finalizer  # type: ignore[attr-defined]
+    return __del__
+
+
+def _install() -> None:
+    """Wrap the finalizer of every z3 class that defines one (once)."""
+    import z3.z3 as z3_api
+
+    for value in [*vars(z3).values(), *vars(z3_api).values()]:
+        if not isinstance(value, type):
+            continue
+        finalizer = value.__dict__.get("__del__")
+        if finalizer is None or hasattr(finalizer, "__wrapped__"):
+            continue
+        value.__del__ = _guard(finalizer)  # type: ignore[attr-defined]
+
+
+_install()
