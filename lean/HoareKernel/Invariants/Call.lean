@@ -415,6 +415,18 @@ theorem feedback_exact :
     (∀ used, fed cfg.accumulate_errors [] (attempts_of (stage_post engine random hooks cfg used).trace)) :=
   ⟨fun x0 => pre_fed engine random hooks cfg x0, fun used => post_fed engine random hooks cfg used⟩
 
+/-- Invariant `feedback-exact`, on the effects the engine receives: the `Generate` effects of
+each stage carry, in order, the feedback recorded with its attempts, which `feedback_exact`
+shows is exactly the violations of the latest checked candidate, or with accumulate_errors
+all earlier violations of the stage (§4.2). -/
+theorem feedback_exact_generate :
+    (∀ x0, generated_feedback (stage_pre engine random hooks cfg x0).trace =
+      recorded_feedback (attempts_of (stage_pre engine random hooks cfg x0).trace)) ∧
+    (∀ used, generated_feedback (stage_post engine random hooks cfg used).trace =
+      recorded_feedback (attempts_of (stage_post engine random hooks cfg used).trace)) :=
+  ⟨fun x0 => pre_generates engine random hooks cfg x0,
+    fun used => post_generates engine random hooks cfg used⟩
+
 /-- Invariant `preflight-unsat-no-generation`: An unsatisfiable pre-flight verdict means no
 post-stage engine call and a failed outcome with an unsatisfiable violation (§3.4). -/
 theorem preflight_unsat_no_generation (answer : PreflightResult)

@@ -9,6 +9,66 @@ namespace HoareKernel
 
 /-! ## The bounded loop (§4) -/
 
+/-! ### The feedback of the `Generate` effects -/
+
+/-- The feedback a `Generate` effect carries to the engine (§4.2). -/
+def generate_part {α : Type} : Event α → List (List Violation)
+  | Event.enter _ => []
+  | Event.evaluate _ _ _ _ => []
+  | Event.fail _ => []
+  | Event.generate _ _ _ fb _ => [fb]
+  | Event.attempt _ => []
+  | Event.sleep _ => []
+  | Event.preflight _ => []
+  | Event.handler => []
+  | Event.forward _ => []
+  | Event.check_result _ => []
+
+/-- The feedback of the `Generate` effects of a trace, in order. -/
+def generated_feedback {α : Type} (trace : List (Event α)) : List (List Violation) :=
+  collect generate_part trace
+
+/-- The feedback recorded with each attempt, in order. -/
+def recorded_feedback {α : Type} : List (Attempt α) → List (List Violation)
+  | [] => []
+  | a :: rest => a.feedback :: recorded_feedback rest
+
+theorem generated_feedback_nil {α : Type} : generated_feedback ([] : List (Event α)) = [] := rfl
+
+theorem generated_feedback_cons {α : Type} (e : Event α) (l : List (Event α)) :
+    generated_feedback (e :: l) = generate_part e ++ generated_feedback l := rfl
+
+theorem generated_feedback_append {α : Type} (l1 l2 : List (Event α)) :
+    generated_feedback (l1 ++ l2) = generated_feedback l1 ++ generated_feedback l2 :=
+  collect_append generate_part l1 l2
+
+theorem attempt_generates {α : Type} (engine : Engine α) (hooks : Hooks α) (cfg : ContractConfig)
+    (phase : Phase) (check : α → α → Except HookError α) (context : α → Option α) (call : Nat)
+    (subject : α) (fb : List Violation) (previous : Option α) :
+    generated_feedback
+      (attempt_once engine hooks cfg phase check context call subject fb previous).trace = [] := by
+  rcases attempt_shape engine hooks cfg phase check context call subject fb previous with h | ⟨trials, h⟩ <;>
+    rw [h] <;> rfl
+
+theorem pause_generates {α : Type} (cfg : ContractConfig) (random : Phase → Nat → Nat)
+    (phase : Phase) (call : Nat) :
+    generated_feedback (pause cfg random phase call : List (Event α)) = [] := by
+  rcases pause_shape (α := α) cfg random phase call with h | h <;> rw [h] <;> rfl
+
+theorem head_generates {α : Type} (engine : Engine α) (random : Phase → Nat → Nat)
+    (hooks : Hooks α) (cfg : ContractConfig) (phase : Phase) (check : α → α → Except HookError α)
+    (context : α → Option α) (call : Nat) (subject : α) (history : List (List Violation))
+    (previous : Option α) :
+    generated_feedback (lead cfg random phase call subject (feedback cfg.accumulate_errors history)
+      previous (attempt_once engine hooks cfg phase check context call subject
+        (feedback cfg.accumulate_errors history) previous).trace) =
+      [feedback cfg.accumulate_errors history] := by
+  have ht := attempt_generates engine hooks cfg phase check context call subject
+    (feedback cfg.accumulate_errors history) previous
+  have hp := pause_generates (α := α) cfg random phase call
+  simp only [lead, generated_feedback_append, generated_feedback_cons, generate_part, ht, hp,
+    List.nil_append, List.cons_append, List.append_nil]
+
 section Loop
 
 variable {α : Type} (engine : Engine α) (random : Phase → Nat → Nat) (hooks : Hooks α)
@@ -428,6 +488,61 @@ theorem loop_fed (follow : Bool) :
               subject history previous hc hq hfa, hq, hfa, attempts_of_append, hA, attempts_of_cons,
             attempts_of_nil, attempt_part, List.nil_append, List.cons_append, List.append_nil]
           exact fed_cons rfl hr
+
+/-- The `Generate` effects of a stage carry, in order, the feedback recorded with its
+attempts. -/
+theorem loop_generates (follow : Bool) :
+    ∀ (k call : Nat) (subject : α) (history : List (List Violation)) (previous : Option α),
+      generated_feedback (stage_loop engine random hooks cfg phase check context follow k call
+        subject history previous).trace =
+      recorded_feedback (attempts_of (stage_loop engine random hooks cfg phase check context
+        follow k call subject history previous).trace) := by
+  intro k
+  induction k with
+  | zero =>
+    intro call subject history previous
+    first
+      | rfl
+      | (simp only [stage_loop_zero engine random hooks cfg phase check context follow call
+            subject history previous, generated_feedback_nil, attempts_of_nil,
+            recorded_feedback]; done)
+  | succ k ih =>
+    intro call subject history previous
+    have hG := head_generates engine random hooks cfg phase check context call subject history
+      previous
+    have hA := head_attempts engine random hooks cfg phase check context call subject history
+      previous
+    cases hc : (attempt_once engine hooks cfg phase check context call subject
+        (feedback cfg.accumulate_errors history) previous).checked with
+    | accepted raw candidate =>
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc, generated_feedback_append, generated_feedback_cons,
+        generated_feedback_nil, generate_part, hG, attempts_of_append, attempts_of_cons,
+        attempts_of_nil, attempt_part, hA, recorded_feedback, record, List.nil_append,
+        List.cons_append, List.append_nil]
+    | rejected raw typed failures fatal =>
+      cases hq : quick failures with
+      | true =>
+        simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+            subject history previous hc hq, generated_feedback_append, generated_feedback_cons,
+          generated_feedback_nil, generate_part, hG, attempts_of_append, attempts_of_cons,
+          attempts_of_nil, attempt_part, hA, recorded_feedback, record, List.nil_append,
+          List.cons_append, List.append_nil]
+      | false =>
+        cases hfa : fatal with
+        | true =>
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, generated_feedback_append,
+            generated_feedback_cons, generated_feedback_nil, generate_part, hG,
+            attempts_of_append, attempts_of_cons, attempts_of_nil, attempt_part, hA,
+            recorded_feedback, record, List.nil_append, List.cons_append, List.append_nil]
+        | false =>
+          have hr := ih (call + 1) (next_subject follow subject typed) (history ++ [failures]) raw
+          simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, generated_feedback_append,
+            generated_feedback_cons, generated_feedback_nil, generate_part, hG, hr,
+            attempts_of_append, attempts_of_cons, attempts_of_nil, attempt_part, hA,
+            recorded_feedback, record, List.nil_append, List.cons_append, List.append_nil]
 
 theorem attempt_fatal (call : Nat) (subject : α) (fb : List Violation) (previous : Option α)
     (e : HookError) (he : engine phase call subject fb previous = Except.error e) :

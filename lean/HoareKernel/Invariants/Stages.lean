@@ -147,6 +147,32 @@ theorem pre_fed (given : α) :
       exact loop_fed engine random hooks cfg Phase.pre (pre_check hooks) no_context true
         cfg.pre_remedy_budget 1 given [v :: vs] none
 
+theorem pre_generates (given : α) :
+    generated_feedback (stage_pre engine random hooks cfg given).trace =
+      recorded_feedback (attempts_of (stage_pre engine random hooks cfg given).trace) := by
+  cases hv : (evaluate (conditions hooks Phase.pre) given none Phase.pre 0 cfg.policy).violations with
+  | nil =>
+    simp only [stage_pre, hv, generated_feedback_cons, generated_feedback_nil, generate_part,
+      attempts_of_cons, attempts_of_nil, attempt_part, recorded_feedback, List.nil_append]
+  | cons v vs =>
+    cases hq : quick (v :: vs) with
+    | true =>
+      simp only [stage_pre, hv, hq, generated_feedback_append, generated_feedback_cons,
+        generated_feedback_nil, generate_part, attempts_of_append, attempts_of_cons,
+        attempts_of_nil, attempt_part, recorded_feedback, List.nil_append]
+    | false =>
+      simp only [stage_pre, hv, hq, generated_feedback_append, generated_feedback_cons,
+        generated_feedback_nil, generate_part, attempts_of_append, attempts_of_cons,
+        attempts_of_nil, attempt_part, List.nil_append]
+      exact loop_generates engine random hooks cfg Phase.pre (pre_check hooks) no_context true
+        cfg.pre_remedy_budget 1 given [v :: vs] none
+
+theorem post_generates (used : α) :
+    generated_feedback (stage_post engine random hooks cfg used).trace =
+      recorded_feedback (attempts_of (stage_post engine random hooks cfg used).trace) :=
+  loop_generates engine random hooks cfg Phase.post (post_check hooks) as_context false
+    cfg.generation_budget 1 used [] none
+
 theorem post_fed (used : α) :
     fed cfg.accumulate_errors [] (attempts_of (stage_post engine random hooks cfg used).trace) :=
   loop_fed engine random hooks cfg Phase.post (post_check hooks) as_context false
