@@ -405,6 +405,22 @@ theorem quick_enforce_stops
   · rw [run_call_result, hconc]
     exact ⟨_, rfl⟩
 
+/-- Invariant `fatal-engine-error-stops`, on the whole call: After a FatalEngineError, its
+stage makes no further engine call and sleeps no more (§4.4). When the engine raises the same
+`FatalEngineError` at post-stage call `M` whatever it is asked, the call's `Generate`/`Sleep`
+effects are those of some pre-stage calls and at most `M` post-stage calls, each later call
+after exactly one sleep and nothing after the last: no post-stage call or sleep after call
+`M`. -/
+theorem fatal_engine_error_stops_call (M : Nat) (e : HookError) (hfatal : e.fatal = true)
+    (he : ∀ (s : α) (fb : List Violation) (prev : Option α),
+      engine Phase.post M s fb prev = Except.error e) (hM : 1 ≤ M) :
+    ∃ a b, beats (run_call engine random hooks cfg raw_input).trace =
+        spaced Phase.pre a ++ spaced Phase.post b ∧ b ≤ M := by
+  obtain ⟨a, b, hab, hle⟩ := contract_beats_bound engine random hooks cfg M
+    (fun used => post_beats_fatal engine random hooks cfg M e hfatal he hM used) raw_input
+  refine ⟨a, b, ?_, hle⟩
+  rw [run_call_trace, beats_append, hab, conclude_beats, List.append_nil]
+
 /-- Invariant `feedback-exact`: Engine call n of a stage receives exactly the violations of
 the latest checked candidate, or with accumulate_errors all earlier violations of the stage
 in order (§4.2). For the pre stage the first checked candidate is the caller's input. -/

@@ -160,6 +160,53 @@ theorem contract_beats (raw_input : α) :
           omega
         exact hpos h' hbudget
 
+/-- Phases 3–5 make at most `B` post-stage engine calls when every post stage does. -/
+theorem after_pre_beats_bound (B : Nat)
+    (hpost : ∀ (used : α), ∃ b, beats (stage_post engine random hooks cfg used).trace =
+      spaced Phase.post b ∧ b ≤ B)
+    (original accepted : α) :
+    ∃ b, beats (after_pre engine random hooks cfg original accepted).trace = spaced Phase.post b ∧
+      b ≤ B := by
+  cases ha : act_phase hooks cfg.policy accepted with
+  | error violation =>
+    refine ⟨0, ?_, Nat.zero_le _⟩
+    simp only [after_pre, ha] <;> rfl
+  | ok used =>
+    have hpb := preflight_beats (α := α) (preflight_phase hooks cfg.policy used)
+    cases hu : is_unsat (preflight_phase hooks cfg.policy used) with
+    | true =>
+      refine ⟨0, ?_, Nat.zero_le _⟩
+      simp only [after_pre, ha, hu, beats_append, beats_cons, beats_nil, beat_part, hpb,
+        List.nil_append, List.append_nil] <;> rfl
+    | false =>
+      obtain ⟨b, hb, hle⟩ := hpost used
+      refine ⟨b, ?_, hle⟩
+      simp only [after_pre, ha, hu, beats_append, beats_cons, beats_nil, beat_part, hpb, hb,
+        List.nil_append, List.append_nil]
+
+/-- The contract makes at most `B` post-stage engine calls when every post stage does. -/
+theorem contract_beats_bound (B : Nat)
+    (hpost : ∀ (used : α), ∃ b, beats (stage_post engine random hooks cfg used).trace =
+      spaced Phase.post b ∧ b ≤ B)
+    (raw_input : α) :
+    ∃ a b, beats (contract engine random hooks cfg raw_input).trace =
+        spaced Phase.pre a ++ spaced Phase.post b ∧ b ≤ B := by
+  cases hi : hooks.check_input raw_input with
+  | error err =>
+    refine ⟨0, 0, ?_, Nat.zero_le _⟩
+    simp only [contract, hi] <;> rfl
+  | ok original =>
+    obtain ⟨a, ha, _⟩ := pre_beats engine random hooks cfg original
+    cases hs : (stage_pre engine random hooks cfg original).ending with
+    | failed p =>
+      refine ⟨a, 0, ?_, Nat.zero_le _⟩
+      simp only [contract, hi, hs, beats_cons, beat_part, ha, spaced, List.nil_append,
+        List.append_nil]
+    | accepted acc =>
+      obtain ⟨b, hb, hbl⟩ := after_pre_beats_bound engine random hooks cfg B hpost original acc
+      refine ⟨a, b, ?_, hbl⟩
+      simp only [contract, hi, hs, beats_cons, beats_append, beat_part, ha, hb, List.nil_append]
+
 theorem after_pre_quick (original accepted : α)
     (h : 0 < tally quick_part (after_pre engine random hooks cfg original accepted).trace) :
     (∃ o, (after_pre engine random hooks cfg original accepted).ending =

@@ -299,6 +299,137 @@ theorem loop_beats_first (follow : Bool) :
               beats_nil,
             beat_part, spaced, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
 
+/-- When the engine raises the same `FatalEngineError` at call `M` of the stage whatever it is
+asked, a stage entered at a later call `call ≤ M` makes no engine call after call `M`. -/
+theorem loop_beats_fatal_later (follow : Bool) (M : Nat) (e : HookError) (hfatal : e.fatal = true)
+    (he : ∀ (s : α) (fb : List Violation) (prev : Option α),
+      engine phase M s fb prev = Except.error e) :
+    ∀ (k call : Nat) (subject : α) (history : List (List Violation)) (previous : Option α),
+      2 ≤ call → call ≤ M →
+      ∃ m, beats (stage_loop engine random hooks cfg phase check context follow k call subject
+        history previous).trace = pairs phase m ∧ m + call ≤ M + 1 := by
+  intro k
+  induction k with
+  | zero =>
+    intro call subject history previous _ hcm
+    exact ⟨0, rfl, by omega⟩
+  | succ k ih =>
+    intro call subject history previous hcall hcm
+    have hH := head_beats engine random hooks cfg phase check context call subject history previous
+    have hp := pause_beats_later (α := α) cfg random phase call hcall
+    have h1 : pairs phase 1 = [Beat.pause, Beat.call phase] := rfl
+    cases hc : (attempt_once engine hooks cfg phase check context call subject
+        (feedback cfg.accumulate_errors history) previous).checked with
+    | accepted raw candidate =>
+      refine ⟨1, ?_, by omega⟩
+      rw [h1]
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
+        List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+    | rejected raw typed failures fatal =>
+      cases hq : quick failures with
+      | true =>
+        refine ⟨1, ?_, by omega⟩
+        rw [h1]
+        simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+            subject history previous hc hq, hq, beats_append, hH, hp, beats_cons, beats_nil,
+          beat_part, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+      | false =>
+        cases hfa : fatal with
+        | true =>
+          refine ⟨1, ?_, by omega⟩
+          rw [h1]
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, beats_cons,
+              beats_nil, beat_part,
+            List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+        | false =>
+          by_cases hnext : call + 1 ≤ M
+          · obtain ⟨m, hm, hle⟩ := ih (call + 1) (next_subject follow subject typed)
+              (history ++ [failures]) raw (by omega) hnext
+            refine ⟨m + 1, ?_, by omega⟩
+            simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+                subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, hm, beats_cons,
+                beats_nil,
+              beat_part, pairs, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+          · exfalso
+            have hcM : call = M := by omega
+            have he' : engine phase call subject (feedback cfg.accumulate_errors history) previous =
+                Except.error e := by
+              rw [hcM]
+              exact he _ _ _
+            have hc2 := attempt_fatal engine hooks cfg phase check context call subject
+              (feedback cfg.accumulate_errors history) previous e he'
+            rw [hc2] at hc
+            injection hc with h1' h2' h3' h4'
+            rw [hfatal] at h4'
+            exact absurd (h4'.trans hfa) (by decide)
+
+/-- When the engine raises the same `FatalEngineError` at call `M ≥ 1` of the stage whatever
+it is asked, the stage makes at most `M` engine calls: none after call `M` (§4.4). -/
+theorem loop_beats_fatal_first (follow : Bool) (M : Nat) (e : HookError)
+    (hfatal : e.fatal = true)
+    (he : ∀ (s : α) (fb : List Violation) (prev : Option α),
+      engine phase M s fb prev = Except.error e) (hM : 1 ≤ M) :
+    ∀ (k call : Nat) (subject : α) (history : List (List Violation)) (previous : Option α),
+      call = 1 →
+      ∃ m, beats (stage_loop engine random hooks cfg phase check context follow k call subject
+        history previous).trace = spaced phase m ∧ m ≤ M := by
+  intro k call subject history previous hcall
+  cases k with
+  | zero => exact ⟨0, rfl, Nat.zero_le _⟩
+  | succ k =>
+    have hH := head_beats engine random hooks cfg phase check context call subject history previous
+    have hp := pause_beats_first (α := α) cfg random phase call (by omega)
+    have h1 : spaced phase 1 = [Beat.call phase] := rfl
+    cases hc : (attempt_once engine hooks cfg phase check context call subject
+        (feedback cfg.accumulate_errors history) previous).checked with
+    | accepted raw candidate =>
+      refine ⟨1, ?_, by omega⟩
+      rw [h1]
+      simp only [stage_loop_accepted engine random hooks cfg phase check context follow k call
+          subject history previous hc, beats_append, hH, hp, beats_cons, beats_nil, beat_part,
+        List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+    | rejected raw typed failures fatal =>
+      cases hq : quick failures with
+      | true =>
+        refine ⟨1, ?_, by omega⟩
+        rw [h1]
+        simp only [stage_loop_quick engine random hooks cfg phase check context follow k call
+            subject history previous hc hq, hq, beats_append, hH, hp, beats_cons, beats_nil,
+          beat_part, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+      | false =>
+        cases hfa : fatal with
+        | true =>
+          refine ⟨1, ?_, by omega⟩
+          rw [h1]
+          simp only [stage_loop_fatal engine random hooks cfg phase check context follow k call
+              subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, beats_cons,
+              beats_nil, beat_part,
+            List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+        | false =>
+          by_cases hnext : call + 1 ≤ M
+          · obtain ⟨m, hm, hle⟩ := loop_beats_fatal_later engine random hooks cfg phase check
+              context follow M e hfatal he k (call + 1) (next_subject follow subject typed)
+              (history ++ [failures]) raw (by omega) hnext
+            refine ⟨m + 1, ?_, by omega⟩
+            simp only [stage_loop_continue engine random hooks cfg phase check context follow k call
+                subject history previous hc hq hfa, hq, hfa, beats_append, hH, hp, hm, beats_cons,
+                beats_nil,
+              beat_part, spaced, List.nil_append, List.cons_append, List.append_nil, List.append_assoc]
+          · exfalso
+            have hcM : call = M := by omega
+            have he' : engine phase call subject (feedback cfg.accumulate_errors history) previous =
+                Except.error e := by
+              rw [hcM]
+              exact he _ _ _
+            have hc2 := attempt_fatal engine hooks cfg phase check context call subject
+              (feedback cfg.accumulate_errors history) previous e he'
+            rw [hc2] at hc
+            injection hc with h1' h2' h3' h4'
+            rw [hfatal] at h4'
+            exact absurd (h4'.trans hfa) (by decide)
+
 theorem loop_quick (follow : Bool) :
     ∀ (k call : Nat) (subject : α) (history : List (List Violation)) (previous : Option α),
       0 < tally quick_part (stage_loop engine random hooks cfg phase check context follow k call

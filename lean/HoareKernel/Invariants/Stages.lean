@@ -61,6 +61,13 @@ theorem post_beats (used : α) :
   loop_beats_first engine random hooks cfg Phase.post (post_check hooks) as_context false
     cfg.generation_budget 1 used [] none rfl
 
+theorem post_beats_fatal (M : Nat) (e : HookError) (hfatal : e.fatal = true)
+    (he : ∀ (s : α) (fb : List Violation) (prev : Option α),
+      engine Phase.post M s fb prev = Except.error e) (hM : 1 ≤ M) (used : α) :
+    ∃ b, beats (stage_post engine random hooks cfg used).trace = spaced Phase.post b ∧ b ≤ M :=
+  loop_beats_fatal_first engine random hooks cfg Phase.post (post_check hooks) as_context false
+    M e hfatal he hM cfg.generation_budget 1 used [] none rfl
+
 theorem pre_quick (given : α)
     (h : 0 < tally quick_part (stage_pre engine random hooks cfg given).trace) :
     (stage_pre engine random hooks cfg given).ending = StageEnd.failed Policy.quick_enforce ∧
