@@ -164,22 +164,25 @@ class Preflight:
     def check(self, instance: object, used_input: object) -> PreflightResult:
         """Is there an output passing the post-conditions for ``used_input``? Safe from
         many threads on one instance: z3 is used from one thread at a time (z3_lock)."""
-        with Z3_LOCK:
-            return self._check(instance, used_input)
-
-    def _check(self, instance: object, used_input: object) -> PreflightResult:
+        lock = Z3_LOCK.raw  # the hot path: `with Z3_LOCK`, without two Python-level calls
+        lock.acquire()
         try:
-            key = self._key(instance)
-        except _NotPlain as error:
-            return PreflightResult(Verdict.UNKNOWN, str(error))
-        prepared = self._prepared.get(key)
-        if prepared is None or prepared.stale():
-            prepared = self._prepare(key, instance, replace=prepared)
-        result = prepared.verdict if prepared.verdict is not None else \
-            self._check_input(prepared, key, used_input)
-        if result.verdict is Verdict.UNSATISFIABLE:
-            return self._falsify(prepared, instance, used_input, result)
-        return result
+            try:
+                key = self._key(instance)
+            except _NotPlain as error:
+                return PreflightResult(Verdict.UNKNOWN, str(error))
+            prepared = self._prepared.get(key)
+            if prepared is None or prepared.stale():
+                prepared = self._prepare(key, instance, replace=prepared)
+            result = prepared.verdict if prepared.verdict is not None else \
+                self._check_input(prepared, key, used_input)
+            if result.verdict is Verdict.UNSATISFIABLE:
+                return self._falsify(prepared, instance, used_input, result)
+            return result
+        finally:
+            if Z3_LOCK.pending:
+                Z3_LOCK.drain()
+            lock.release()
 
     def _falsify(self, prepared: _Prepared, instance: object, used_input: object,
                  result: PreflightResult) -> PreflightResult:

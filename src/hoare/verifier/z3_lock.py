@@ -13,8 +13,8 @@ contract with pre-flight on, or call ``hoare.verify`` together. Two rules make i
   releases a reference is wrapped so that it runs only under ``Z3_LOCK``. A z3 object
   dropped by a thread that cannot take the lock at once (another thread is solving)
   is queued, never waited for (a finalizer that blocks could deadlock with whatever
-  lock the garbage collector interrupted), and released by the lock's holder when it
-  lets the lock go.
+  lock the garbage collector interrupted), and released by a holder of the lock
+  before it lets the lock go.
 
 ``tests/test_faults_threads.py`` runs many threads and event loops on one instance in
 a child process, so a crash fails the test instead of the run.
@@ -33,27 +33,27 @@ __all__ = ["Z3_LOCK", "Z3Lock"]
 
 
 class Z3Lock:
-    """A re-entrant lock that, when its outermost holder releases it, first releases
-    the z3 objects other threads dropped meanwhile."""
+    """A re-entrant lock that, before a holder releases it, releases the z3 objects
+    other threads dropped meanwhile (any holder may: it holds the lock)."""
+
+    __slots__ = ("_lock", "pending")
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._depth = threading.local()
         self.pending: list[Callable[[], None]] = []
 
-    def _level(self) -> int:
-        return getattr(self._depth, "n", 0)
+    @property
+    def raw(self) -> Any:
+        """The underlying ``RLock``, for a hot path that drains ``pending`` itself
+        before releasing it (``Preflight.check``)."""
+        return self._lock
 
     def acquire(self, blocking: bool = True) -> bool:
-        if not self._lock.acquire(blocking):
-            return False
-        self._depth.n = self._level() + 1
-        return True
+        return self._lock.acquire(blocking)
 
     def release(self) -> None:
-        if self._level() == 1:
+        if self.pending:
             self.drain()
-        self._depth.n = self._level() - 1
         self._lock.release()
 
     def drain(self) -> None:
@@ -67,12 +67,14 @@ class Z3Lock:
                 pass
 
     def __enter__(self) -> Z3Lock:
-        self.acquire()
+        self._lock.acquire()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self.release()
+        if self.pending:
+            self.drain()
+        self._lock.release()
 
 
 Z3_LOCK = Z3Lock()
