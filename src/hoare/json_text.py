@@ -95,8 +95,9 @@ def json_candidates(text: str) -> Iterator[str]:
         yield chosen
 
 
-def _values(text: str) -> Iterator[str]:
-    """The top-level JSON objects and arrays in ``text`` that parse, left to right."""
+def _spans(text: str) -> Iterator[tuple[int, int]]:
+    """Where the top-level JSON objects and arrays of ``text`` that parse stand, left
+    to right (at most ``_MAX_CANDIDATES`` tries)."""
     position = _find_start(text)
     tried = 0
     while position is not None and tried < _MAX_CANDIDATES:
@@ -106,8 +107,14 @@ def _values(text: str) -> Iterator[str]:
         except (ValueError, RecursionError):
             position = _find_start(text, position + 1)
             continue
-        yield text[position:end]
+        yield position, end
         position = _find_start(text, end)
+
+
+def _values(text: str) -> Iterator[str]:
+    """The top-level JSON objects and arrays in ``text`` that parse, left to right."""
+    for start, end in _spans(text):
+        yield text[start:end]
 
 
 def _from_fences(text: str) -> str | None:
@@ -150,18 +157,9 @@ def _from_prose(text: str) -> str:
     if first_start is None:
         return text
     best: tuple[int, int] | None = None
-    position: int | None = first_start
-    tried = 0
-    while position is not None and tried < _MAX_CANDIDATES:
-        tried += 1
-        try:
-            _, end = _DECODER.raw_decode(text, position)
-        except (ValueError, RecursionError):
-            position = _find_start(text, position + 1)
-            continue
-        if best is None or end - position > best[1] - best[0]:
-            best = (position, end)
-        position = _find_start(text, end)
+    for start, end in _spans(text):
+        if best is None or end - start > best[1] - best[0]:
+            best = (start, end)
     if best is not None:
         return text[best[0]:best[1]]
     closing = _balanced_end(text, first_start)

@@ -13,10 +13,12 @@ client reports as ``APITimeoutError``).
 
 from __future__ import annotations
 
+import contextvars
 import math
+import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
 
 import httpx2 as httpx
 
@@ -112,3 +114,36 @@ class AsyncDeadlineTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+T = TypeVar("T")
+
+
+class WatchdogTimeout(TimeoutError):
+    """``call_within`` gave up waiting (as opposed to ``fn`` raising a timeout itself)."""
+
+
+def call_within(fn: Callable[[], T], seconds: float, name: str) -> T:
+    """``fn()`` in a daemon thread (with the caller's context variables), given up
+    ``seconds`` after it started with ``WatchdogTimeout`` (a ``TimeoutError``): a
+    blocking call (a socket read, a hung user function) cannot be interrupted from
+    outside, so it is left to finish on its own. Its result or exception is handed
+    back to the caller."""
+    box: list[T] = []
+    failure: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box.append(context.run(fn))
+        except BaseException as error:  # handed to the caller below
+            failure.append(error)
+
+    worker = threading.Thread(target=run, daemon=True, name=name)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise WatchdogTimeout(f"{name} was still running {seconds:g} s after it started")
+    if failure:
+        raise failure[0]
+    return box[0]

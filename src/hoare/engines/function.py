@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .base import ONE_REQUEST, EngineAnswerError, Request, Response
+from .deadline import WatchdogTimeout, call_within
 from .transport import EngineTimeout, Failure, transport_error
 
 Answer = str | Response
@@ -91,23 +92,11 @@ class FunctionEngine:
         seconds = request.options.timeout
         if seconds is None:
             return self._wrap(self._answer(request))
-        box: list[object] = []
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                box.append(self._answer(request))
-            except BaseException as error:  # handed to the caller below
-                failure.append(error)
-
-        worker = threading.Thread(target=run, daemon=True, name="FunctionEngine")
-        worker.start()
-        worker.join(seconds)
-        if worker.is_alive():
-            raise self._timeout(seconds)
-        if failure:
-            raise failure[0]
-        return self._wrap(box[0])
+        try:
+            answer = call_within(lambda: self._answer(request), seconds, "FunctionEngine")
+        except WatchdogTimeout:
+            raise self._timeout(seconds) from None
+        return self._wrap(answer)
 
     async def acomplete(self, request: Request) -> Response:
         seconds = request.options.timeout

@@ -38,7 +38,6 @@ repr, its log lines and every error it raises.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import functools
 import logging
@@ -55,7 +54,7 @@ import openai
 
 from ..errors import FatalEngineError, RetryableEngineError
 from .base import Options, Request, Response, Usage
-from .deadline import AsyncDeadlineTransport, DeadlineTransport
+from .deadline import AsyncDeadlineTransport, DeadlineTransport, call_within
 from .redaction import Redactor, split_credentials
 from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
 
@@ -516,26 +515,8 @@ class OpenAIEngine:
 
 
 def _watched(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
-    """One synchronous send in a daemon thread, given up ``seconds`` after it started
-    (``TimeoutError``): a blocking socket read cannot be interrupted from outside."""
-    box: list[Any] = []
-    failure: list[BaseException] = []
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        try:
-            box.append(context.run(create, **params))
-        except BaseException as error:  # handed to the caller below
-            failure.append(error)
-
-    worker = threading.Thread(target=run, daemon=True, name="hoare-openai-send")
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise TimeoutError(f"the send was still running {seconds:g} s after it started")
-    if failure:
-        raise failure[0]
-    return box[0]
+    """One synchronous send, given up ``seconds`` after it started (``TimeoutError``)."""
+    return call_within(lambda: create(**params), seconds, "the send")
 
 
 async def _bounded(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
