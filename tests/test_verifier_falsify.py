@@ -21,6 +21,7 @@ from hoare.kernel import ContractConfig, Verdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
+from verifier_support import predicate_source
 
 from hoare import Contract, Pipeline, Post, Pre, contract
 from hoare.description import PredicateSource, describe
@@ -354,13 +355,11 @@ STATEMENTS = [bare_return_guard, return_none_guard, guard_falls_off, raise_in_br
               nested_bare_return]
 
 
-def _source(fn: Callable[..., object]) -> PredicateSource:
-    return PredicateSource("p", "p", "the predicate", fn, "pre", False, False, None)
 
 
 def _z3_passes(fn: Callable[..., object], value: V) -> tuple[bool, bool]:
     typed = TypeBuilder("input").build(type_spec(V))
-    t = translate(_source(fn), [typed.value], None)
+    t = translate(predicate_source(fn), [typed.value], None)
     assert t.opaque is None, t.opaque
     answers = []
     for goal in (t.passes(), t.fails()):
@@ -376,7 +375,7 @@ def _z3_passes(fn: Callable[..., object], value: V) -> tuple[bool, bool]:
                        b=st.booleans()))
 def test_statements_with_none_returns_agree_with_python(fn: Callable[..., object],
                                                         value: V) -> None:
-    real = call_predicate(_source(fn), None, value).passed
+    real = call_predicate(predicate_source(fn), None, value).passed
     assert _z3_passes(fn, value) == (real, not real), (value, real)
 
 
@@ -440,9 +439,9 @@ def test_in_place_list_update_is_opaque() -> None:
         return k > v.n
 
     typed = TypeBuilder("input").build(type_spec(Items))
-    assert translate(_source(grows), [typed.value], None).opaque is not None
-    assert passes(_source(grows), None, Items())
-    assert translate(_source(counts), [typed.value], None).opaque is None
+    assert translate(predicate_source(grows), [typed.value], None).opaque is not None
+    assert passes(predicate_source(grows), None, Items())
+    assert translate(predicate_source(counts), [typed.value], None).opaque is None
 
 
 class Tree(BaseModel):
@@ -467,7 +466,7 @@ def test_a_changed_parameter_default_makes_the_translation_stale() -> None:
         return v.i > k
 
     typed = TypeBuilder("input").build(type_spec(V))
-    t = translate(_source(above), [typed.value], None)
+    t = translate(predicate_source(above), [typed.value], None)
     assert t.opaque is None and not t.stale()
     above.__defaults__ = (10,)
     assert t.stale()

@@ -26,9 +26,9 @@ import z3
 from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
+from verifier_support import predicate_source
 
 from hoare import Post, Pre
-from hoare.description import PredicateSource
 from hoare.models import type_spec
 from hoare.verifier.concrete import bind
 from hoare.verifier.predicates import Translation, translate
@@ -482,8 +482,6 @@ PREDICATES: list[Callable[[N], object]] = [
 ]
 
 
-def _source(fn: Callable[..., object]) -> PredicateSource:
-    return PredicateSource("p", "p", "the predicate", fn, "pre", False, False, None)
 
 
 @pytest.fixture(scope="module")
@@ -491,7 +489,7 @@ def translations() -> dict[int, tuple[Translation, Any]]:
     out = {}
     for index, fn in enumerate(PREDICATES):
         typed = TypeBuilder("input").build(type_spec(N))
-        out[index] = (translate(_source(fn), [typed.value], None), typed)
+        out[index] = (translate(predicate_source(fn), [typed.value], None), typed)
     return out
 
 

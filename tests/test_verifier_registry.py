@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
+from verifier_support import predicate_source, z3_verdicts
 
-from hoare.description import PredicateSource
 from hoare.models import type_spec
 from hoare.verifier.calls import REGISTRY, function, markdown_table, method
 from hoare.verifier.concrete import bind
@@ -159,15 +158,13 @@ CASES: list[Case] = [
 COVERS = frozenset(case.key for case in CASES)
 
 
-def _source(fn: Callable[..., object]) -> PredicateSource:
-    return PredicateSource("p", "p", "the predicate", fn, "pre", False, False, None)
 
 
 @functools.cache
 def _translation(index: int) -> tuple[Translation, Any]:
     """The translation of ``CASES[index]`` and the symbolic input it reads."""
     typed = TypeBuilder("input").build(type_spec(V))
-    return translate(_source(CASES[index].fn), [typed.value], None), typed
+    return translate(predicate_source(CASES[index].fn), [typed.value], None), typed
 
 
 def test_every_case_is_translated_through_its_registry_entry() -> None:
@@ -179,16 +176,7 @@ def test_every_case_is_translated_through_its_registry_entry() -> None:
 
 def _possible(translation: Translation, typed: Any, value: V) -> tuple[bool, bool]:
     """(can pass, can fail) for this concrete value."""
-    equalities = bind(typed.value, value)
-    answers = []
-    for goal in (translation.passes(), translation.fails()):
-        solver = z3.Solver()
-        solver.set("timeout", 10_000)
-        solver.add(*equalities, *translation.defs, goal)
-        answer = solver.check()
-        assert answer != z3.unknown, solver.reason_unknown()
-        answers.append(answer == z3.sat)
-    return answers[0], answers[1]
+    return z3_verdicts(translation, bind(typed.value, value))
 
 
 # Floats without rounding (quarters) plus the special values; strings over a small
@@ -261,7 +249,7 @@ def test_unregistered_calls_are_opaque_and_say_where() -> None:
         "set.count() in": lambda v: {v.i}.count(1) == 0,  # sets have no count()
     }
     for expected, fn in cases.items():
-        translation = translate(_source(fn), [typed.value], None)
+        translation = translate(predicate_source(fn), [typed.value], None)
         assert translation.opaque is not None, expected
         assert expected in translation.opaque and '"the predicate"' in translation.opaque, \
             translation.opaque
@@ -272,7 +260,7 @@ def test_registered_calls_used_outside_their_model_are_opaque() -> None:
     for fn in (lambda v: v.s.strip("a") == "", lambda v: min(v.xs, key=abs) == 1,
                lambda v: re.match(v.s, "a"), lambda v: re.search("a", v.s, re.I),
                lambda v: isinstance(v.i, 3), lambda v: len(v.s, v.s) == 1):
-        translation = translate(_source(fn), [typed.value], None)
+        translation = translate(predicate_source(fn), [typed.value], None)
         assert translation.opaque is not None and '"the predicate"' in translation.opaque, \
             translation.opaque
 

@@ -16,12 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
+from verifier_support import predicate_source, z3_verdicts
 
-from hoare.description import PredicateSource
 from hoare.models import type_spec
 from hoare.verifier.concrete import bind
 from hoare.verifier.predicates import Translation, translate
@@ -131,8 +130,6 @@ PREDICATES: list[Callable[[V], object]] = [
 ]
 
 
-def _source(fn: Callable[..., object]) -> PredicateSource:
-    return PredicateSource("p", "p", "the predicate", fn, "pre", False, False, None)
 
 
 @pytest.fixture(scope="module")
@@ -140,22 +137,13 @@ def translations() -> dict[int, tuple[Translation, Any]]:
     out = {}
     for index, fn in enumerate(PREDICATES):
         typed = TypeBuilder("input").build(type_spec(V))
-        out[index] = (translate(_source(fn), [typed.value], None), typed)
+        out[index] = (translate(predicate_source(fn), [typed.value], None), typed)
     return out
 
 
 def _z3_verdicts(translation: Translation, typed: Any, value: V) -> tuple[bool, bool]:
     """(can pass, can fail) for this concrete value."""
-    equalities = bind(typed.value, value)
-    answers = []
-    for goal in (translation.passes(), translation.fails()):
-        solver = z3.Solver()
-        solver.set("timeout", 10_000)
-        solver.add(*equalities, *translation.defs, goal)
-        answer = solver.check()
-        assert answer != z3.unknown, solver.reason_unknown()
-        answers.append(answer == z3.sat)
-    return answers[0], answers[1]
+    return z3_verdicts(translation, bind(typed.value, value))
 
 
 def test_every_predicate_is_translated(translations: dict[int, tuple[Translation, Any]]
@@ -190,7 +178,7 @@ def test_translation_agrees_with_python(translations: dict[int, tuple[Translatio
 
 def _verdict(fn: Callable[[V], object], **fields: Any) -> tuple[bool, bool]:
     typed = TypeBuilder("input").build(type_spec(V))
-    translation = translate(_source(fn), [typed.value], None)
+    translation = translate(predicate_source(fn), [typed.value], None)
     assert translation.opaque is None, translation.opaque
     base: dict[str, Any] = {"i": 0, "j": 1, "f": 0.0, "s": "", "b": False}
     return _z3_verdicts(translation, typed, V(**{**base, **fields}))
@@ -240,7 +228,7 @@ def test_opaque_constructs_are_reported_with_a_reason() -> None:
         "f-string": lambda v: f"{v.i}" == "1",
     }
     for reason, fn in cases.items():
-        translation = translate(_source(fn), [typed.value], None)
+        translation = translate(predicate_source(fn), [typed.value], None)
         assert translation.opaque is not None
         assert reason.split("(")[0].split("-")[0] in translation.opaque or "JoinedStr" in \
             translation.opaque, translation.opaque
@@ -308,7 +296,7 @@ STATEMENTS = [early_return, guards_and_assert, loop_total, loop_early_exit, nest
 @given(value=values)
 def test_statements_agree_with_python(fn: Callable[[V], object], value: V) -> None:
     typed = TypeBuilder("input").build(type_spec(V))
-    translation = translate(_source(fn), [typed.value], None)
+    translation = translate(predicate_source(fn), [typed.value], None)
     assert translation.opaque is None, translation.opaque
     real = call_predicate(translation.source, None, value).passed
     assert _z3_verdicts(translation, typed, value) == (real, not real), value

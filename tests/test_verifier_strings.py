@@ -19,8 +19,8 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from verifier_support import predicate_source, z3_verdicts
 
-from hoare.description import PredicateSource
 from hoare.models import type_spec
 from hoare.verifier import unicode_classes as uc
 from hoare.verifier.calls import REGISTRY
@@ -92,8 +92,6 @@ def _raw(text: str) -> z3.SeqRef:
     return z3.StringVal("".join(f"\\u{{{ord(c):x}}}" for c in text))
 
 
-def _source(fn: Callable[..., object]) -> PredicateSource:
-    return PredicateSource("p", "p", "the predicate", fn, "pre", False, False, None)
 
 
 _PREDICATES: dict[str, Callable[[S], object]] = {
@@ -111,21 +109,14 @@ _PREDICATES: dict[str, Callable[[S], object]] = {
 @functools.cache
 def _translation(name: str) -> tuple[Translation, Any]:
     typed = TypeBuilder("input").build(type_spec(S))
-    return translate(_source(_PREDICATES[name]), [typed.value], None), typed
+    return translate(predicate_source(_PREDICATES[name]), [typed.value], None), typed
 
 
 def _possible(name: str, value: S) -> tuple[bool, bool]:
     translation, typed = _translation(name)
     assert translation.opaque is None, translation.opaque
-    answers = []
-    for goal in (translation.passes(), translation.fails()):
-        solver = z3.Solver()
-        solver.set("timeout", 30_000)
-        solver.add(typed.value.fields["s"].e == _raw(twin(value.s)), *translation.defs, goal)
-        answer = solver.check()
-        assert answer != z3.unknown, solver.reason_unknown()
-        answers.append(answer == z3.sat)
-    return answers[0], answers[1]
+    return z3_verdicts(translation, [typed.value.fields["s"].e == _raw(twin(value.s))],
+                       timeout_ms=30_000)
 
 
 @pytest.mark.parametrize("name", sorted(_PREDICATES))

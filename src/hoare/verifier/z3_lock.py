@@ -81,14 +81,16 @@ Z3_LOCK = Z3Lock()
 
 
 def _guard(finalizer: Callable[[Any], None]) -> Callable[[Any], None]:
+    lock = Z3_LOCK  # held by the closure: module globals are None at interpreter exit
+
     def __del__(self: Any) -> None:
-        if Z3_LOCK.acquire(blocking=False):
+        if lock.acquire(blocking=False):
             try:
                 finalizer(self)
             finally:
-                Z3_LOCK.release()
+                lock.release()
         else:  # keeps `self` alive until the holder runs the real finalizer
-            Z3_LOCK.pending.append(lambda: finalizer(self))
+            lock.pending.append(lambda: finalizer(self))
 
     __del__.__wrapped__ = finalizer  # type: ignore[attr-defined]
     return __del__
