@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -165,7 +164,8 @@ def test_float_bounds_decide_nan_and_infinity() -> None:
     inf = Pre(lambda m: m.x > 1e300 and m.x == m.x + 1, "x is +inf")
     assert pre_status(contract_on(Open, nan))[0] == "pass"
     status, witness = pre_status(contract_on(Lower, inf))
-    assert status == "pass" and math.isinf(Lower.model_validate(witness).x)
+    x = Lower.model_validate(witness).x  # inf, or a finite double where x + 1 rounds to x
+    assert status == "pass" and x > 1e300 and x == x + 1
     assert pre_status(contract_on(Lower, nan))[0] == "fail"
     assert pre_status(contract_on(Closed, inf))[0] == "fail"
     assert pre_status(contract_on(Finite, nan))[0] == "fail"

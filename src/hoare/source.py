@@ -23,17 +23,26 @@ __all__ = ["FunctionNode", "SourceNotFound", "function_node", "raise_literals",
            "source_expression"]
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+_Index = dict[int, list[FunctionNode]]  # function nodes by first line
 
 
 @functools.lru_cache(maxsize=256)
-def _module_tree(filename: str, stamp: int) -> ast.Module | None:
+def _module_tree(filename: str, stamp: int) -> _Index | None:
+    """The module's function nodes by first line (parsed and walked once per file)."""
     lines = linecache.getlines(filename)
     if not lines:
         return None
     try:
-        return ast.parse("".join(lines), filename)
+        tree = ast.parse("".join(lines), filename)
     except (SyntaxError, ValueError, RecursionError):  # ValueError: a NUL byte
         return None
+    index: _Index = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            index.setdefault(node.lineno, []).append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            index.setdefault(_first_line(node), []).append(node)
+    return index
 
 
 def _code(fn: Callable[..., object]) -> types.CodeType:
@@ -81,15 +90,14 @@ def function_node(fn: Callable[..., object]) -> FunctionNode:
     lines = linecache.getlines(filename, getattr(fn, "__globals__", None))
     if not lines:
         raise SourceNotFound(f"no source for {code.co_name} ({filename})")
-    tree = _module_tree(filename, hash("".join(lines)))
-    if tree is None:
+    index = _module_tree(filename, hash("".join(lines)))
+    if index is None:
         raise SourceNotFound(f"the source of {filename} does not parse")
     names = list(code.co_varnames[:code.co_argcount])
     if code.co_name == "<lambda>":
         candidates: list[FunctionNode] = [
-            n for n in ast.walk(tree)
-            if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
-            and _arg_names(n) == names]
+            n for n in index.get(code.co_firstlineno, ())
+            if isinstance(n, ast.Lambda) and _arg_names(n) == names]
         if len(candidates) > 1:
             positions = _positions(code)
             candidates = [n for n in candidates
@@ -97,9 +105,9 @@ def function_node(fn: Callable[..., object]) -> FunctionNode:
                                                for line, col in positions)]
     else:
         candidates = [
-            n for n in ast.walk(tree)
+            n for n in index.get(code.co_firstlineno, ())
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and n.name == code.co_name and _first_line(n) == code.co_firstlineno]
+            and n.name == code.co_name]
     if len(candidates) != 1:
         raise SourceNotFound(
             f"cannot locate the source of {code.co_name} at {filename}:{code.co_firstlineno}"

@@ -23,6 +23,7 @@ value refuting it makes the check ``unknown`` and is logged as a translator bug.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -350,6 +351,9 @@ def check_pre(cm: ContractModel, options: SolverOptions) -> CheckResult:
     kind = "pre_satisfiable"
     notes = _notes(cm, cm.input, translations=cm.pre)
     assumptions = _assumptions(cm.input, translations=cm.pre)
+    sampled = _sampled_passing(cm, "pre")
+    if sampled is not None:
+        return _satisfied(kind, cm, cm.pre, sampled, notes, assumptions)
     query = solve(type_assertions(cm.input) + predicate_assertions(cm.pre), options,
                   _nice_strings(cm.input), cm.cache)
     if query.status == "unsat":
@@ -385,6 +389,66 @@ def check_pre(cm: ContractModel, options: SolverOptions) -> CheckResult:
                        notes=notes, assumptions=assumptions + assumed)
 
 
+def _satisfied(kind: str, cm: ContractModel, translations: Sequence[Translation],
+               witness: Any, notes: list[str], assumptions: list[str]) -> CheckResult:
+    """The verdict on a concrete witness that passed every predicate for real."""
+    phase = "pre" if kind == "pre_satisfiable" else "post"
+    noun = "input" if phase == "pre" else "output"
+    opaque = _opaque(translations)
+    if opaque:
+        return CheckResult(kind, "unknown", f"a valid {noun} passes the translated "
+                           f"{phase}-conditions, but {_opaque_text(opaque)}",
+                           witness=witness, notes=notes, assumptions=assumptions)
+    has = cm.pre if phase == "pre" else cm.post
+    what = f"{phase}-conditions" if has else f"{noun} type (no {phase}-conditions)"
+    return CheckResult(kind, "pass", f"a valid {noun} passes the {what}", witness=witness,
+                       notes=notes, assumptions=assumptions)
+
+
+def _sampled_passing(cm: ContractModel, phase: str) -> Any:
+    """A concrete witness of ``pre_satisfiable`` (an input passing every pre-condition)
+    or ``post_satisfiable`` (``{used: ..., output: ...}``), validated by pydantic and
+    passing every predicate for real; None when a small search finds none (z3 then)."""
+    if isinstance(cm.self_model, StaticSelf) and cm.self_model.free:
+        return None
+    instance, _ = _Replay(cm).instance(None)
+    pre = [t.source for t in cm.pre]
+    if phase == "pre":
+        found = search(cm.input.spec, _readable_passing(pre, instance), [None], (), None,
+                       SAMPLING_BUDGET)
+        return None if found is None else found.value
+    used = [(j, v) for j, v in valid_values(cm.used.spec, pre if cm.act_output is None
+                                             else [], instance, keep=4,
+                                             budget=SAMPLING_BUDGET) if _readable(j)]
+    if not used:
+        return None
+    found = search(cm.output.spec, _readable_passing([t.source for t in cm.post], instance),
+                   [value for _json, value in used], (), None, SAMPLING_BUDGET, True)
+    if found is None:
+        return None
+    used_json = next(j for j, value in used if value is found.used)
+    return {cm.used_key: used_json, "output": found.value}
+
+
+def _readable(value: Any) -> bool:
+    """Printable ASCII once in JSON: a witness a reader can take in at a glance
+    (z3 is asked for such witnesses too, ``_nice_strings``)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return len(text) <= 400 and all(" " <= ch <= "~" for ch in text)
+
+
+def _readable_passing(preds: Sequence[PredicateSource], instance: object
+                      ) -> Callable[[Any, Any], bool]:
+    def accept(value: Any, used: Any) -> bool:
+        dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        return _readable(dumped) and all(call_predicate(p, instance, value, used).passed
+                                         for p in preds)
+    return accept
+
+
 def check_post(cm: ContractModel, options: SolverOptions,
                pre: CheckResult | None = None) -> CheckResult:
     kind = "post_satisfiable"
@@ -403,6 +467,9 @@ def check_post(cm: ContractModel, options: SolverOptions,
         translations += cm.pre
     notes = _notes(cm, *typed, translations=translations)
     assumptions = _assumptions(*typed, translations=translations)
+    sampled = _sampled_passing(cm, "post")
+    if sampled is not None:
+        return _satisfied(kind, cm, translations, sampled, notes, assumptions)
     query = solve(assertions, options, _nice_strings(cm.output, cm.used), cm.cache)
     if query.status == "unsat":
         source = "act's output (act is opaque)" if cm.act_output is not None else \
@@ -471,6 +538,12 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
                                        constraints=can_pass.core, predicate=t.name,
                                        notes=notes, assumptions=assumptions), options,
                        lambda f: f.passing([t], t.source.phase, with_pre=False))
+    if reused is not None:
+        sampled = _sampled_failing(cm, t)
+        if sampled is not None:
+            return CheckResult(kind, "pass", f"{t.label} can pass and can fail",
+                               witness=reused, counterexample=sampled, predicate=t.name,
+                               notes=notes, assumptions=assumptions + _self_assumptions(known))
     negated = f"not {t.label}"
     can_fail = solve(context + defs + [Assertion(negated, t.fails(), "goal")], options,
                      _nice_strings(*typed), cm.cache)
@@ -495,9 +568,7 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
     for query, should_pass in ((can_pass, True), (can_fail, False)):
         if query.model is None and reused is not None:
             results.append(reused)
-            assert known is not None
-            example_assumptions += [f"witness: {a}" for a in known.assumptions
-                                    if a.startswith("self.") and " = " in a]
+            example_assumptions += _self_assumptions(known)
             continue
         assert query.model is not None
         try:
@@ -533,6 +604,43 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
     return CheckResult(kind, "pass", f"{t.label} can pass and can fail", witness=results[0],
                        counterexample=results[1], predicate=t.name, notes=notes,
                        assumptions=assumptions + example_assumptions)
+
+
+def _self_assumptions(known: CheckResult | None) -> list[str]:
+    """The attribute values the reused witness assumed (a free ``self.<attr>``)."""
+    return [f"witness: {a}" for a in (known.assumptions if known else ())
+            if a.startswith("self.") and " = " in a]
+
+
+# A failing value is usually among the first candidates: a small search settles most
+# "can it fail?" queries in microseconds; z3 answers the rest.
+SAMPLING_BUDGET = Budget(candidates=64, seconds=0.02)
+
+
+def _sampled_failing(cm: ContractModel, t: Translation) -> Any:
+    """A concrete, validated value on which ``t`` really fails (shown as the z3 path
+    shows its counterexample), or None. Only where the instance is fully known: a
+    free ``self.<attr>`` would make the predicate fail for a reason z3 does not see."""
+    if isinstance(cm.self_model, StaticSelf) and cm.self_model.free:
+        return None
+    instance, _ = _Replay(cm).instance(None)
+    is_pre = t.source.phase == "pre"
+    if is_pre:
+        found = find_failing(cm.input.spec, t.source, instance, budget=SAMPLING_BUDGET)
+        return None if found is None else found.value
+    used: list[Any] = [None]
+    if t.source.takes_input:
+        used = [value for _json, value in valid_values(cm.used.spec, [], instance, keep=4,
+                                                       budget=SAMPLING_BUDGET)]
+    found = find_failing(cm.output.spec, t.source, instance, used=used,
+                         budget=SAMPLING_BUDGET, from_json=True)
+    if found is None:
+        return None
+    if not t.source.takes_input:
+        return found.value
+    used_json = found.used.model_dump(mode="json") if isinstance(found.used, BaseModel) \
+        else found.used
+    return {cm.used_key: used_json, "output": found.value}
 
 
 def _known_example(cm: ContractModel, t: Translation, known: CheckResult | None) -> Any:

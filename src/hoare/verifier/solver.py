@@ -117,6 +117,7 @@ class QueryCache:
     ASTs live, so the cache keeps every root it has seen alive."""
 
     answers: dict[tuple[Any, ...], QueryResult] = field(default_factory=dict)
+    solver: z3.Solver | None = None  # reused with push/pop by every query of the cache
     constants: dict[int, frozenset[str]] = field(default_factory=dict)
     roots: list[z3.ExprRef] = field(default_factory=list)
 
@@ -163,7 +164,7 @@ def solve(assertions: Sequence[Assertion], options: SolverOptions,
             if hit is not None:
                 result = hit
             else:
-                result = _solve_one(group, options, local_nice)
+                result = _solve_one(group, options, local_nice, cache)
                 if cache is not None:
                     cache.answers[key] = result
             if result.status == "unsat":
@@ -178,9 +179,25 @@ def solve(assertions: Sequence[Assertion], options: SolverOptions,
 
 
 def _solve_one(assertions: Sequence[Assertion], options: SolverOptions,
-               nice: Sequence[z3.BoolRef] = ()) -> QueryResult:
-    solver = z3.Solver()
+               nice: Sequence[z3.BoolRef] = (), cache: QueryCache | None = None
+               ) -> QueryResult:
+    if cache is None:
+        solver = z3.Solver()
+        _configure(solver, options)
+        return _check(solver, assertions, options, nice)
+    if cache.solver is None:
+        cache.solver = z3.Solver()
+    solver = cache.solver
     _configure(solver, options)
+    solver.push()
+    try:
+        return _check(solver, assertions, options, nice)
+    finally:
+        solver.pop()
+
+
+def _check(solver: z3.Solver, assertions: Sequence[Assertion], options: SolverOptions,
+           nice: Sequence[z3.BoolRef]) -> QueryResult:
     literals: dict[str, z3.BoolRef] = {}
     bounds: dict[str, z3.BoolRef] = {}
     grouped: dict[str, list[z3.BoolRef]] = {}
