@@ -18,6 +18,12 @@ settings.register_profile("ci", derandomize=True, **_UNTIMED)
 settings.register_profile("nightly", derandomize=False, **_UNTIMED)
 settings.load_profile("nightly" if os.environ.get("HOARE_NIGHTLY") else "ci")
 
+# `hoare verify` keeps a verdict cache; tests never read or write the checkout's own.
+if "HOARE_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["HOARE_CACHE_DIR"] = tempfile.mkdtemp(prefix="hoare-test-cache-")
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 

@@ -1,15 +1,17 @@
-"""The ``hoare`` command: ``hoare verify PATH_OR_MODULE... [--json] [--strict]``.
+"""The ``hoare`` command: ``hoare verify [TARGET...] [--format F] [--strict] ...``.
 
-Exit status: 0 when no check fails, 1 when one fails (with ``--strict``, also
-when one is unknown), 2 on a usage or import error.
+Exit status: 0 when no check fails, 1 when one fails (with ``--strict``, also when
+one is unknown or nothing was found), 2 on a usage, configuration or import error.
+The work itself is ``hoare.verifier.run``; this module only parses and prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
+
+from .verifier.project_config import FORMATS
 
 __all__ = ["main"]
 
@@ -38,25 +40,45 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     verify = commands.add_parser(
         "verify", help="prove contract sets consistent with z3 (no LLM call)",
-        description="Import the given files, directories or modules, find every @contract "
-                    "class and Pipeline, and check with z3 that pre- and post-conditions "
-                    "can hold, that no predicate is vacuous, and that pipeline stages "
-                    "compose. Exit 0: nothing fails; 1: a check fails (--strict: or is "
-                    "unknown); 2: usage or import error.")
-    verify.add_argument("targets", nargs="+", metavar="PATH_OR_MODULE",
-                        help="a .py file, a directory (searched for *.py), or a module name")
-    verify.add_argument("--json", action="store_true", help="print the report as JSON")
-    verify.add_argument("--strict", action="store_true",
-                        help="also exit 1 when a check is unknown")
+        description="Find every @contract class and Pipeline in the given files, "
+                    "directories, modules or packages (default: [tool.hoare] targets), and "
+                    "check with z3 that pre- and post-conditions can hold, that no "
+                    "predicate is vacuous, and that pipeline stages compose. Exit 0: "
+                    "nothing fails; 1: a check fails (--strict: or is unknown, or nothing "
+                    "was found); 2: usage, configuration or import error.")
+    verify.add_argument("targets", nargs="*", metavar="TARGET",
+                        help="a .py file, a directory (searched for *.py), a module or "
+                             "package name (with its submodules), each optionally with "
+                             ":Name for one contract class or pipeline")
+    verify.add_argument("--format", choices=FORMATS, default=None,
+                        help="table (default), json, sarif (SARIF 2.1.0, for code "
+                             "scanning) or junit (JUnit XML)")
+    verify.add_argument("--json", action="store_true", help="same as --format json")
+    verify.add_argument("-o", "--output", metavar="FILE", default=None,
+                        help="write the report to FILE instead of standard output")
+    verify.add_argument("--strict", action="store_true", default=None,
+                        help="also exit 1 when a check is unknown or nothing was found")
     verify.add_argument("--timeout-ms", type=_positive, default=None, metavar="N",
                         help="time limit of each z3 query in milliseconds (default 5000)")
     verify.add_argument("--rlimit", type=_positive, default=None, metavar="N",
                         help="deterministic z3 resource limit of each query "
                              "(default 10000000, about a second)")
-    verify.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
-                        help="verify contracts in N processes (default 1)")
+    verify.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N|auto",
+                        help="worker processes (default auto: one per core)")
+    verify.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip files and directories matching GLOB (repeatable)")
+    verify.add_argument("--no-cache", action="store_true",
+                        help="check every target again, ignoring and not writing the "
+                             "verdict cache")
+    verify.add_argument("--cache-dir", metavar="DIR", default=None,
+                        help="where the verdict cache lives (default .hoare_cache in the "
+                             "project root, or $HOARE_CACHE_DIR)")
+    verify.add_argument("--config", metavar="PYPROJECT", default=None,
+                        help="the pyproject.toml whose [tool.hoare] table to read "
+                             "(default: the nearest one upwards from here)")
     verify.add_argument("-v", "--verbose", action="store_true",
                         help="show witnesses and notes of passing checks too")
+    verify.set_defaults(usage=verify.format_usage())
     return parser
 
 
@@ -69,6 +91,13 @@ def _positive(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _jobs(text: str) -> int:
+    """``auto`` → 0 (one worker per core), else a positive integer."""
+    if text == "auto":
+        return 0
+    return _positive(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,26 +117,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .verifier import DiscoveryError, discover, verify_found
-    from .verifier.solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS
+    from .verifier.run import VerifyError, run_verify
 
-    start = time.perf_counter()
     try:
-        found = discover(args.targets)
-    except DiscoveryError as error:
+        outcome = run_verify(
+            args.targets, format=("json" if args.json else args.format),
+            strict=args.strict, timeout_ms=args.timeout_ms, rlimit=args.rlimit,
+            jobs=args.jobs, exclude=args.exclude, cache=not args.no_cache,
+            cache_dir=args.cache_dir, config=args.config, verbose=args.verbose)
+    except VerifyError as error:
+        if not args.targets:
+            print(args.usage, end="", file=sys.stderr)
         print(f"hoare verify: error: {error}", file=sys.stderr)
         return 2
-    report = verify_found(found, timeout_ms=args.timeout_ms or DEFAULT_TIMEOUT_MS,
-                          rlimit=args.rlimit or DEFAULT_RLIMIT, jobs=args.jobs)
-    report.seconds = time.perf_counter() - start  # imports included: what CI waits for
-    if args.json:
-        print(report.json())
+    for line in outcome.messages:
+        print(f"hoare verify: {line}", file=sys.stderr)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(outcome.text + "\n")
+        except OSError as error:
+            print(f"hoare verify: error: cannot write {args.output}: {error}", file=sys.stderr)
+            return 2
     else:
-        if not found.contracts and not found.pipelines:
-            print(f"hoare verify: no @contract class or Pipeline found in "
-                  f"{', '.join(args.targets)}", file=sys.stderr)
-        print(report.render(verbose=args.verbose))
-    return 0 if report.ok(strict=args.strict) else 1
+        print(outcome.text)
+    return outcome.status
 
 
 if __name__ == "__main__":  # pragma: no cover

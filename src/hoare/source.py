@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from .unmodelled import SourceNotFound
 
-__all__ = ["FunctionNode", "SourceNotFound", "function_node", "raise_literals",
+__all__ = ["FunctionNode", "SourceNotFound", "class_line", "function_node", "raise_literals",
            "source_expression"]
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -43,6 +43,37 @@ def _module_tree(filename: str, stamp: int) -> _Index | None:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             index.setdefault(_first_line(node), []).append(node)
     return index
+
+
+@functools.lru_cache(maxsize=256)
+def _class_lines(filename: str, stamp: int) -> dict[str, list[int]]:
+    lines = linecache.getlines(filename)
+    try:
+        tree = ast.parse("".join(lines), filename)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    found: dict[str, list[int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            found.setdefault(node.name, []).append(node.lineno)
+    return found
+
+
+def class_line(cls: type) -> int | None:
+    """The line of ``class <name>`` in its module's file (the first, if the name is
+    defined twice), or None when the source cannot be read."""
+    line = getattr(cls, "__firstlineno__", None)  # Python 3.13+
+    if isinstance(line, int):
+        return line
+    module = inspect.getmodule(cls)
+    filename = getattr(module, "__file__", None)
+    if not filename:
+        return None
+    lines = linecache.getlines(filename)
+    if not lines:
+        return None
+    found = _class_lines(filename, hash("".join(lines))).get(cls.__name__)
+    return min(found) if found else None
 
 
 def _code(fn: Callable[..., object]) -> types.CodeType:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from .witness import json_safe
 
-__all__ = ["CheckResult", "ContractReport", "Report", "Status"]
+__all__ = ["CheckResult", "ContractReport", "ImportProblem", "Report", "Status"]
 
 Status = Literal["pass", "fail", "warn", "unknown"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "warn", "unknown")
@@ -35,6 +35,10 @@ class CheckResult:
     predicate: str | None = None
     assumptions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # where a reader fixes it: the predicate's (else the contract class's) file and line
+    file: str | None = None
+    line: int | None = None
+    ignored: str | None = None  # the reason given in [tool.hoare] ignore, if it matched
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,7 +51,24 @@ class CheckResult:
             "predicate": self.predicate,
             "assumptions": list(self.assumptions),
             "notes": list(self.notes),
+            "location": None if self.file is None else {"file": self.file, "line": self.line},
+            "ignored": self.ignored,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckResult:
+        """The inverse of ``to_json`` (the verdict cache and worker processes)."""
+        location = data.get("location") or {}
+        return cls(data["kind"], data["status"], data["message"], data.get("witness"),
+                   data.get("counterexample"), list(data.get("constraints", [])),
+                   data.get("predicate"), list(data.get("assumptions", [])),
+                   list(data.get("notes", [])), location.get("file"), location.get("line"),
+                   data.get("ignored"))
+
+    @property
+    def subject(self) -> str:
+        """``kind`` or ``kind[predicate]``: how ``[tool.hoare] ignore`` names a check."""
+        return self.kind + (f"[{self.predicate}]" if self.predicate else "")
 
 
 @dataclass
@@ -57,16 +78,49 @@ class ContractReport:
     name: str
     checks: list[CheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    file: str | None = None
+    line: int | None = None
 
     @property
     def status(self) -> Status:
-        if not self.checks:
-            return "pass"
-        return max((c.status for c in self.checks), key=lambda s: _RANK[s])
+        counted = [c.status for c in self.checks if c.ignored is None]
+        return max(counted, key=lambda s: _RANK[s]) if counted else "pass"
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status,
-                "checks": [c.to_json() for c in self.checks], "notes": list(self.notes)}
+                "checks": [c.to_json() for c in self.checks], "notes": list(self.notes),
+                "location": None if self.file is None else {"file": self.file,
+                                                             "line": self.line}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ContractReport:
+        location = data.get("location") or {}
+        return cls(data["name"], [CheckResult.from_json(c) for c in data.get("checks", [])],
+                   list(data.get("notes", [])), location.get("file"), location.get("line"))
+
+
+@dataclass
+class ImportProblem:
+    """A target that could not be imported: reported, the other targets still verified,
+    and ``hoare verify`` exits 2 at the end."""
+
+    target: str
+    error: str
+    file: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "error": self.error, "file": self.file,
+                "line": self.line}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ImportProblem:
+        return cls(data["target"], data["error"], data.get("file"), data.get("line"))
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}: " if self.file and self.line else \
+            f"{self.file}: " if self.file else ""
+        return f"{where}{self.target}: {self.error}"
 
 
 @dataclass
@@ -74,18 +128,28 @@ class Report:
     contracts: list[ContractReport] = field(default_factory=list)
     pipelines: list[ContractReport] = field(default_factory=list)
     seconds: float = 0.0
+    errors: list[ImportProblem] = field(default_factory=list)
 
     def checks(self) -> list[CheckResult]:
         return [c for r in (*self.contracts, *self.pipelines) for c in r.checks]
 
     def summary(self) -> dict[str, int]:
+        """Checks per status; ignored checks (``[tool.hoare] ignore``) are counted apart,
+        under ``ignored``, which appears only when there is one."""
         counts = dict.fromkeys(STATUSES, 0)
+        ignored = 0
         for check in self.checks():
-            counts[check.status] += 1
+            if check.ignored is not None:
+                ignored += 1
+            else:
+                counts[check.status] += 1
+        if ignored:
+            counts["ignored"] = ignored
         return counts
 
     def ok(self, *, strict: bool = False) -> bool:
-        """No check failed (and, ``strict``, none is unknown)."""
+        """No check failed (and, ``strict``, none is unknown). Import errors are the
+        caller's to weigh (the CLI exits 2)."""
         summary = self.summary()
         return summary["fail"] == 0 and not (strict and summary["unknown"])
 
@@ -101,6 +165,7 @@ class Report:
             "contracts": [r.to_json() for r in self.contracts],
             "pipelines": [r.to_json() for r in self.pipelines],
             "summary": self.summary(),
+            "errors": [e.to_json() for e in self.errors],
             "seconds": round(self.seconds, 3),
         }
 
@@ -119,6 +184,8 @@ class Report:
             for check in report.checks:
                 subject = f"{check.kind}" + (f" [{check.predicate}]" if check.predicate else "")
                 lines.append(f"  {check.status.upper():<8}{subject:<38} {check.message}")
+                if check.ignored is not None:
+                    lines.append(f"{'':12}ignored ([tool.hoare] ignore): {check.ignored}")
                 if check.constraints:
                     what = "implied by" if check.kind == "predicate_vacuous" and \
                         check.status == "warn" else "conflict"
@@ -138,12 +205,17 @@ class Report:
                 if note not in notes:
                     notes.append(note)
             lines.append("")
+        for problem in self.errors:
+            lines.append(f"import error: {problem}")
+        if self.errors:
+            lines.append("")
         summary = self.summary()
         counted = sum(summary.values())
+        ignored = f", {summary['ignored']} ignored" if "ignored" in summary else ""
         lines.append(
             f"{len(self.contracts)} contract(s), {len(self.pipelines)} pipeline(s), "
             f"{counted} check(s): {summary['pass']} pass, {summary['fail']} fail, "
-            f"{summary['warn']} warn, {summary['unknown']} unknown "
+            f"{summary['warn']} warn, {summary['unknown']} unknown{ignored} "
             f"in {self.seconds:.2f} s")
         if notes:
             lines.append("notes:")

@@ -1,0 +1,281 @@
+"""The verdict cache of ``hoare verify``: one entry per unit (file), consulted before
+anything is imported.
+
+A unit's key hashes everything its verdicts depend on: the file's bytes and the bytes
+of every local module it imports, transitively (found by reading ``import``
+statements, not by importing: an over-approximation, so an edit anywhere a contract
+could see re-checks it); the source of hoare itself; the versions of Python,
+pydantic, pydantic-core and z3 and the names of every installed distribution; the
+verifier's options; the ``HOARE_*`` environment. Edit a contract, a model, a
+referenced constant, or upgrade a package, and the affected units are checked again;
+nothing else is. What the key cannot see (a predicate reading a data file at import
+time) is what ``--no-cache`` is for.
+
+Entries are JSON files written atomically (temporary file, then ``os.replace``), so
+concurrent runs and a killed run never leave a torn entry; an unreadable entry is a
+miss. The cache holds results, never decisions: a hit returns exactly the report the
+unit's check produced.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .targets import Unit
+
+__all__ = ["VerdictCache", "default_directory", "local_imports"]
+
+_FORMAT = "v1"
+
+
+def default_directory(root: Path) -> Path:
+    """``$HOARE_CACHE_DIR``, else ``.hoare_cache`` in the project root."""
+    given = os.environ.get("HOARE_CACHE_DIR")
+    return Path(given) if given else root / ".hoare_cache"
+
+
+class VerdictCache:
+    """Unit results on disk under ``directory``, keyed by ``key``."""
+
+    def __init__(self, directory: Path, settings: dict[str, Any]) -> None:
+        self.directory = directory / _FORMAT
+        self.settings = json.dumps(settings, sort_keys=True, default=str)
+        self._environment: str | None = None
+        self._digests: dict[Path, str | None] = {}
+        self._imports: dict[Path, list[Path]] = {}
+
+    # -- keys -----------------------------------------------------------------------
+    def key(self, unit: Unit) -> str | None:
+        """The unit's key, or None when a file it depends on cannot be read."""
+        files = self.closure(unit.path)
+        digests = []
+        for file in files:
+            digest = self._digest(file)
+            if digest is None:
+                return None
+            digests.append(f"{file}={digest}")
+        h = hashlib.sha256()
+        for part in (self.environment(), self.settings, unit.module or "", unit.only or "",
+                     str(unit.path), *digests):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def closure(self, path: Path) -> list[Path]:
+        """``path`` and every local file it imports, transitively, sorted."""
+        seen = {path}
+        todo = [path]
+        while todo:
+            current = todo.pop()
+            for dep in self._local_imports(current):
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        return sorted(seen)
+
+    def _digest(self, path: Path) -> str | None:
+        if path not in self._digests:
+            try:
+                self._digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                self._digests[path] = None
+        return self._digests[path]
+
+    def _local_imports(self, path: Path) -> list[Path]:
+        if path in self._imports:
+            return self._imports[path]
+        digest = self._digest(path)
+        names: list[list[Any]] | None = None
+        stored = self.directory / "imports" / f"{digest}.json" if digest else None
+        if stored is not None:
+            names = _read_json(stored)
+        if names is None:
+            try:
+                names = _import_statements(path.read_bytes())
+            except OSError:
+                names = []
+            if stored is not None:
+                _write_json(stored, names)
+        found = local_imports(path, [(int(level), str(name), list(items))
+                                     for level, name, items in names])
+        self._imports[path] = found
+        return found
+
+    def environment(self) -> str:
+        """Python, hoare's own source, the solver and validator versions, installed
+        distributions and the HOARE_* environment, as one digest."""
+        if self._environment is None:
+            h = hashlib.sha256()
+            h.update(sys.version.encode())
+            for file in _hoare_sources():
+                h.update(str(file.name).encode())
+                try:
+                    h.update(file.read_bytes())
+                except OSError:
+                    h.update(b"?")
+            for name in _distributions():
+                h.update(name.encode("utf-8", "surrogatepass"))
+            for name, value in sorted(os.environ.items()):
+                if name.startswith("HOARE_") and name != "HOARE_CACHE_DIR":
+                    h.update(f"{name}={value}".encode("utf-8", "surrogatepass"))
+            self._environment = h.hexdigest()
+        return self._environment
+
+    # -- entries --------------------------------------------------------------------
+    def get(self, key: str) -> dict[str, Any] | None:
+        found = _read_json(self._entry(key))
+        return found if isinstance(found, dict) else None
+
+    def put(self, key: str, result: dict[str, Any]) -> None:
+        _write_json(self._entry(key), result)
+
+    def _entry(self, key: str) -> Path:
+        return self.directory / "verdicts" / key[:2] / f"{key}.json"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, value: Any) -> None:
+    """Atomically; a cache that cannot be written is only slower, never an error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _ignore_marker(path)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(value, handle, ensure_ascii=False, allow_nan=False)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except (OSError, ValueError, TypeError):
+        pass
+
+
+def _ignore_marker(path: Path) -> None:
+    """A ``.gitignore`` of ``*`` at the cache's root, so it is never committed."""
+    for parent in path.parents:
+        if parent.name == _FORMAT:
+            marker = parent.parent / ".gitignore"
+            if not marker.exists():
+                marker.write_text("# created by hoare verify\n*\n")
+            return
+
+
+def _import_statements(source: bytes) -> list[list[Any]]:
+    """``[level, module, [names]]`` of every import statement, anywhere in the file."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    out: list[list[Any]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend([0, alias.name, []] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            out.append([node.level, node.module or "", [a.name for a in node.names]])
+    return out
+
+
+def _package_of(path: Path) -> tuple[Path, list[str]]:
+    """(root directory, package parts) of a file: its package chain up to the first
+    directory without ``__init__.py``."""
+    parts: list[str] = []
+    directory = path.parent
+    while (directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return directory, parts
+
+
+def local_imports(path: Path, statements: Iterable[tuple[int, str, list[str]]]) -> list[Path]:
+    """The project files ``statements`` of ``path`` may import: modules found under
+    the file's own root (its directory, or its top package's parent) or the current
+    directory, with every package ``__init__.py`` on the way (it runs on import).
+    Installed packages are left out: their versions are part of the key."""
+    root, package = _package_of(path)
+    roots = list(dict.fromkeys([root, Path.cwd().resolve()]))
+    found: set[Path] = set()
+    for level, module, names in statements:
+        if level:
+            base = package[:len(package) - level + 1] if level <= len(package) else None
+            if base is None:
+                continue
+            dotted = [*base, *module.split(".")] if module else base
+            candidates = [dotted] + [[*dotted, n] for n in names if n != "*"]
+            search = [root]
+        else:
+            dotted = module.split(".")
+            candidates = [dotted] + [[*dotted, n] for n in names if n != "*"]
+            search = roots
+        for parts in candidates:
+            for directory in search:
+                found.update(_files_of(directory, parts))
+    found.discard(path)
+    return sorted(f for f in found if not _installed(f))
+
+
+def _files_of(root: Path, parts: list[str]) -> list[Path]:
+    """The files importing ``parts`` from ``root`` runs: each package's ``__init__.py``
+    and the module itself."""
+    out = []
+    directory = root
+    for index, part in enumerate(parts):
+        if not part.isidentifier():
+            return out
+        module = directory / f"{part}.py"
+        package = directory / part
+        if index == len(parts) - 1 and module.is_file():
+            out.append(module.resolve())
+            return out
+        init = package / "__init__.py"
+        if init.is_file():
+            out.append(init.resolve())
+        elif not package.is_dir():
+            return out
+        directory = package
+    return out
+
+
+def _installed(path: Path) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in path.parts)
+
+
+def _hoare_sources() -> list[Path]:
+    import hoare
+
+    roots = {Path(p) for p in hoare.__path__}
+    import hoare.kernel
+
+    roots |= {Path(p) for p in hoare.kernel.__path__}
+    files: list[Path] = []
+    for root in sorted(roots):
+        files.extend(sorted(root.rglob("*.py")))
+    return files
+
+
+def _distributions() -> list[str]:
+    """The ``*.dist-info`` names on ``sys.path`` (name and version of everything
+    installed): an upgrade of any library a predicate calls changes the key."""
+    names: list[str] = []
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as listing:
+                names.extend(e.name for e in listing
+                             if e.name.endswith((".dist-info", ".egg-info", ".egg-link")))
+        except OSError:
+            continue
+    return sorted(names)

@@ -1,0 +1,190 @@
+"""One ``hoare verify`` run: configuration, targets, cache, workers, report, exit status.
+
+Order of work: read ``[tool.hoare]`` (command-line values win), resolve the targets
+to units without importing anything, answer every unchanged unit from the verdict
+cache, check the rest (in worker processes by default), assemble one report in
+target order, apply the configured ``ignore`` entries, render it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .discover import DiscoveryError
+from .project_config import ConfigError, ProjectConfig, find_pyproject, load, matches
+from .report import ContractReport, ImportProblem, Report
+from .result_cache import VerdictCache, default_directory
+from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
+from .targets import Unit, plan
+from .units import run_units
+
+__all__ = ["Outcome", "VerifyError", "assemble", "run_verify"]
+
+
+class VerifyError(Exception):
+    """A usage or configuration error: nothing was verified (exit 2)."""
+
+
+@dataclass
+class Outcome:
+    report: Report
+    text: str
+    status: int
+    messages: list[str] = field(default_factory=list)  # for standard error
+    cached: int = 0
+    checked: int = 0
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hoare")
+    except PackageNotFoundError:  # pragma: no cover - a source tree
+        return "unknown"
+
+
+def run_verify(targets: Sequence[str], *, format: str | None = None,
+               strict: bool | None = None, timeout_ms: int | None = None,
+               rlimit: int | None = None, jobs: int | None = None,
+               exclude: Sequence[str] = (), cache: bool = True,
+               cache_dir: str | None = None, config: str | None = None,
+               verbose: bool = False) -> Outcome:
+    """Everything ``hoare verify`` does but print. ``None``: take ``[tool.hoare]``'s
+    value, else the default. ``jobs`` 0: one worker per core."""
+    start = time.perf_counter()
+    project = _config(config)
+    targets = list(targets) or list(project.targets or [])
+    if not targets:
+        raise VerifyError("no target: name files, directories or modules, or set "
+                          "[tool.hoare] targets in pyproject.toml")
+    chosen_format = format or project.format or "table"
+    strict = bool(strict if strict is not None else project.strict)
+    options = SolverOptions(timeout_ms=timeout_ms or project.timeout_ms or DEFAULT_TIMEOUT_MS,
+                            rlimit=rlimit or project.rlimit or DEFAULT_RLIMIT)
+    jobs = jobs if jobs is not None else (project.jobs if project.jobs is not None else 0)
+    jobs = jobs or _cores()
+    try:
+        units = plan(targets, [*project.exclude, *exclude])
+    except DiscoveryError as error:
+        raise VerifyError(str(error)) from error
+    use_cache = cache and project.cache is not False
+    store = None
+    if use_cache:
+        directory = Path(cache_dir) if cache_dir else project.cache_dir or \
+            default_directory(project.root)
+        store = VerdictCache(directory, {"timeout_ms": options.timeout_ms,
+                                         "rlimit": options.rlimit,
+                                         "overrides": project.overrides})
+    results, cached = _results(units, options, jobs, store, project.overrides)
+    report = assemble(results)
+    report.seconds = time.perf_counter() - start
+    messages = _apply_ignore(report, project.ignore)
+    messages += [f"import error: {problem}" for problem in report.errors]
+    found = len(report.contracts) + len(report.pipelines)
+    if not found and not report.errors:
+        messages.append(f"no @contract class or Pipeline found in {', '.join(targets)}")
+    if cached and chosen_format == "table":
+        messages.append(f"{cached} of {len(units)} file(s) unchanged: their verdicts come "
+                        f"from the cache (--no-cache checks them again)")
+    status = 2 if report.errors else \
+        1 if (not report.ok(strict=strict) or (strict and not found)) else 0
+    text = _render(report, chosen_format, project.root, verbose)
+    return Outcome(report, text, status, messages, cached, len(units) - cached)
+
+
+def _config(path: str | None) -> ProjectConfig:
+    try:
+        if path is not None:
+            if not Path(path).is_file():
+                raise VerifyError(f"--config {path}: no such file")
+            return load(Path(path))
+        return load(find_pyproject())
+    except ConfigError as error:
+        raise VerifyError(str(error)) from error
+
+
+def _results(units: list[Unit], options: SolverOptions, jobs: int,
+             store: VerdictCache | None, overrides: dict[str, dict[str, int]]
+             ) -> tuple[list[dict[str, Any]], int]:
+    """Each unit's result, in order: from the cache, else checked (and stored)."""
+    results: list[dict[str, Any] | None] = [None] * len(units)
+    keys: list[str | None] = [None] * len(units)
+    if store is not None:
+        for index, unit in enumerate(units):
+            keys[index] = store.key(unit)
+            key = keys[index]
+            if key is not None:
+                results[index] = store.get(key)
+    missing = [i for i, r in enumerate(results) if r is None]
+    cached = len(units) - len(missing)
+    # Few units: no worker start-up; many: one process per core, each importing its own.
+    workers = jobs if len(missing) > 2 else 1
+    for position, result in run_units([units[i] for i in missing], options, workers,
+                                      overrides):
+        index = missing[position]
+        results[index] = result
+        key = keys[index]
+        if store is not None and key is not None and not result.get("errors"):
+            store.put(key, result)
+    return [r for r in results if r is not None], cached
+
+
+def assemble(results: Sequence[dict[str, Any]]) -> Report:
+    """One report from unit results, in order; a contract or pipeline reachable from
+    several units is reported once (the first)."""
+    report = Report()
+    names: set[tuple[str, str]] = set()
+    for result in results:
+        for group, into in (("contracts", report.contracts), ("pipelines", report.pipelines)):
+            for data in result.get(group, []):
+                if (group, data["name"]) not in names:
+                    names.add((group, data["name"]))
+                    into.append(ContractReport.from_json(data))
+        report.errors.extend(ImportProblem.from_json(e) for e in result.get("errors", []))
+    return report
+
+
+def _apply_ignore(report: Report, ignore: dict[str, str]) -> list[str]:
+    """Mark the checks ``[tool.hoare] ignore`` covers; warn about entries that cover
+    nothing (a stale suppression hides nothing and should go)."""
+    used: set[str] = set()
+    for contract in (*report.contracts, *report.pipelines):
+        for check in contract.checks:
+            check_id = f"{contract.name}.{check.subject}"
+            for pattern, reason in ignore.items():
+                if matches(check_id, pattern) or pattern == contract.name:
+                    check.ignored = reason
+                    used.add(pattern)
+                    break
+    return [f"[tool.hoare] ignore {pattern!r} matches no check"
+            for pattern in ignore if pattern not in used]
+
+
+def _render(report: Report, chosen: str, root: Path, verbose: bool) -> str:
+    if chosen == "json":
+        return report.json()
+    if chosen == "sarif":
+        import json
+
+        from .report_formats import to_sarif
+
+        return json.dumps(to_sarif(report, root, _version()), indent=2, ensure_ascii=False,
+                          allow_nan=False, default=str)
+    if chosen == "junit":
+        from .report_formats import to_junit
+
+        return to_junit(report)
+    return report.render(verbose=verbose)

@@ -1,0 +1,201 @@
+"""Import one unit (a file or module), check what it holds; many units in worker processes.
+
+A unit's result is plain JSON (``{"contracts": [...], "pipelines": [...], "errors":
+[...]}``): what a worker sends back and what the verdict cache stores, so a cached
+unit and a checked one give the same report.
+
+Which contracts a unit holds: every ``@contract`` class among the module's globals
+(and one level into its lists, tuples and dicts) that it *owns*: defined in it, or
+made elsewhere and not a global of the module that made it (a class built by a
+factory in another module belongs to the module that holds it). Pipelines: every
+``Pipeline`` object among its globals. A unit that fails to import is an error of
+its own (file, line, exception); the other units are still checked.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from .discover import DiscoveryError, _import_file, is_pipeline
+from .report import ContractReport, ImportProblem
+from .solver import SolverOptions
+from .targets import Unit
+
+__all__ = ["contracts_of", "run_unit", "run_units"]
+
+
+def run_unit(unit: Unit, options: SolverOptions,
+             overrides: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """Import ``unit`` and check its contracts and pipelines (JSON result).
+    ``overrides``: per contract name, ``timeout_ms``/``rlimit`` of its queries."""
+    from .checks import check_contract
+    from .composition import check_pipeline
+    from .values import Z3_LOCK
+
+    try:
+        module = _import(unit)
+    except DiscoveryError as error:
+        cause = error.__cause__ or error
+        return {"contracts": [], "pipelines": [],
+                "errors": [_problem(unit, cause, str(error)).to_json()]}
+    contracts, pipelines = contracts_of(module)
+    if unit.only is not None:
+        contracts = [(n, c) for n, c in contracts if c.__qualname__ == unit.only]
+        pipelines = [(n, p) for n, p in pipelines if n.rsplit(":", 1)[-1] == unit.only]
+        if not contracts and not pipelines:
+            return {"contracts": [], "pipelines": [], "errors": [ImportProblem(
+                unit.target, f"{module.__name__} has no @contract class or Pipeline named "
+                             f"{unit.only}", str(unit.path)).to_json()]}
+    out: dict[str, Any] = {"contracts": [], "pipelines": [], "errors": []}
+    with Z3_LOCK:
+        for name, cls in contracts:
+            limits = (overrides or {}).get(name)
+            report = check_contract(cls.__hoare__,  # type: ignore[attr-defined]
+                                    replace(options, **limits) if limits else options)
+            _locate(report, cls)
+            out["contracts"].append(report.to_json())
+        for name, pipeline in pipelines:
+            report = check_pipeline(pipeline.stages, name, options)  # type: ignore[attr-defined]
+            stage = type(pipeline.stages[0])  # type: ignore[attr-defined]
+            report.file, report.line = _class_location(stage)
+            for check in report.checks:
+                check.file, check.line = report.file, report.line
+            out["pipelines"].append(report.to_json())
+    return out
+
+
+def _import(unit: Unit) -> Any:
+    import importlib
+
+    if unit.module is None:
+        return _import_file(unit.path)
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(unit.module)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        raise DiscoveryError(f"import failed: {type(error).__name__}: {error}") from error
+
+
+def _problem(unit: Unit, error: BaseException, text: str) -> ImportProblem:
+    """Where the import failed: the innermost frame in a project file (or the syntax
+    error's line), so a reader can jump to it."""
+    file: str | None = str(unit.path)
+    line: int | None = None
+    if isinstance(error, SyntaxError) and error.filename:
+        file, line = error.filename, error.lineno
+    else:
+        frames = traceback.extract_tb(error.__traceback__)
+        inside = [f for f in frames if "site-packages" not in f.filename
+                  and not f.filename.startswith("<frozen")]
+        if inside:
+            file, line = inside[-1].filename, inside[-1].lineno
+    message = text.split(": import failed: ", 1)[-1] if ": import failed: " in text else text
+    return ImportProblem(unit.target, message, file, line)
+
+
+def contracts_of(module: Any) -> tuple[list[tuple[str, type]], list[tuple[str, object]]]:
+    """The contract classes ``module`` owns and the pipelines among its globals."""
+    contracts: list[tuple[str, type]] = []
+    pipelines: list[tuple[str, object]] = []
+    seen: set[int] = set()
+    for attribute, value in list(vars(module).items()):
+        if isinstance(value, type) or isinstance(value, (list, tuple, dict)):
+            for cls in _classes(value):
+                if id(cls) not in seen and _owned(cls, module):
+                    seen.add(id(cls))
+                    contracts.append((cls.__hoare__.name, cls))  # type: ignore[attr-defined]
+        elif is_pipeline(value):
+            name = getattr(value, "name", None) or attribute
+            pipelines.append((f"{module.__name__}:{name}", value))
+    return contracts, pipelines
+
+
+def _classes(value: object) -> Iterator[type]:
+    items = value.values() if isinstance(value, dict) else \
+        value if isinstance(value, (list, tuple)) else (value,)
+    for item in list(items)[:1000]:  # type: ignore[call-overload]
+        if isinstance(item, type) and "__hoare__" in item.__dict__:
+            yield item
+
+
+def _owned(cls: type, module: Any) -> bool:
+    if cls.__module__ == module.__name__:
+        return True
+    home = sys.modules.get(cls.__module__)
+    return home is None or getattr(home, cls.__qualname__.split(".")[0], None) is not cls
+
+
+def _class_location(cls: type) -> tuple[str | None, int | None]:
+    from ..source import class_line
+
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    return file, class_line(cls) if file else None
+
+
+def _locate(report: ContractReport, cls: type) -> None:
+    """Each check's file and line: the predicate's own, else the class's."""
+    desc = cls.__hoare__  # type: ignore[attr-defined]
+    report.file, report.line = _class_location(cls)
+    where: dict[str, tuple[str, int]] = {}
+    for source in (*desc.pre, *desc.post):
+        code = getattr(source.fn, "__code__", None)
+        if code is not None:
+            where[source.id] = (code.co_filename, code.co_firstlineno)
+    for check in report.checks:
+        file, line = where.get(check.predicate or "", (report.file, report.line))
+        check.file, check.line = file, line
+
+
+# -- many units --------------------------------------------------------------------------
+
+
+def run_units(units: Sequence[Unit], options: SolverOptions, jobs: int,
+              overrides: dict[str, dict[str, int]] | None = None
+              ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(index, result)`` of every unit, in ``units`` order. ``jobs`` > 1: in worker
+    processes that each import their own units (imports are half the work)."""
+    if jobs <= 1 or len(units) <= 1:
+        for index, unit in enumerate(units):
+            yield index, _safe_run(unit, options, overrides)
+        return
+    import multiprocessing
+    from functools import partial
+
+    # fork is cheap and safe while this process has one thread and no z3 context in use;
+    # otherwise (threads, or no fork) spawn.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and \
+        threading.active_count() == 1 else "spawn"
+    context = multiprocessing.get_context(method)
+    workers = min(jobs, len(units))
+    chunk = max(1, min(16, len(units) // (workers * 8)))
+    with context.Pool(workers, initializer=_worker_setup, initargs=(os.getcwd(), sys.path)) \
+            as pool:
+        yield from enumerate(pool.imap(partial(_safe_run, options=options,
+                                               overrides=overrides), units, chunk))
+
+
+def _worker_setup(cwd: str, path: list[str]) -> None:
+    os.chdir(cwd)
+    sys.path[:] = path
+
+
+def _safe_run(unit: Unit, options: SolverOptions,
+              overrides: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """A worker never dies of one unit: an unexpected error is that unit's error."""
+    try:
+        return run_unit(unit, options, overrides)
+    except Exception as error:
+        return {"contracts": [], "pipelines": [], "errors": [ImportProblem(
+            unit.target, f"internal error: {type(error).__name__}: {error}",
+            str(unit.path)).to_json()]}
