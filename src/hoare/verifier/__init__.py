@@ -12,15 +12,25 @@ from __future__ import annotations
 
 import time
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .checks import check_contract
-from .composition import check_pipeline
 from .discover import DiscoveryError, Found, discover, is_pipeline
-from .preflight import Preflight
 from .report import CheckResult, ContractReport, Report
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 from .values import Z3_LOCK
+
+if TYPE_CHECKING:
+    from .preflight import Preflight
+
+
+def __getattr__(name: str) -> Any:
+    """``Preflight`` on first use: the translator is not needed to read a cached
+    report (``hoare verify`` on unchanged files imports none of it)."""
+    if name == "Preflight":
+        from .preflight import Preflight
+
+        return Preflight
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CheckResult", "ContractReport", "DiscoveryError", "Preflight", "Report", "SolverOptions",
@@ -42,6 +52,9 @@ def verify(target: Any, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
 
 
 def _verify(target: Any, *, timeout_ms: int, rlimit: int) -> Report:
+    from .checks import check_contract
+    from .composition import check_pipeline
+
     found = Found()
     if isinstance(target, ModuleType):
         found.add_module(target)
@@ -93,6 +106,9 @@ def verify_found(found: Found, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
 
 
 def _verify_found(found: Found, *, timeout_ms: int, rlimit: int, jobs: int) -> Report:
+    from .checks import check_contract
+    from .composition import check_pipeline
+
     options = SolverOptions(timeout_ms=timeout_ms, rlimit=rlimit)
     start = time.perf_counter()
     report = Report()
@@ -118,6 +134,8 @@ _WORK: list[type] = []
 
 
 def _work(index: int, options: SolverOptions) -> ContractReport:
+    from .checks import check_contract
+
     return check_contract(_WORK[index].__hoare__, options)  # type: ignore[attr-defined]
 
 

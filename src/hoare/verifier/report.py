@@ -170,6 +170,7 @@ class Report:
         }
 
     def json(self, indent: int | None = 2) -> str:
+        """``indent`` None: one line, written by json's C encoder (large reports)."""
         return json.dumps(self.to_json(), indent=indent, ensure_ascii=False, allow_nan=False,
                           default=str)
 

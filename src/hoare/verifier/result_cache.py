@@ -20,6 +20,7 @@ unit's check produced.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -207,51 +208,51 @@ def local_imports(path: Path, statements: Iterable[tuple[int, str, list[str]]]) 
     directory, with every package ``__init__.py`` on the way (it runs on import).
     Installed packages are left out: their versions are part of the key."""
     root, package = _package_of(path)
-    roots = list(dict.fromkeys([root, Path.cwd().resolve()]))
-    found: set[Path] = set()
+    roots = tuple(dict.fromkeys([str(root), os.getcwd()]))
+    found: set[str] = set()
     for level, module, names in statements:
         if level:
             base = package[:len(package) - level + 1] if level <= len(package) else None
             if base is None:
                 continue
             dotted = [*base, *module.split(".")] if module else base
-            candidates = [dotted] + [[*dotted, n] for n in names if n != "*"]
-            search = [root]
+            search: tuple[str, ...] = (str(root),)
         else:
             dotted = module.split(".")
-            candidates = [dotted] + [[*dotted, n] for n in names if n != "*"]
             search = roots
+        candidates = [tuple(dotted)] + [(*dotted, n) for n in names if n != "*"]
         for parts in candidates:
             for directory in search:
                 found.update(_files_of(directory, parts))
-    found.discard(path)
-    return sorted(f for f in found if not _installed(f))
+    found.discard(str(path))
+    return sorted(Path(f) for f in found if not _installed(f))
 
 
-def _files_of(root: Path, parts: list[str]) -> list[Path]:
+@functools.lru_cache(maxsize=65536)
+def _files_of(root: str, parts: tuple[str, ...]) -> tuple[str, ...]:
     """The files importing ``parts`` from ``root`` runs: each package's ``__init__.py``
-    and the module itself."""
+    and the module itself (memoized: every file of a project imports the same names)."""
     out = []
     directory = root
     for index, part in enumerate(parts):
         if not part.isidentifier():
-            return out
-        module = directory / f"{part}.py"
-        package = directory / part
-        if index == len(parts) - 1 and module.is_file():
-            out.append(module.resolve())
-            return out
-        init = package / "__init__.py"
-        if init.is_file():
-            out.append(init.resolve())
-        elif not package.is_dir():
-            return out
+            break
+        module = os.path.join(directory, part + ".py")
+        package = os.path.join(directory, part)
+        if index == len(parts) - 1 and os.path.isfile(module):
+            out.append(os.path.realpath(module))
+            break
+        init = os.path.join(package, "__init__.py")
+        if os.path.isfile(init):
+            out.append(os.path.realpath(init))
+        elif not os.path.isdir(package):
+            break
         directory = package
-    return out
+    return tuple(out)
 
 
-def _installed(path: Path) -> bool:
-    return any(part in ("site-packages", "dist-packages") for part in path.parts)
+def _installed(path: str) -> bool:
+    return "site-packages" in path or "dist-packages" in path
 
 
 def _hoare_sources() -> list[Path]:

@@ -175,7 +175,7 @@ def _apply_ignore(report: Report, ignore: dict[str, str]) -> list[str]:
 
 def _render(report: Report, chosen: str, root: Path, verbose: bool) -> str:
     if chosen == "json":
-        return report.json()
+        return report.json(indent=2 if len(report.contracts) <= 100 else None)
     if chosen == "sarif":
         import json
 

@@ -86,22 +86,31 @@ def _split_name(target: str) -> tuple[str, str | None]:
     return head, tail
 
 
-def _excluded(path: Path, patterns: Sequence[str]) -> bool:
-    try:
-        relative = path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        relative = path.as_posix()
+def _excluded(path: Path, relative: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(path.name, p) or fnmatch.fnmatchcase(relative, p)
                for p in patterns)
 
 
 def _walk(directory: Path, patterns: Sequence[str]) -> list[Path]:
+    """The ``*.py`` files under ``directory``, sorted, excluded names and paths (relative
+    to the current directory) skipped."""
+    top = directory.resolve()
+    try:
+        base = top.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        base = top.as_posix()
     files: list[Path] = []
-    for root, dirs, names in os.walk(directory):
+    for root, dirs, names in os.walk(top):
         here = Path(root)
-        dirs[:] = sorted(d for d in dirs if not _excluded(here / d, patterns))
-        files.extend((here / n).resolve() for n in sorted(names)
-                     if n.endswith(".py") and not _excluded(here / n, patterns))
+        inner = here.relative_to(top).as_posix()
+        prefix = "/".join(p for p in (base, inner) if p and p != ".")
+
+        def relative(name: str, prefix: str = prefix) -> str:
+            return f"{prefix}/{name}" if prefix else name
+
+        dirs[:] = sorted(d for d in dirs if not _excluded(here / d, relative(d), patterns))
+        files.extend(here / n for n in sorted(names)
+                     if n.endswith(".py") and not _excluded(here / n, relative(n), patterns))
     return files
 
 
@@ -138,9 +147,9 @@ def _module_units(target: str, name: str, only: str | None,
         units.append(Unit(target, Path(spec.origin).resolve(), name, only))
     if only is None and spec.submodule_search_locations:
         for location in spec.submodule_search_locations:
-            root = Path(location)
+            root = Path(location).resolve()
             for file in _walk(root, patterns):
-                relative = file.relative_to(root.resolve()).with_suffix("")
+                relative = file.relative_to(root).with_suffix("")
                 parts = list(relative.parts)
                 if parts[-1] == "__init__":
                     parts.pop()
