@@ -132,14 +132,37 @@ class VerdictCache:
 
     # -- entries --------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored result, or None (a miss) when absent or not of the right shape."""
         found = _read_json(self._entry(key))
-        return found if isinstance(found, dict) else None
+        return found if _well_formed(found) else None
 
     def put(self, key: str, result: dict[str, Any]) -> None:
         _write_json(self._entry(key), result)
 
     def _entry(self, key: str) -> Path:
         return self.directory / "verdicts" / key[:2] / f"{key}.json"
+
+
+def _well_formed(result: Any) -> bool:
+    """A unit result as ``units.run_unit`` makes it (an entry written by another
+    version, or edited by hand, is a miss rather than a crash)."""
+    if not isinstance(result, dict) or set(result) != {"contracts", "pipelines", "errors"}:
+        return False
+    if result["errors"] or not all(isinstance(result[k], list) for k in result):
+        return False
+    for report in (*result["contracts"], *result["pipelines"]):
+        if not isinstance(report, dict) or not isinstance(report.get("name"), str) or \
+                not isinstance(report.get("checks"), list):
+            return False
+        for check in report["checks"]:
+            if not isinstance(check, dict) or check.get("status") not in _STATUSES or \
+                    not isinstance(check.get("kind"), str) or \
+                    not isinstance(check.get("message"), str):
+                return False
+    return True
+
+
+_STATUSES = ("pass", "fail", "warn", "unknown")
 
 
 def _read_json(path: Path) -> Any:

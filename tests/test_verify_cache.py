@@ -1,0 +1,199 @@
+"""The verdict cache of ``hoare verify``: a hit gives the same report without importing
+anything; every edit a verdict depends on is a miss; ``--no-cache`` bypasses it.
+
+Each run is a fresh ``python -m hoare`` process (as in CI), so nothing survives in
+``sys.modules`` between runs. A contract module appends a line to ``imports.log``
+when it is imported: that log shows which files a run imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MODELS = '''from hoare import Field, LLMDataModel
+
+
+class Item(LLMDataModel):
+    n: int = Field(ge=0, le={le})
+'''
+
+LIMITS = "LIMIT = {limit}\n"
+
+CONTRACT = '''import pathlib
+
+from hoare import Contract, Pre, contract
+
+from limits import LIMIT
+from models import Item
+
+with open(pathlib.Path(__file__).with_name("imports.log"), "a") as log:
+    log.write(__name__ + "\\n")
+
+
+@contract()
+class {name}(Contract):
+    prompt = "p"
+    pre_conditions = (Pre(lambda i: i.n {op} LIMIT, "n against the limit"),)
+
+    def forward(self, input: Item) -> Item:
+        return self.contract_result
+'''
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "models.py").write_text(MODELS.format(le=10))
+    (project / "limits.py").write_text(LIMITS.format(limit=5))
+    (project / "alpha.py").write_text(CONTRACT.format(name="Alpha", op="<"))
+    (project / "beta.py").write_text(CONTRACT.format(name="Beta", op=">"))
+    return project
+
+
+def _verify(project: Path, *args: str, cache: Path | None = None,
+            extra_path: Path | None = None) -> tuple[int, dict[str, object], list[str], str]:
+    """(exit status, JSON report, modules imported by this run, stderr)."""
+    log = project / "imports.log"
+    log.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "src"), str(extra_path or "")) if p)}
+    env["HOARE_CACHE_DIR"] = str(cache or project.parent / "cache")
+    done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "--format", "json",
+                           *args], cwd=project, capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)
+    imported = sorted(log.read_text().split()) if log.exists() else []
+    return done.returncode, report, imported, done.stderr
+
+
+def _statuses(report: dict[str, object]) -> dict[str, str]:
+    return {c["name"]: c["status"] for c in report["contracts"]}  # type: ignore[index,union-attr]
+
+
+def _without_time(report: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in report.items() if k != "seconds"}
+
+
+def test_a_hit_is_the_same_report_and_imports_nothing(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    status, cold, imported, _ = _verify(project)
+    assert imported == ["alpha", "beta"]
+    assert _statuses(cold) == {"alpha:Alpha": "pass", "beta:Beta": "pass"}
+    status_warm, warm, imported_warm, _ = _verify(project)
+    assert imported_warm == []  # answered before importing
+    assert (status_warm, _without_time(warm)) == (status, _without_time(cold))
+    _, uncached, imported_again, _ = _verify(project, "--no-cache")
+    assert imported_again == ["alpha", "beta"]
+    assert _without_time(uncached) == _without_time(cold)
+
+
+def test_editing_a_predicate_rechecks_only_that_file(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _verify(project)
+    # n < 5 and n < 0: no input passes any more
+    (project / "alpha.py").write_text(CONTRACT.format(name="Alpha", op="<").replace(
+        "i.n < LIMIT", "i.n < LIMIT and i.n < 0"))
+    status, report, imported, _ = _verify(project)
+    assert imported == ["alpha"]
+    assert status == 1 and _statuses(report)["alpha:Alpha"] == "fail"
+
+
+def test_editing_a_model_or_a_constant_rechecks_the_files_that_import_it(
+        tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _verify(project)
+    (project / "limits.py").write_text(LIMITS.format(limit=20))  # n > 20 with n <= 10
+    status, report, imported, _ = _verify(project)
+    assert imported == ["alpha", "beta"]
+    assert status == 1 and _statuses(report)["beta:Beta"] == "fail"
+    (project / "models.py").write_text(MODELS.format(le=30))  # now n > 20 can hold
+    status, report, imported, _ = _verify(project)
+    assert imported == ["alpha", "beta"]
+    assert status == 0 and _statuses(report)["beta:Beta"] == "pass"
+
+
+def test_a_new_package_version_is_a_miss(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    site = tmp_path / "site"
+    (site / "somelib-1.0.dist-info").mkdir(parents=True)
+    _verify(project, extra_path=site)
+    assert _verify(project, extra_path=site)[2] == []
+    (site / "somelib-1.0.dist-info").rename(site / "somelib-1.1.dist-info")
+    assert _verify(project, extra_path=site)[2] == ["alpha", "beta"]
+
+
+def test_other_options_are_other_entries(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _verify(project)
+    assert _verify(project, "--rlimit", "2000000")[2] == ["alpha", "beta"]
+    assert _verify(project, "--rlimit", "2000000")[2] == []
+
+
+def test_a_torn_or_foreign_entry_is_a_miss_not_an_error(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    cache = tmp_path / "cache"
+    _, cold, _, _ = _verify(project)
+    entries = sorted((cache / "v1" / "verdicts").rglob("*.json"))
+    assert len(entries) == 4  # one per file: alpha, beta, limits, models
+    for index, entry in enumerate(entries):
+        entry.write_text(['{"contracts": [', "[1, 2]", '{"contracts": [{"name": 1}], '
+                          '"pipelines": [], "errors": []}',
+                          '{"contracts": [], "pipelines": [], "errors": [], "x": 1}'][index])
+    _, report, imported, _ = _verify(project)
+    assert imported == ["alpha", "beta"]
+    assert _without_time(report) == _without_time(cold)
+    assert (cache / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_a_pipeline_is_rechecked_when_a_stage_changes(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "flow.py").write_text(
+        "from hoare import Pipeline\n\nfrom alpha import Alpha\nfrom beta import Beta\n\n"
+        "flow = Pipeline(Alpha(), Beta())\n")
+
+    def composition(report: dict[str, object]) -> str:
+        (pipeline,) = report["pipelines"]  # type: ignore[misc]
+        assert pipeline["name"] == "flow:flow"
+        return str(pipeline["checks"][0]["status"])
+
+    _, report, _, _ = _verify(project)
+    assert composition(report) == "fail"  # Alpha may return n = 0; Beta wants n > 5
+    (project / "beta.py").write_text(CONTRACT.format(name="Beta", op=">").replace(
+        "i.n > LIMIT", "i.n > LIMIT - 100"))
+    _, report, imported, _ = _verify(project)
+    assert "beta" in imported
+    assert composition(report) == "pass"  # flow.py is unchanged, but it imports beta
+
+
+def test_a_file_that_fails_to_import_is_never_cached(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "broken.py").write_text("import pathlib\nraise RuntimeError('boom at import')\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
+           "HOARE_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "--format",
+                               "json"], cwd=project, capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert done.returncode == 2
+        report = json.loads(done.stdout)
+        (error,) = report["errors"]
+        assert error["file"].endswith("broken.py") and error["line"] == 2
+        assert "boom at import" in error["error"]
+        assert len(report["contracts"]) == 2  # the other files were still verified
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_workers_give_the_same_report(tmp_path: Path, jobs: str) -> None:
+    project = _project(tmp_path)
+    _, serial, _, _ = _verify(project, "--no-cache", "-j", "1")
+    _, parallel, _, _ = _verify(project, "--no-cache", "-j", jobs)
+    assert _without_time(parallel) == _without_time(serial)
