@@ -216,3 +216,27 @@ def test_excluded_paths_are_not_imported(tmp_path: Path, monkeypatch: pytest.Mon
     assert status == 1 and report["errors"] == []
     status, report, _ = _json(capsys, ".")
     assert status == 2 and "imported!" in report["errors"][0]["error"]  # type: ignore[index]
+
+
+def test_only_affected_verifies_the_changed_files_and_their_importers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.hoare]\ntargets = [\"app\"]\n")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "aff_models.py").write_text(
+        "from hoare import Field, LLMDataModel\n\n\n"
+        "class Q(LLMDataModel):\n    n: int = Field(ge=0, le=10)\n")
+    contract = VACUOUS.split("\n\n\n@contract()")[0].replace(
+        "class Q(LLMDataModel):\n    n: int = Field(ge=0, le=10)", "from aff_models import Q")
+    (app / "aff_uses.py").write_text(contract + "\n\n\n@contract()" +
+                                     VACUOUS.split("\n\n\n@contract()")[1])
+    (app / "aff_other.py").write_text(VACUOUS.replace("Weak", "Other"))
+    (tmp_path / "notes.py").write_text("X = 1\n")
+    monkeypatch.chdir(tmp_path)
+    # a changed model: the file that imports it is verified, the unrelated one is not
+    status, report, _ = _json(capsys, "--only-affected", "app/aff_models.py")
+    assert [c["name"] for c in report["contracts"]] == ["app.aff_uses:Weak"]  # type: ignore[index]
+    # a changed file no contract depends on: nothing to verify, and that passes
+    status, report, err = _json(capsys, "--only-affected", "notes.py", "--strict")
+    assert status == 0 and report["contracts"] == [] and err == ""

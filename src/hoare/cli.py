@@ -76,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--config", metavar="PYPROJECT", default=None,
                         help="the pyproject.toml whose [tool.hoare] table to read "
                              "(default: the nearest one upwards from here)")
+    verify.add_argument("--only-affected", action="store_true",
+                        help="the targets are changed files (as a pre-commit hook passes "
+                             "them): verify the contracts of [tool.hoare] targets that are "
+                             "in, or import, one of them")
     verify.add_argument("-v", "--verbose", action="store_true",
                         help="show witnesses and notes of passing checks too")
     verify.set_defaults(usage=verify.format_usage())
@@ -124,7 +128,8 @@ def _verify(args: argparse.Namespace) -> int:
             args.targets, format=("json" if args.json else args.format),
             strict=args.strict, timeout_ms=args.timeout_ms, rlimit=args.rlimit,
             jobs=args.jobs, exclude=args.exclude, cache=not args.no_cache,
-            cache_dir=args.cache_dir, config=args.config, verbose=args.verbose)
+            cache_dir=args.cache_dir, config=args.config, verbose=args.verbose,
+            only_affected=args.only_affected)
     except VerifyError as error:
         if not args.targets:
             print(args.usage, end="", file=sys.stderr)

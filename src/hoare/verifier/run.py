@@ -61,11 +61,17 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
                rlimit: int | None = None, jobs: int | None = None,
                exclude: Sequence[str] = (), cache: bool = True,
                cache_dir: str | None = None, config: str | None = None,
-               verbose: bool = False) -> Outcome:
+               verbose: bool = False, only_affected: bool = False) -> Outcome:
     """Everything ``hoare verify`` does but print. ``None``: take ``[tool.hoare]``'s
-    value, else the default. ``jobs`` 0: one worker per core."""
+    value, else the default. ``jobs`` 0: one worker per core. ``only_affected``: the
+    ``targets`` are changed files (a pre-commit hook's arguments); verify the units of
+    ``[tool.hoare] targets`` (else the project root) that are, or import, one of them."""
     start = time.perf_counter()
     project = _config(config)
+    changed: list[Path] = []
+    if only_affected:
+        changed = [Path(t).resolve() for t in targets if t.endswith(".py")]
+        targets = list(project.targets or [str(project.root)])
     targets = list(targets) or list(project.targets or [])
     if not targets:
         raise VerifyError("no target: name files, directories or modules, or set "
@@ -81,26 +87,30 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
     except DiscoveryError as error:
         raise VerifyError(str(error)) from error
     use_cache = cache and project.cache is not False
-    store = None
-    if use_cache:
-        directory = Path(cache_dir) if cache_dir else project.cache_dir or \
-            default_directory(project.root)
-        store = VerdictCache(directory, {"timeout_ms": options.timeout_ms,
-                                         "rlimit": options.rlimit,
-                                         "overrides": project.overrides})
+    directory = Path(cache_dir) if cache_dir else project.cache_dir or \
+        default_directory(project.root)
+    keys = VerdictCache(directory, {"timeout_ms": options.timeout_ms,
+                                    "rlimit": options.rlimit, "overrides": project.overrides})
+    store = keys if use_cache else None
+    if only_affected:
+        touched = set(changed)
+        units = [u for u in units if touched.intersection(keys.closure(u.path))]
     results, cached = _results(units, options, jobs, store, project.overrides)
     report = assemble(results)
     report.seconds = time.perf_counter() - start
     messages = _apply_ignore(report, project.ignore)
     messages += [f"import error: {problem}" for problem in report.errors]
     found = len(report.contracts) + len(report.pipelines)
-    if not found and not report.errors:
+    if only_affected and not units:
+        pass  # no changed file holds or feeds a contract: nothing to say
+    elif not found and not report.errors:
         messages.append(f"no @contract class or Pipeline found in {', '.join(targets)}")
     if cached and chosen_format == "table":
         messages.append(f"{cached} of {len(units)} file(s) unchanged: their verdicts come "
                         f"from the cache (--no-cache checks them again)")
     status = 2 if report.errors else \
-        1 if (not report.ok(strict=strict) or (strict and not found)) else 0
+        1 if (not report.ok(strict=strict) or
+              (strict and not found and not (only_affected and not units))) else 0
     text = _render(report, chosen_format, project.root, verbose)
     return Outcome(report, text, status, messages, cached, len(units) - cached)
 
