@@ -612,9 +612,11 @@ def _self_assumptions(known: CheckResult | None) -> list[str]:
             if a.startswith("self.") and " = " in a]
 
 
-# A failing value is usually among the first candidates: a small search settles most
-# "can it fail?" queries in microseconds; z3 answers the rest.
-SAMPLING_BUDGET = Budget(candidates=64, seconds=0.02)
+# A witness is usually among the first candidates (each costs ~20 µs; a z3 query about
+# 2 ms): the search settles most satisfiability and "can it fail?" checks, z3 the rest.
+# The candidate count decides what it sees, so reports reproduce; the time limit only
+# guards against a pathologically slow predicate.
+SAMPLING_BUDGET = Budget(candidates=400, seconds=1.0)
 
 
 def _sampled_failing(cm: ContractModel, t: Translation) -> Any:

@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from ..description import PredicateSource
 from ..models import TypeSpec
 from .source import SourceNotFound, function_node
-from .witness import _NONE_FOUND, call_predicate, example_of, validate
+from .witness import _NONE_FOUND, call_predicate, example_of
 
 try:  # Python 3.11+
     import re._parser as _sre_parse  # type: ignore[import-not-found]
@@ -517,8 +517,10 @@ def _validate(spec: TypeSpec, value: Any, from_json: bool) -> tuple[bool, Any]:
     """Validate as the kernel does: an engine's answer arrives as JSON text
     (``validate_json``), an input or act's output as a Python value."""
     if not from_json:
-        ok, validated, _ = validate(spec, value)
-        return ok, validated
+        try:
+            return True, spec.validate(value)
+        except Exception:  # ValidationError, or a validator raising something else
+            return False, None
     try:
         text = json.dumps(value, allow_nan=True, ensure_ascii=False)
     except (TypeError, ValueError):
