@@ -8,6 +8,7 @@ The work itself is ``hoare.verifier.run``; this module only parses and prints.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -124,12 +125,14 @@ def _verify(args: argparse.Namespace) -> int:
     from .verifier.run import VerifyError, run_verify
 
     try:
-        outcome = run_verify(
-            args.targets, format=("json" if args.json else args.format),
-            strict=args.strict, timeout_ms=args.timeout_ms, rlimit=args.rlimit,
-            jobs=args.jobs, exclude=args.exclude, cache=not args.no_cache,
-            cache_dir=args.cache_dir, config=args.config, verbose=args.verbose,
-            only_affected=args.only_affected)
+        # what the verified modules print must not corrupt a JSON/SARIF/JUnit report
+        with contextlib.redirect_stdout(sys.stderr):
+            outcome = run_verify(
+                args.targets, format=("json" if args.json else args.format),
+                strict=args.strict, timeout_ms=args.timeout_ms, rlimit=args.rlimit,
+                jobs=args.jobs, exclude=args.exclude, cache=not args.no_cache,
+                cache_dir=args.cache_dir, config=args.config, verbose=args.verbose,
+                only_affected=args.only_affected)
     except VerifyError as error:
         if not args.targets:
             print(args.usage, end="", file=sys.stderr)

@@ -164,30 +164,93 @@ def run_units(units: Sequence[Unit], options: SolverOptions, jobs: int,
               overrides: dict[str, dict[str, int]] | None = None
               ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(index, result)`` of every unit, in ``units`` order. ``jobs`` > 1: in worker
-    processes that each import their own units (imports are half the work)."""
+    processes that each import their own units (imports are a large part of the work)."""
     if jobs <= 1 or len(units) <= 1:
         for index, unit in enumerate(units):
             yield index, _safe_run(unit, options, overrides)
         return
-    import multiprocessing
-    from functools import partial
-
-    # fork is cheap and safe while this process has one thread and no z3 context in use;
-    # otherwise (threads, or no fork) spawn.
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and \
-        threading.active_count() == 1 else "spawn"
-    context = multiprocessing.get_context(method)
-    workers = min(jobs, len(units))
-    chunk = max(1, min(16, len(units) // (workers * 8)))
-    with context.Pool(workers, initializer=_worker_setup, initargs=(os.getcwd(), sys.path)) \
-            as pool:
-        yield from enumerate(pool.imap(partial(_safe_run, options=options,
-                                               overrides=overrides), units, chunk))
+    yield from _subprocesses(units, options, min(jobs, len(units)), overrides)
 
 
-def _worker_setup(cwd: str, path: list[str]) -> None:
-    os.chdir(cwd)
-    sys.path[:] = path
+def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
+                  overrides: dict[str, dict[str, int]] | None
+                  ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``python -m hoare.verifier.worker`` processes fed one unit at a time; results
+    come back in ``units`` order. Plain subprocesses rather than a fork pool: safe
+    when the caller runs threads, never re-imports the caller's ``__main__``, and a
+    worker that dies (``os._exit`` at import, a crash in native code) costs only the
+    unit it was on, where a ``multiprocessing.Pool`` would wait forever."""
+    import json
+    import queue
+    import subprocess
+    from dataclasses import asdict
+
+    from .worker import encode_unit
+
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(units)):
+        todo.put(index)
+    results: dict[int, dict[str, Any]] = {}
+    done = threading.Condition()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+
+    def answer(process: subprocess.Popen[str], index: int) -> dict[str, Any] | None:
+        assert process.stdin is not None and process.stdout is not None
+        request = {"unit": encode_unit(units[index]), "options": asdict(options),
+                   "overrides": overrides or {}}
+        try:
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+            found = json.loads(process.stdout.readline() or "null")
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else None
+
+    def feed() -> None:
+        """Run units until none is left; a worker that dies is replaced, and the unit it
+        died on is reported as that unit's error."""
+        while True:
+            process = subprocess.Popen([sys.executable, "-m", "hoare.verifier.worker"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       text=True, encoding="utf-8", env=env, cwd=os.getcwd())
+            try:
+                while True:
+                    try:
+                        index = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    result = answer(process, index)
+                    failed = result is None
+                    if result is None:
+                        result = {"contracts": [], "pipelines": [], "errors": [ImportProblem(
+                            units[index].target, "the worker process died while checking "
+                            "it", str(units[index].path)).to_json()]}
+                    with done:
+                        results[index] = result
+                        done.notify_all()
+                    if failed:
+                        break
+            finally:
+                if process.stdin is not None:
+                    try:
+                        process.stdin.close()
+                    except OSError:
+                        pass
+                process.wait()
+
+    threads = [threading.Thread(target=feed, daemon=True) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for index in range(len(units)):
+        with done:
+            while index not in results:
+                if not any(t.is_alive() for t in threads) and index not in results:
+                    raise RuntimeError("hoare verify: every worker process stopped")
+                done.wait(0.5)
+            result = results.pop(index)
+        yield index, result
+    for thread in threads:
+        thread.join()
 
 
 def _safe_run(unit: Unit, options: SolverOptions,
