@@ -23,9 +23,10 @@ value refuting it makes the check ``unknown`` and is logged as a translator bug.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,6 +38,9 @@ from ..kernel import Policy
 from .falsify import (
     Budget,
     Counterexample,
+    Sampler,
+    _Clock,
+    _valid,
     constants_of,
     find_failing,
     find_passing,
@@ -81,6 +85,8 @@ class ContractModel:
     ignored: list[str] = field(default_factory=list)
     # z3 answers of independent components, shared by every query on this contract
     cache: QueryCache = field(default_factory=QueryCache)
+    # validated candidate values per role ("input", "output", "used"), shared by checks
+    samples: dict[str, _Samples] = field(default_factory=dict)
 
     @property
     def used(self) -> TypedValue:
@@ -409,25 +415,86 @@ def _sampled_passing(cm: ContractModel, phase: str) -> Any:
     """A concrete witness of ``pre_satisfiable`` (an input passing every pre-condition)
     or ``post_satisfiable`` (``{used: ..., output: ...}``), validated by pydantic and
     passing every predicate for real; None when a small search finds none (z3 then)."""
-    if isinstance(cm.self_model, StaticSelf) and cm.self_model.free:
+    instance = _sampling_instance(cm)
+    if instance is _NO_INSTANCE:
         return None
-    instance, _ = _Replay(cm).instance(None)
     pre = [t.source for t in cm.pre]
     if phase == "pre":
-        found = search(cm.input.spec, _readable_passing(pre, instance), [None], (), None,
-                       SAMPLING_BUDGET)
-        return None if found is None else found.value
-    used = [(j, v) for j, v in valid_values(cm.used.spec, pre if cm.act_output is None
-                                             else [], instance, keep=4,
-                                             budget=SAMPLING_BUDGET) if _readable(j)]
+        for value, validated in _samples(cm, "input"):
+            if _readable(value) and _passes(pre, instance, validated):
+                return value
+        return None
+    used: list[tuple[Any, Any]] = []
+    for value, validated in _samples(cm, "used"):
+        if _readable(value) and (cm.act_output is not None or
+                                 _passes(pre, instance, validated)):
+            used.append((value, validated))
+            if len(used) >= 4:
+                break
     if not used:
         return None
-    found = search(cm.output.spec, _readable_passing([t.source for t in cm.post], instance),
-                   [value for _json, value in used], (), None, SAMPLING_BUDGET, True)
-    if found is None:
-        return None
-    used_json = next(j for j, value in used if value is found.used)
-    return {cm.used_key: used_json, "output": found.value}
+    post = [t.source for t in cm.post]
+    for index, (value, validated) in enumerate(_samples(cm, "output")):
+        if not _readable(value):
+            continue
+        for used_json, context in _contexts(used, index):
+            if _passes(post, instance, validated, context):
+                return {cm.used_key: used_json, "output": value}
+    return None
+
+
+class _Samples:
+    """Candidate values of one type, generated and validated once per contract and
+    replayed to every check that searches it (the same values, in the same order, as a
+    fresh search would see), extended lazily: a search that succeeds early stops early."""
+
+    def __init__(self, spec: Any, from_json: bool) -> None:
+        budget = SAMPLING_BUDGET.candidates
+        self._source = _valid(spec, Sampler().candidates(spec, budget),
+                              _Clock(SAMPLING_BUDGET), budget, from_json)
+        self._seen: list[tuple[Any, Any]] = []
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        index = 0
+        while True:
+            if index == len(self._seen):
+                item = next(self._source, None)
+                if item is None:
+                    return
+                self._seen.append(item)
+            yield self._seen[index]
+            index += 1
+
+
+def _samples(cm: ContractModel, role: str) -> _Samples:
+    if role not in cm.samples:
+        spec = {"input": cm.input.spec, "output": cm.output.spec, "used": cm.used.spec}[role]
+        cm.samples[role] = _Samples(spec, from_json=role == "output")
+    return cm.samples[role]
+
+
+_NO_INSTANCE = object()
+
+
+def _sampling_instance(cm: ContractModel) -> object:
+    """The ``self`` predicates see, or ``_NO_INSTANCE`` when an attribute is free: a
+    missing ``self.<attr>`` would make a predicate fail for a reason z3 does not see."""
+    if isinstance(cm.self_model, StaticSelf) and cm.self_model.free:
+        return _NO_INSTANCE
+    return _Replay(cm).instance(None)[0]
+
+
+def _passes(preds: Sequence[PredicateSource], instance: object, value: object,
+            used: object = None) -> bool:
+    return all(call_predicate(p, instance, value, used).passed for p in preds)
+
+
+def _contexts(used: list[tuple[Any, Any]], index: int) -> list[tuple[Any, Any]]:
+    """The inputs an output candidate is tried with: the first, and one other in turn."""
+    if len(used) == 1:
+        return used
+    other = used[index % len(used)]
+    return [used[0]] if other is used[0] else [used[0], other]
 
 
 def _readable(value: Any) -> bool:
@@ -438,15 +505,6 @@ def _readable(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return len(text) <= 400 and all(" " <= ch <= "~" for ch in text)
-
-
-def _readable_passing(preds: Sequence[PredicateSource], instance: object
-                      ) -> Callable[[Any, Any], bool]:
-    def accept(value: Any, used: Any) -> bool:
-        dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-        return _readable(dumped) and all(call_predicate(p, instance, value, used).passed
-                                         for p in preds)
-    return accept
 
 
 def check_post(cm: ContractModel, options: SolverOptions,
@@ -621,28 +679,27 @@ SAMPLING_BUDGET = Budget(candidates=400, seconds=1.0)
 
 def _sampled_failing(cm: ContractModel, t: Translation) -> Any:
     """A concrete, validated value on which ``t`` really fails (shown as the z3 path
-    shows its counterexample), or None. Only where the instance is fully known: a
-    free ``self.<attr>`` would make the predicate fail for a reason z3 does not see."""
-    if isinstance(cm.self_model, StaticSelf) and cm.self_model.free:
+    shows its counterexample), or None."""
+    instance = _sampling_instance(cm)
+    if instance is _NO_INSTANCE:
         return None
-    instance, _ = _Replay(cm).instance(None)
-    is_pre = t.source.phase == "pre"
-    if is_pre:
-        found = find_failing(cm.input.spec, t.source, instance, budget=SAMPLING_BUDGET)
-        return None if found is None else found.value
-    used: list[Any] = [None]
+    if t.source.phase == "pre":
+        for value, validated in _samples(cm, "input"):
+            if not call_predicate(t.source, instance, validated).passed:
+                return value
+        return None
+    used: list[tuple[Any, Any]] = [(None, None)]
     if t.source.takes_input:
-        used = [value for _json, value in valid_values(cm.used.spec, [], instance, keep=4,
-                                                       budget=SAMPLING_BUDGET)]
-    found = find_failing(cm.output.spec, t.source, instance, used=used,
-                         budget=SAMPLING_BUDGET, from_json=True)
-    if found is None:
-        return None
-    if not t.source.takes_input:
-        return found.value
-    used_json = found.used.model_dump(mode="json") if isinstance(found.used, BaseModel) \
-        else found.used
-    return {cm.used_key: used_json, "output": found.value}
+        used = list(itertools.islice(_samples(cm, "used"), 4))
+        if not used:
+            return None
+    for index, (value, validated) in enumerate(_samples(cm, "output")):
+        for used_json, context in _contexts(used, index):
+            if not call_predicate(t.source, instance, validated, context).passed:
+                if not t.source.takes_input:
+                    return value
+                return {cm.used_key: used_json, "output": value}
+    return None
 
 
 def _known_example(cm: ContractModel, t: Translation, known: CheckResult | None) -> Any:
