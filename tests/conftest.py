@@ -20,9 +20,12 @@ settings.load_profile("nightly" if os.environ.get("HOARE_NIGHTLY") else "ci")
 
 # `hoare verify` keeps a verdict cache; tests never read or write the checkout's own.
 if "HOARE_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["HOARE_CACHE_DIR"] = tempfile.mkdtemp(prefix="hoare-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["HOARE_CACHE_DIR"], ignore_errors=True)
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

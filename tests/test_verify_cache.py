@@ -197,3 +197,18 @@ def test_workers_give_the_same_report(tmp_path: Path, jobs: str) -> None:
     _, serial, _, _ = _verify(project, "--no-cache", "-j", "1")
     _, parallel, _, _ = _verify(project, "--no-cache", "-j", jobs)
     assert _without_time(parallel) == _without_time(serial)
+
+
+def test_prune_keeps_the_most_recently_used_entries(tmp_path: Path) -> None:
+    from hoare.verifier.result_cache import VerdictCache
+
+    cache = VerdictCache(tmp_path, {})
+    result = {"contracts": [], "pipelines": [], "errors": []}
+    keys = [f"{index:064x}" for index in range(6)]
+    for index, key in enumerate(keys):
+        cache.put(key, result)
+        entry = tmp_path / "v1" / "verdicts" / key[:2] / f"{key}.json"
+        os.utime(entry, (1_000_000 + index, 1_000_000 + index))
+    assert cache.get(keys[0]) == result  # a hit: now the most recently used
+    assert cache.prune(keep=3) == 3
+    assert [k for k in keys if cache.get(k) is not None] == [keys[0], keys[4], keys[5]]

@@ -132,12 +132,40 @@ class VerdictCache:
 
     # -- entries --------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored result, or None (a miss) when absent or not of the right shape."""
-        found = _read_json(self._entry(key))
-        return found if _well_formed(found) else None
+        """The stored result, or None (a miss) when absent or not of the right shape.
+        A hit is marked as used (its time stamp), which ``prune`` keeps."""
+        entry = self._entry(key)
+        found = _read_json(entry)
+        if not _well_formed(found):
+            return None
+        try:
+            os.utime(entry)
+        except OSError:
+            pass
+        return found  # type: ignore[no-any-return]
 
     def put(self, key: str, result: dict[str, Any]) -> None:
         _write_json(self._entry(key), result)
+
+    def prune(self, keep: int) -> int:
+        """Delete all but the ``keep`` most recently used entries (of each kind); the
+        number deleted. Old versions of edited files would otherwise pile up."""
+        removed = 0
+        for kind in ("verdicts", "imports"):
+            entries = []
+            for path in (self.directory / kind).rglob("*.json"):
+                try:
+                    entries.append((path.stat().st_mtime, path))
+                except OSError:
+                    continue
+            entries.sort(reverse=True)
+            for _mtime, path in entries[keep:]:
+                try:
+                    path.unlink()
+                    removed += 1
+                except OSError:
+                    continue
+        return removed
 
     def _entry(self, key: str) -> Path:
         return self.directory / "verdicts" / key[:2] / f"{key}.json"

@@ -150,7 +150,13 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
         key = keys[index]
         if store is not None and key is not None and not result.get("errors"):
             store.put(key, result)
+    if store is not None and missing:
+        store.prune(keep=max(PRUNE_FLOOR, 4 * len(units)))
     return [r for r in results if r is not None], cached
+
+
+# Entries kept after a run that wrote some: the runs of other target sets stay warm.
+PRUNE_FLOOR = 20_000
 
 
 def assemble(results: Sequence[dict[str, Any]]) -> Report:
