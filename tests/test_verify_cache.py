@@ -212,3 +212,29 @@ def test_prune_keeps_the_most_recently_used_entries(tmp_path: Path) -> None:
     assert cache.get(keys[0]) == result  # a hit: now the most recently used
     assert cache.prune(keep=3) == 3
     assert [k for k in keys if cache.get(k) is not None] == [keys[0], keys[4], keys[5]]
+
+
+def test_a_src_layout_module_on_the_path_is_a_dependency(tmp_path: Path) -> None:
+    """``src/`` on ``PYTHONPATH`` (or an editable install's path): a contract importing
+    ``myapp_src.models`` from a namespace package depends on that file."""
+    project = tmp_path / "project"
+    package = project / "src" / "myapp_src"
+    package.mkdir(parents=True)
+    (package / "models.py").write_text(MODELS.format(le=10))
+    (package / "limits.py").write_text(LIMITS.format(limit=5))
+    (package / "gamma.py").write_text(CONTRACT.format(name="Gamma", op="<").replace(
+        "from limits import LIMIT\nfrom models import Item",
+        "from myapp_src.limits import LIMIT\nfrom myapp_src.models import Item"))
+    log = package / "imports.log"  # the module logs next to itself
+
+    def run() -> tuple[list[str], list[str]]:
+        log.unlink(missing_ok=True)
+        _, report, _, _ = _verify(project, extra_path=project / "src")
+        checks = report["contracts"][0]["checks"]  # type: ignore[index]
+        vacuity = [c["status"] for c in checks if c["kind"] == "predicate_vacuous"]
+        return (log.read_text().split() if log.exists() else []), vacuity
+
+    assert run() == (["src.myapp_src.gamma"], ["pass"])
+    assert run() == ([], ["pass"])  # a hit
+    (package / "models.py").write_text(MODELS.format(le=3))  # n < 5 always holds now
+    assert run() == (["src.myapp_src.gamma"], ["warn"])

@@ -259,7 +259,7 @@ def local_imports(path: Path, statements: Iterable[tuple[int, str, list[str]]]) 
     directory, with every package ``__init__.py`` on the way (it runs on import).
     Installed packages are left out: their versions are part of the key."""
     root, package = _package_of(path)
-    roots = tuple(dict.fromkeys([str(root), os.getcwd()]))
+    roots = tuple(dict.fromkeys([str(root), os.getcwd(), *_project_paths()]))
     found: set[str] = set()
     for level, module, names in statements:
         if level:
@@ -300,6 +300,21 @@ def _files_of(root: str, parts: tuple[str, ...]) -> tuple[str, ...]:
             break
         directory = package
     return tuple(out)
+
+
+def _project_paths() -> list[str]:
+    """The ``sys.path`` entries that hold project code, not installed packages: a
+    ``src/`` layout's ``src`` (put there by ``PYTHONPATH`` or an editable install)."""
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    out = []
+    for entry in sys.path:
+        real = os.path.realpath(entry or ".")
+        if not os.path.isdir(real) or _installed(real) or real.endswith(".zip"):
+            continue
+        if any(real == p or real.startswith(p + os.sep) for p in prefixes):
+            continue  # the standard library and the virtualenv
+        out.append(real)
+    return out
 
 
 def _installed(path: str) -> bool:
