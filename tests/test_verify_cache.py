@@ -238,3 +238,19 @@ def test_a_src_layout_module_on_the_path_is_a_dependency(tmp_path: Path) -> None
     assert run() == ([], ["pass"])  # a hit
     (package / "models.py").write_text(MODELS.format(le=3))  # n < 5 always holds now
     assert run() == (["src.myapp_src.gamma"], ["warn"])
+
+
+def test_only_deterministic_results_are_cached() -> None:
+    from hoare.verifier.run import _cacheable
+
+    def result(message: str) -> dict[str, object]:
+        return {"contracts": [{"name": "m:C", "checks": [
+            {"kind": "pre_satisfiable", "status": "unknown", "message": message}]}],
+            "pipelines": [], "errors": []}
+
+    assert _cacheable(result("z3 hit its deterministic resource limit (rlimit: x)"))
+    assert not _cacheable(result("z3 timed out"))
+    assert not _cacheable(result("z3 hit its resource limit (rlimit) or time limit "
+                                 "(canceled)"))
+    assert not _cacheable({"contracts": [], "pipelines": [], "errors": [{"target": "t",
+                                                                        "error": "e"}]})

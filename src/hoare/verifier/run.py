@@ -148,11 +148,27 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
         index = missing[position]
         results[index] = result
         key = keys[index]
-        if store is not None and key is not None and not result.get("errors"):
+        if store is not None and key is not None and _cacheable(result):
             store.put(key, result)
     if store is not None and missing:
         store.prune(keep=max(PRUNE_FLOOR, 4 * len(units)))
     return [r for r in results if r is not None], cached
+
+
+def _cacheable(result: dict[str, Any]) -> bool:
+    """Not a unit that failed to import (maybe a missing package, since installed), nor
+    one with an ``unknown`` that a wall-clock limit may have caused: on a loaded
+    machine a z3 query can time out that would not on the next run. (The resource
+    limit ``rlimit`` is deterministic: its ``unknown`` is cached.)"""
+    if result.get("errors"):
+        return False
+    for report in (*result.get("contracts", []), *result.get("pipelines", [])):
+        for check in report.get("checks", []):
+            if check.get("status") == "unknown" and ("timed out" in check.get("message", "")
+                                                     or "time limit" in check.get("message",
+                                                                                  "")):
+                return False
+    return True
 
 
 # Entries kept after a run that wrote some: the runs of other target sets stay warm.

@@ -69,8 +69,10 @@ def _configure(solver: z3.Solver, options: SolverOptions) -> None:
 
 def _reason(solver: z3.Solver) -> str:
     reason = solver.reason_unknown()
-    if reason in ("canceled", "max. resource limit exceeded", "resource limits reached"):
-        return f"z3 hit its resource limit (rlimit) or time limit ({reason})"
+    if reason in ("max. resource limit exceeded", "resource limits reached"):
+        return f"z3 hit its deterministic resource limit (rlimit: {reason})"
+    if reason == "canceled":  # either limit: z3 does not say which
+        return "z3 hit its resource limit (rlimit) or time limit (canceled)"
     if reason == "timeout":
         return "z3 timed out"
     return f"z3 could not decide ({reason})"
