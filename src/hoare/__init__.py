@@ -24,12 +24,24 @@ from .kernel import Outcome, Policy
 from .models import Field, LLMDataModel
 from .pipeline import Pipeline
 
+__version__ = "0.1.0"  # kept equal to pyproject.toml's by tests/test_public_api.py
+
 __all__ = [
     "BudgetError", "Contract", "ContractCallError", "ContractDefinitionError",
     "ContractViolationError", "EngineError", "EngineNotConfigured", "FatalEngineError", "Field",
     "HoareError", "InvalidValue", "LLMDataModel", "Outcome", "Pipeline", "Policy", "Post", "Pre",
-    "ResultTypeError", "RetryableEngineError", "UsageError", "configure", "contract", "verify",
+    "Report", "ResultTypeError", "RetryableEngineError", "UsageError", "__version__",
+    "configure", "contract", "verify",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Report`` (what ``verify`` returns) on first use: the verifier loads z3."""
+    if name == "Report":
+        from .verifier.report import Report
+
+        return Report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def verify(target: object, **options: object) -> object:
