@@ -1,0 +1,27 @@
+"""The examples run offline by default, even with an API key in the environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_multi_doc_qa_stays_offline_with_a_key_set() -> None:
+    # a base URL nothing listens on: any attempt to go online would fail the run
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-key",
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "multi_doc_qa.py")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "contract satisfied: True" in done.stdout
+
+
+def test_an_unknown_option_is_a_usage_error() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "multi_doc_qa.py"),
+                           "--onlin"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 2 and "--live" in done.stderr
