@@ -187,6 +187,8 @@ class Report:
                 lines.append(f"  {check.status.upper():<8}{subject:<38} {check.message}")
                 if check.ignored is not None:
                     lines.append(f"{'':12}ignored ([tool.hoare] ignore): {check.ignored}")
+                if check.file and check.status != "pass":
+                    lines.append(f"{'':12}at: {_where(check.file, check.line)}")
                 if check.constraints:
                     what = "implied by" if check.kind == "predicate_vacuous" and \
                         check.status == "warn" else "conflict"
@@ -225,6 +227,19 @@ class Report:
 
     def __str__(self) -> str:
         return self.render()
+
+
+def _where(file: str, line: int | None) -> str:
+    """``path:line``, the path relative to the current directory when under it (the
+    form editors and terminals turn into a link)."""
+    import os
+
+    try:
+        relative = os.path.relpath(file)
+        shown = relative if not relative.startswith("..") else file
+    except ValueError:  # another drive
+        shown = file
+    return f"{shown}:{line}" if line else shown
 
 
 def _compact(value: Any, width: int) -> str:
