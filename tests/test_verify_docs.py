@@ -54,3 +54,16 @@ def test_the_pre_commit_hook_command_runs(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     assert main([*command[1:], "unrelated_doc_x.py"]) == 0
     assert "error" not in capsys.readouterr().err
+
+
+def test_no_check_repeats_an_assumption(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    fixtures = Path(__file__).parent / "fixtures"
+    assert main(["verify", str(fixtures / "sound"), "--no-cache", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    for contract in report["contracts"]:
+        for check in contract["checks"]:
+            stated = [a.split(": ", 1)[-1] if a.startswith(("witness: ", "counterexample: "))
+                      else a for a in check["assumptions"]]
+            assert len(stated) == len(set(stated)), check

@@ -601,7 +601,8 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
         if sampled is not None:
             return CheckResult(kind, "pass", f"{t.label} can pass and can fail",
                                witness=reused, counterexample=sampled, predicate=t.name,
-                               notes=notes, assumptions=assumptions + _self_assumptions(known))
+                               notes=notes,
+                               assumptions=_merged(assumptions, _self_assumptions(known)))
     negated = f"not {t.label}"
     can_fail = solve(context + defs + [Assertion(negated, t.fails(), "goal")], options,
                      _nice_strings(*typed), cm.cache)
@@ -661,7 +662,14 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
         results.append(shown)
     return CheckResult(kind, "pass", f"{t.label} can pass and can fail", witness=results[0],
                        counterexample=results[1], predicate=t.name, notes=notes,
-                       assumptions=assumptions + example_assumptions)
+                       assumptions=_merged(assumptions, example_assumptions))
+
+
+def _merged(assumptions: list[str], examples: list[str]) -> list[str]:
+    """``assumptions`` and the examples' own (``witness: self.x = 1``), without repeating
+    one the check already states for every value."""
+    return [*assumptions, *(a for a in dict.fromkeys(examples)
+                            if a.split(": ", 1)[-1] not in assumptions)]
 
 
 def _self_assumptions(known: CheckResult | None) -> list[str]:
