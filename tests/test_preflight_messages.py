@@ -40,3 +40,28 @@ def test_only_the_inputs_placeholders_are_filled() -> None:
     assert fill_placeholders(text, names, Value()) == \
         "2.50 x {out.score} {inp.missing} VALUE {inp.limit:?}"
     assert fill_placeholders("{a.b}", frozenset(), object()) == "{a.b}"
+
+
+def test_a_plain_class_as_output_type_says_what_works() -> None:
+    import pytest
+
+    from hoare import Contract, ContractDefinitionError, LLMDataModel, contract
+
+    class In(LLMDataModel):
+        x: int
+
+    class Plain:
+        def __init__(self, v: int) -> None:
+            self.v = v
+
+    with pytest.raises(ContractDefinitionError) as caught:
+        @contract()
+        class C(Contract):
+            prompt = "p"
+
+            def forward(self, input: In) -> Plain:
+                return self.contract_result  # type: ignore[no-any-return]
+
+    text = str(caught.value)
+    assert "return type Plain is a plain class" in text and "LLMDataModel" in text
+    assert "arbitrary_types_allowed" not in text  # pydantic's advice would validate nothing

@@ -107,7 +107,8 @@ def _annotated_spec(hints: dict[str, Any], key: str, where: str, what: str) -> T
     try:
         return type_spec(hints[key])
     except TypeError as error:
-        raise ContractDefinitionError(f"{where}: {what} {safe_text(error, 500)}") from error
+        role = what.split(" (", 1)[0]  # "its return type", without the example
+        raise ContractDefinitionError(f"{where}: {role} {safe_text(error, 500)}") from error
 
 
 def describe(cls: type, config: ContractConfig, *, preflight: bool = True,

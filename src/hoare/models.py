@@ -161,6 +161,15 @@ def _build(annotation: Any) -> TypeSpec:
     try:
         TypeAdapter(annotation)
     except Exception as error:
+        if isinstance(annotation, type) and annotation.__module__ != "builtins":
+            # pydantic's advice (arbitrary_types_allowed) would accept any object and
+            # validate nothing: say what does work for a model's JSON answer instead
+            raise TypeError(
+                f"{annotation.__qualname__} is a plain class: hoare cannot build it from "
+                f"the model's JSON answer. Make it a pydantic model (class "
+                f"{annotation.__qualname__}(LLMDataModel): with annotated fields), a "
+                f"dataclass or TypedDict with annotated fields, or use a native type "
+                f"(str, int, list[str], Literal[...])") from error
         raise TypeError(f"{safe_repr(annotation)} is not a type hoare can validate: "
                         f"{exception_text(error)}") from error
     name = "".join(ch for ch in repr(annotation).replace("typing.", "").title() if ch.isalnum())
