@@ -5,6 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
+from hoare import Contract, ContractDefinitionError, LLMDataModel, contract
 from hoare.engines import FunctionEngine
 from hoare.verifier.preflight import fill_placeholders
 
@@ -42,26 +45,24 @@ def test_only_the_inputs_placeholders_are_filled() -> None:
     assert fill_placeholders("{a.b}", frozenset(), object()) == "{a.b}"
 
 
+class _In(LLMDataModel):
+    x: int
+
+
+class _Plain:
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+
 def test_a_plain_class_as_output_type_says_what_works() -> None:
-    import pytest
-
-    from hoare import Contract, ContractDefinitionError, LLMDataModel, contract
-
-    class In(LLMDataModel):
-        x: int
-
-    class Plain:
-        def __init__(self, v: int) -> None:
-            self.v = v
-
     with pytest.raises(ContractDefinitionError) as caught:
         @contract()
         class C(Contract):
             prompt = "p"
 
-            def forward(self, input: In) -> Plain:
+            def forward(self, input: _In) -> _Plain:
                 return self.contract_result  # type: ignore[no-any-return]
 
     text = str(caught.value)
-    assert "return type Plain is a plain class" in text and "LLMDataModel" in text
+    assert "return type _Plain is a plain class" in text and "LLMDataModel" in text
     assert "arbitrary_types_allowed" not in text  # pydantic's advice would validate nothing
