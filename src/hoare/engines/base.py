@@ -34,7 +34,10 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """Sampling options. ``None`` means the engine's default."""
+    """Sampling options. ``None`` means the engine's default. ``extra_body``: fields a
+    particular server understands, sent as they are in the request's JSON body (e.g.
+    llama.cpp's ``{"grammar": ...}``, vLLM's ``{"guided_choice": [...]}``,
+    Ollama's ``{"options": {"num_ctx": 8192}}``), merged over the engine's defaults."""
 
     model: str | None = None
     temperature: float | None = None
@@ -42,6 +45,7 @@ class Options:
     n: int = 1
     seed: int | None = None
     timeout: float | None = None
+    extra_body: Mapping[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Only the options that were set (stable, for cache keys)."""

@@ -201,6 +201,7 @@ def _merge(default: Options, given: Options) -> Options:
         n=given.n if given.n != 1 else default.n,
         seed=given.seed if given.seed is not None else default.seed,
         timeout=given.timeout if given.timeout is not None else default.timeout,
+        extra_body={**(default.extra_body or {}), **(given.extra_body or {})} or None,
     )
 
 
@@ -413,6 +414,8 @@ class OpenAIEngine:
         if options.seed is not None:
             params["seed"] = options.seed
         params["timeout"] = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
+        if options.extra_body:
+            params["extra_body"] = dict(options.extra_body)
         payload = response_format(request, fmt or self._format)
         if payload is not None:
             params["response_format"] = payload
