@@ -31,3 +31,19 @@ def test_no_extra_body_sends_nothing_extra() -> None:
         (body,) = server.bodies
     assert set(body) <= {"model", "messages", "response_format", "temperature", "seed",
                          "max_tokens", "max_completion_tokens", "n", "stream"}
+
+
+def test_the_readme_server_recipes_build_engines() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "llama" in b]
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # builds engines, sends nothing
+    from hoare.engines import OpenAIEngine
+
+    for name, port in (("llama", 8080), ("ollama", 11434), ("vllm", 8000)):
+        engine = namespace[name]
+        assert isinstance(engine, OpenAIEngine)
+        assert f"127.0.0.1:{port}" in str(engine.base_url)
