@@ -123,8 +123,8 @@ class _Runtime:
 
     def system(self, prompt: str, task: str) -> str:
         target = self.description.input if task == "repair_input" else self.description.output
-        return self.systems.get_or_build((prompt, task),
-                                         lambda: system_text(prompt, target, task))
+        return self.systems.get_or_build((prompt, task), lambda: system_text(
+            prompt, target, task, source=self.description.input))
 
     def shown(self, violation: Violation, secrets: frozenset[str]) -> Violation:
         """The violation as the model may see it: with ``feedback="messages"`` a raised
@@ -744,6 +744,12 @@ def contract(
     if isinstance(feedback_chars, bool) or not isinstance(feedback_chars, int) \
             or feedback_chars < 1:
         raise ValueError(f"feedback_chars must be an integer >= 1, got {feedback_chars!r}")
+    if remedy_retry_params and "dynamic_engine" in remedy_retry_params:
+        raise ContractDefinitionError(
+            "remedy_retry_params={'dynamic_engine': ...} (SymbolicAI's per-attempt engine "
+            "selection) is not supported: pass engine=... to the contract, or an engine "
+            "that chooses per attempt, e.g. FunctionEngine(lambda request: (strong if "
+            "request.attempt > 1 else fast).complete(request).text)")
     config = ContractConfig(
         pre_remedy=pre_remedy, post_remedy=post_remedy, accumulate_errors=accumulate_errors,
         policy=Policy.parse(policy),

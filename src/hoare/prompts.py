@@ -72,8 +72,23 @@ def truncate(text: str, limit: int, keep: Literal["head", "tail"] = "head") -> s
 _SHOWN = (ViolationKind.TYPE, ViolationKind.PREDICATE)
 
 
-def system_text(prompt: str, target: TypeSpec, task: str) -> str:
-    """The system message of a stage (cached per contract by the caller)."""
+def input_fields_text(source: TypeSpec) -> str:
+    """``- name: description`` for each input field that has one (SymbolicAI's prompts
+    carry the input model's field descriptions as well as the output's); empty when
+    none has, or the input is a native type."""
+    if source.wrapped:
+        return ""
+    lines = []
+    for name, info in source.model.model_fields.items():
+        if info.description:
+            lines.append(f"- {info.alias or name}: {' '.join(info.description.split())}")
+    return "\n".join(lines)
+
+
+def system_text(prompt: str, target: TypeSpec, task: str,
+                source: TypeSpec | None = None) -> str:
+    """The system message of a stage (cached per contract by the caller). ``source``:
+    the input type, whose field descriptions say what the input means."""
     if task == "repair_input":
         goal = (
             "The input below violates the contract's pre-conditions. Repair the INPUT: "
@@ -85,8 +100,11 @@ def system_text(prompt: str, target: TypeSpec, task: str) -> str:
         goal = "Produce the output for the input below."
         schema_intro = f"Answer with one JSON value that conforms to this output schema " \
                        f"({target.name}):"
+    fields = input_fields_text(source) if source is not None and task != "repair_input" \
+        else ""
+    meaning = f"The input's fields ({source.name}):\n{fields}\n" if fields and source else ""
     return (
-        f"{prompt.strip()}\n\n{goal}\n{schema_intro}\n{target.schema_json}\n"
+        f"{prompt.strip()}\n\n{goal}\n{meaning}{schema_intro}\n{target.schema_json}\n"
         "Reply with the JSON only, no prose and no markdown fence."
     )
 
