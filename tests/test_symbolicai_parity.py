@@ -4,6 +4,7 @@ prompt, and SymbolicAI-only options are refused with the alternative named."""
 from __future__ import annotations
 
 import pytest
+from pydantic import SecretStr
 
 from hoare import Contract, ContractDefinitionError, Field, LLMDataModel, contract
 from hoare.engines import FunctionEngine, Request
@@ -43,3 +44,57 @@ def test_dynamic_engine_is_refused_naming_the_alternative() -> None:
     with pytest.raises(ContractDefinitionError, match="FunctionEngine") as caught:
         contract(remedy_retry_params={"tries": 2, "dynamic_engine": True})
     assert "engine=" in str(caught.value)
+
+
+class Number(LLMDataModel):
+    x: int
+
+
+@contract(policy="observe")
+class Picky(Contract):
+    prompt = "p"
+
+    def post(self, output: Number) -> bool:
+        if output.x > 0:
+            raise KeyError("the underlying problem")
+        return True
+
+    def forward(self, input: Number) -> Number:
+        return input
+
+
+def test_contract_exception_carries_the_underlying_exception() -> None:
+    picky = Picky(engine=FunctionEngine(lambda r: '{"x": 1}'))
+    picky(input=Number(x=1))
+    error = picky.contract_exception
+    from hoare import ContractViolationError
+
+    assert isinstance(error, ContractViolationError)  # spec §3.7: still the contract's error
+    assert isinstance(error.original, KeyError)  # type: ignore[attr-defined]
+    assert error.__cause__ is error.original  # type: ignore[attr-defined]
+    assert "the underlying problem" in str(error.original)  # type: ignore[attr-defined]
+
+
+class Secretive(LLMDataModel):
+    key: SecretStr
+
+
+@contract(policy="observe")
+class Leaky(Contract):
+    prompt = "p"
+
+    def post(self, output: Number, input: Secretive) -> bool:
+        if output.x > 0:
+            raise ValueError(f"bad key {input.key.get_secret_value()}")
+        return True
+
+    def forward(self, input: Secretive) -> Number:
+        return self.contract_result if self.contract_successful else Number(x=0)  # type: ignore[no-any-return]
+
+
+def test_the_original_never_holds_a_secret() -> None:
+    leaky = Leaky(engine=FunctionEngine(lambda r: '{"x": 1}'))
+    leaky(input=Secretive(key=SecretStr("hunter2-secret")))
+    original = leaky.contract_exception.original  # type: ignore[union-attr]
+    assert original is not None and "hunter2-secret" not in str(original)
+    assert "ValueError" in str(original)  # the type it replaced is named

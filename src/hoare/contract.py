@@ -185,11 +185,17 @@ def _synchronous(fn: Callable[..., object], name: str) -> Callable[..., object]:
         try:
             verdict = fn(*args)
         except Exception as error:
+            shown: Exception = error
             secrets = secret_values(*args)
             if secrets:
                 text = safe_text(error)
                 if redact(text, secrets) != text:
-                    raise SecretRedacted(type(error).__name__, redact(text, secrets)) from None
+                    shown = SecretRedacted(type(error).__name__, redact(text, secrets))
+            current = _CURRENT_CALL.get(None)
+            if current is not None:
+                current.last_error = shown  # never the unredacted original
+            if shown is not error:
+                raise shown from None
             raise
         if verdict is True or verdict is False or verdict is None:
             return verdict
@@ -248,8 +254,8 @@ class _Call:
     effects, and (once known) its outcome. The instance's context variable points at
     the latest ``_Call`` of the current thread or task."""
 
-    __slots__ = ("engine", "forward_error", "instance", "outcome", "previous", "rest",
-                 "running", "runtime", "spend")
+    __slots__ = ("engine", "forward_error", "instance", "last_error", "outcome", "previous",
+                 "rest", "running", "runtime", "spend")
 
     def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any]) -> None:
         self.instance = instance
@@ -257,6 +263,9 @@ class _Call:
         self.rest = rest
         self.outcome: Outcome | None = None
         self.forward_error: BaseException | None = None  # what the user's forward raised
+        # the latest exception a predicate, act or the engine raised in this call: what
+        # contract_exception carries as .original / __cause__ (SymbolicAI code reads it)
+        self.last_error: BaseException | None = None
         self.running = True
         self.previous: _Call | None = None  # the call of this instance this one is inside
         engine = instance._hoare_engine()
@@ -291,7 +300,9 @@ class _Call:
             secrets = secret_values(accepted)
             text = safe_text(error) if secrets else ""
             if secrets and redact(text, secrets) != text:
-                raise SecretRedacted(type(error).__name__, redact(text, secrets)) from None
+                self.last_error = SecretRedacted(type(error).__name__, redact(text, secrets))
+                raise self.last_error from None
+            self.last_error = error
             raise
         if not description.act_output.is_instance(value):
             raise TypeError(f"{description.cls.__qualname__}.act must return "
@@ -333,7 +344,11 @@ class _Call:
         request = self.request(effect)
         if self.runtime.description.verbose:
             _log_request(self.runtime, request, effect)
-        response = self.engine.complete(request)
+        try:
+            response = self.engine.complete(request)
+        except Exception as error:
+            self.last_error = error
+            raise
         return Reply(response, _usage(response))
 
     async def aperform(self, effect: Effect) -> object:
@@ -343,7 +358,11 @@ class _Call:
         request = self.request(effect)
         if self.runtime.description.verbose:
             _log_request(self.runtime, request, effect)
-        response = await self.engine.acomplete(request)
+        try:
+            response = await self.engine.acomplete(request)
+        except Exception as error:
+            self.last_error = error
+            raise
         return Reply(response, _usage(response))
 
 
@@ -614,6 +633,7 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
     # else: forward (or something it called) raised; call.outcome is what forward got
     if call.outcome is not None and call.outcome.violations:
         _redact_secrets(call, raised)
+    _attach_original(call, raised)
     recorded = call.outcome
     if recorded is not None:
         if raised is not None and recorded.success:  # forward did not return a checked value
@@ -639,6 +659,20 @@ class _Done:
     def __init__(self, outcome: Outcome | None, spend: Spend | None) -> None:
         self.outcome = outcome
         self.spend = spend
+
+
+def _attach_original(call: _Call, raised: BaseException | None) -> None:
+    """Give the call's ``ContractViolationError`` (raised, or ``contract_exception``) the
+    underlying exception a predicate, ``act`` or the engine raised, as ``.original`` and
+    ``__cause__`` (SymbolicAI's ``contract_exception`` is that exception itself; here it
+    stays a ``ContractViolationError``, spec §3.7, and carries it)."""
+    original = call.last_error
+    outcome = call.outcome
+    for error in (raised, None if outcome is None else outcome.exception):
+        if isinstance(error, ContractViolationError) and not hasattr(error, "original"):
+            error.original = original  # type: ignore[attr-defined]
+            if original is not None and error.__cause__ is None:
+                error.__cause__ = original
 
 
 def _redact_secrets(call: _Call, raised: BaseException | None) -> None:
