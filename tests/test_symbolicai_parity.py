@@ -98,3 +98,25 @@ def test_the_original_never_holds_a_secret() -> None:
     original = leaky.contract_exception.original  # type: ignore[union-attr]
     assert original is not None and "hunter2-secret" not in str(original)
     assert "ValueError" in str(original)  # the type it replaced is named
+
+
+def test_verbose_prints_prompts_and_answers_to_stderr_without_any_logging_setup() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "from hoare import Contract, LLMDataModel, contract\n"
+        "from hoare.engines import FunctionEngine\n"
+        "class N(LLMDataModel):\n    x: int\n"
+        "@contract(verbose=True)\nclass C(Contract):\n    prompt = 'Say a number.'\n"
+        "    def forward(self, input: N) -> N:\n        return self.contract_result\n"
+        "C(engine=FunctionEngine(lambda r: '{\"x\": 42}'))(input=N(x=1))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(root / "src"), "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    assert "Say a number." in done.stderr  # the prompt
+    assert '{"x": 42}' in done.stderr  # the answer
+    assert "success after 1 generation attempt" in done.stderr
+    assert done.stdout == ""

@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 import inspect
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -349,6 +350,8 @@ class _Call:
         except Exception as error:
             self.last_error = error
             raise
+        if self.runtime.description.verbose:
+            _log_answer(self.runtime, response)
         return Reply(response, _usage(response))
 
     async def aperform(self, effect: Effect) -> object:
@@ -363,6 +366,8 @@ class _Call:
         except Exception as error:
             self.last_error = error
             raise
+        if self.runtime.description.verbose:
+            _log_answer(self.runtime, response)
         return Reply(response, _usage(response))
 
 
@@ -403,28 +408,50 @@ def _check_prompt(cls: type) -> None:
             f"{type(static).__name__}")
 
 
+_VERBOSE_LOCK = threading.Lock()
+
+
+def _verbose_log() -> logging.Logger:
+    """``hoare.verbose``: what ``verbose=True`` prints, at INFO, to stderr by default
+    (as SymbolicAI's ``verbose`` does). A handler is added only when no handler would
+    receive the records, so an application's own logging set-up is left alone."""
+    log = logging.getLogger("hoare.verbose")
+    if log.level == logging.NOTSET or log.level > logging.INFO:
+        with _VERBOSE_LOCK:
+            if not log.hasHandlers():
+                handler = logging.StreamHandler()  # stderr
+                handler.setFormatter(logging.Formatter("%(message)s"))
+                log.addHandler(handler)
+            if log.level == logging.NOTSET or log.level > logging.INFO:
+                log.setLevel(logging.INFO)
+    return log
+
+
 def _log_request(runtime: _Runtime, request: Request, effect: Generate) -> None:
-    if logger.isEnabledFor(logging.INFO):
-        logger.info("hoare %s: %s attempt %d, feedback %s", runtime.description.name,
-                    request.task, effect.attempt, list(request.feedback))
-        if logger.isEnabledFor(logging.DEBUG):
-            for message in request.messages:
-                logger.debug("hoare %s: [%s] %s", runtime.description.name, message.role,
-                             message.content)
+    log = _verbose_log()
+    name = runtime.description.name
+    log.info("hoare %s: %s attempt %d, feedback %s", name, request.task, effect.attempt,
+             list(request.feedback))
+    for message in request.messages:
+        log.info("hoare %s: [%s] %s", name, message.role, message.content)
+
+
+def _log_answer(runtime: _Runtime, response: Response) -> None:
+    _verbose_log().info("hoare %s: [answer] %s", runtime.description.name,
+                        getattr(response, "text", response))
 
 
 def _log_outcome(runtime: _Runtime, outcome: Outcome) -> None:
-    if not logger.isEnabledFor(logging.INFO):
-        return
+    log = _verbose_log()
     name = runtime.description.name
     for phase, nanos in outcome.timings_ns.items():
-        logger.info("hoare %s: phase %-9s %8.3f ms", name, phase, nanos / 1e6)
+        log.info("hoare %s: phase %-9s %8.3f ms", name, phase, nanos / 1e6)
     if outcome.preflight is not None:
-        logger.info("hoare %s: pre-flight %s %s", name, outcome.preflight.verdict.value,
-                    outcome.preflight.reason)
-    logger.info("hoare %s: %s after %d generation attempt(s), %d pre-remedies; %s", name,
-                "success" if outcome.success else "FAILURE", outcome.generation_attempts,
-                outcome.pre_remedies, outcome.summary())
+        log.info("hoare %s: pre-flight %s %s", name, outcome.preflight.verdict.value,
+                 outcome.preflight.reason)
+    log.info("hoare %s: %s after %d generation attempt(s), %d pre-remedies; %s", name,
+             "success" if outcome.success else "FAILURE", outcome.generation_attempts,
+             outcome.pre_remedies, outcome.summary())
 
 
 class Contract:
