@@ -120,3 +120,19 @@ def test_verbose_prints_prompts_and_answers_to_stderr_without_any_logging_setup(
     assert '{"x": 42}' in done.stderr  # the answer
     assert "success after 1 generation attempt" in done.stderr
     assert done.stdout == ""
+
+
+@contract()
+class MaybeNumber(Contract):
+    prompt = "p"
+
+    def forward(self, input: Number) -> Number | None:
+        return self.contract_result  # type: ignore[no-any-return]
+
+
+def test_per_call_results_are_read_only_and_a_failed_optional_is_none() -> None:
+    maybe = MaybeNumber(engine=FunctionEngine(lambda r: "not json"))
+    assert maybe(input=Number(x=1)) is None  # the README's migration notes say so
+    for name in ("contract_successful", "contract_result", "contract_exception"):
+        with pytest.raises(AttributeError):
+            setattr(maybe, name, 1)
