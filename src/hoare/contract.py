@@ -351,7 +351,7 @@ class _Call:
             self.last_error = error
             raise
         if self.runtime.description.verbose:
-            _log_answer(self.runtime, response)
+            _log_answer(self.runtime, response, request)
         return Reply(response, _usage(response))
 
     async def aperform(self, effect: Effect) -> object:
@@ -367,7 +367,7 @@ class _Call:
             self.last_error = error
             raise
         if self.runtime.description.verbose:
-            _log_answer(self.runtime, response)
+            _log_answer(self.runtime, response, request)
         return Reply(response, _usage(response))
 
 
@@ -436,9 +436,13 @@ def _log_request(runtime: _Runtime, request: Request, effect: Generate) -> None:
         log.info("hoare %s: [%s] %s", name, message.role, message.content)
 
 
-def _log_answer(runtime: _Runtime, response: Response) -> None:
+def _log_answer(runtime: _Runtime, response: Response, request: Request) -> None:
+    """The engine's answer, with the call's ``SecretStr`` values redacted (a model may
+    echo one it was never shown, or a rule-based engine may quote the raw input)."""
+    text = str(getattr(response, "text", response))
+    secrets = secret_values(getattr(request, "input", None))
     _verbose_log().info("hoare %s: [answer] %s", runtime.description.name,
-                        getattr(response, "text", response))
+                        redact(text, secrets) if secrets else text)
 
 
 def _log_outcome(runtime: _Runtime, outcome: Outcome) -> None:
