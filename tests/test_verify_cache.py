@@ -254,3 +254,21 @@ def test_only_deterministic_results_are_cached() -> None:
                                  "(canceled)"))
     assert not _cacheable({"contracts": [], "pipelines": [], "errors": [{"target": "t",
                                                                         "error": "e"}]})
+
+
+def test_two_runs_at_once_share_the_cache_safely(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
+           "HOARE_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "hoare", "verify", ".", "--format", "json"]
+    runs = [subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    reports = []
+    for run in runs:
+        out, err = run.communicate(timeout=600)
+        assert run.returncode == 0, err
+        reports.append(_without_time(json.loads(out)))
+    assert reports[0] == reports[1] == reports[2]
+    _, warm, imported, _ = _verify(project)
+    assert imported == [] and _without_time(warm) == reports[0]
+    assert not list((tmp_path / "cache").rglob(".tmp-*"))  # no torn temporary files left
