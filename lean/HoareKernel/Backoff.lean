@@ -20,6 +20,11 @@ def grow (retry : RetryPolicy) : Nat → Nat
   | 0 => cap retry.delay retry.max_delay
   | steps + 1 => cap (grow retry steps * retry.backoff) retry.max_delay
 
+theorem grow_zero (retry : RetryPolicy) : grow retry 0 = cap retry.delay retry.max_delay := rfl
+
+theorem grow_succ (retry : RetryPolicy) (steps : Nat) :
+    grow retry (steps + 1) = cap (grow retry steps * retry.backoff) retry.max_delay := rfl
+
 /-- The exponential part of the delay before the `retry_number`-th retry. -/
 def base_delay (retry : RetryPolicy) (retry_number : Nat) : Nat :=
   grow retry (retry_number - 1)
@@ -31,12 +36,12 @@ def backoff_delay (retry : RetryPolicy) (retry_number : Nat) (u : Nat) : Nat :=
 theorem grow_le (retry : RetryPolicy) (steps : Nat) : grow retry steps ≤ retry.max_delay := by
   cases steps with
   | zero =>
-    simp only [grow, cap]
+    simp only [grow_zero, cap]
     split
     next h => exact h
     next => exact Nat.le_refl _
   | succ steps =>
-    simp only [grow, cap]
+    simp only [grow_succ, cap]
     split
     next h => exact h
     next => exact Nat.le_refl _

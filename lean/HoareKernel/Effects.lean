@@ -39,6 +39,11 @@ def collect {β γ : Type} (part : β → List γ) : List β → List γ
   | [] => []
   | x :: xs => part x ++ collect part xs
 
+theorem collect_nil {β γ : Type} (part : β → List γ) : collect part [] = [] := rfl
+
+theorem collect_cons {β γ : Type} (part : β → List γ) (x : β) (xs : List β) :
+    collect part (x :: xs) = part x ++ collect part xs := rfl
+
 /-- Every element satisfies `P`. -/
 def every {β : Type} (P : β → Prop) : List β → Prop
   | [] => True
@@ -59,7 +64,7 @@ theorem collect_append {β γ : Type} (part : β → List γ) (l1 l2 : List β) 
     collect part (l1 ++ l2) = collect part l1 ++ collect part l2 := by
   induction l1 with
   | nil => rfl
-  | cons x xs ih => simp only [List.cons_append, collect, ih, List.append_assoc]
+  | cons x xs ih => simp only [List.cons_append, collect_cons, ih, List.append_assoc]
 
 theorem every_nil {β : Type} {P : β → Prop} : every P [] := trivial
 
@@ -271,11 +276,21 @@ def pairs (phase : Phase) : Nat → List Beat
   | 0 => []
   | m + 1 => Beat.pause :: Beat.call phase :: pairs phase m
 
+theorem pairs_zero (phase : Phase) : pairs phase 0 = [] := rfl
+
+theorem pairs_succ (phase : Phase) (m : Nat) :
+    pairs phase (m + 1) = Beat.pause :: Beat.call phase :: pairs phase m := rfl
+
 /-- The effects of a stage that made `m` engine calls: the first without a sleep, each
 later one after exactly one sleep, and nothing after the last. -/
 def spaced (phase : Phase) : Nat → List Beat
   | 0 => []
   | m + 1 => Beat.call phase :: pairs phase m
+
+theorem spaced_zero (phase : Phase) : spaced phase 0 = [] := rfl
+
+theorem spaced_succ (phase : Phase) (m : Nat) :
+    spaced phase (m + 1) = Beat.call phase :: pairs phase m := rfl
 
 theorem call_weight_same (phase : Phase) : call_weight phase (Beat.call phase) = 1 := by
   show (if phase = phase then 1 else 0) = 1
@@ -296,7 +311,7 @@ theorem pairs_same (phase : Phase) :
   | succ m ih =>
     have h := call_weight_same phase
     have h0 := call_weight_pause phase
-    simp only [pairs, tally_cons, ih, h, h0] <;> omega
+    simp only [pairs_succ, tally_cons, ih, h, h0] <;> omega
 
 theorem pairs_other (q phase : Phase) (hne : q ≠ phase) :
     ∀ (m : Nat), tally (call_weight phase) (pairs q m) = 0 := by
@@ -306,7 +321,7 @@ theorem pairs_other (q phase : Phase) (hne : q ≠ phase) :
   | succ m ih =>
     have h := call_weight_other q phase hne
     have h0 := call_weight_pause phase
-    simp only [pairs, tally_cons, ih, h, h0] <;> omega
+    simp only [pairs_succ, tally_cons, ih, h, h0] <;> omega
 
 theorem spaced_same (phase : Phase) (m : Nat) :
     tally (call_weight phase) (spaced phase m) = m := by
@@ -315,7 +330,7 @@ theorem spaced_same (phase : Phase) (m : Nat) :
   | succ m =>
     have h := call_weight_same phase
     have hp := pairs_same phase m
-    simp only [spaced, tally_cons, hp, h] <;> omega
+    simp only [spaced_succ, tally_cons, hp, h] <;> omega
 
 theorem spaced_other (q phase : Phase) (hne : q ≠ phase) (m : Nat) :
     tally (call_weight phase) (spaced q m) = 0 := by
@@ -324,7 +339,7 @@ theorem spaced_other (q phase : Phase) (hne : q ≠ phase) (m : Nat) :
   | succ m =>
     have h := call_weight_other q phase hne
     have hp := pairs_other q phase hne m
-    simp only [spaced, tally_cons, hp, h] <;> omega
+    simp only [spaced_succ, tally_cons, hp, h] <;> omega
 
 /-! ## Quick-enforce stops -/
 
@@ -337,6 +352,22 @@ def quick : List Violation → Bool
     | Policy.observe => quick vs
     | Policy.enforce => quick vs
     | Policy.quick_enforce => true
+
+theorem quick_nil : quick [] = false := rfl
+
+/-- The step of `quick` when the head's policy is known not to stop. -/
+theorem quick_cons_pass (v : Violation) (vs : List Violation)
+    (h : v.policy ≠ Policy.quick_enforce) : quick (v :: vs) = quick vs := by
+  cases hp : v.policy with
+  | ignore => simp only [quick, hp]
+  | observe => simp only [quick, hp]
+  | enforce => simp only [quick, hp]
+  | quick_enforce => exact absurd hp h
+
+/-- The step of `quick` when the head's policy is `quick_enforce`. -/
+theorem quick_cons_stop (v : Violation) (vs : List Violation)
+    (h : v.policy = Policy.quick_enforce) : quick (v :: vs) = true := by
+  simp only [quick, h]
 
 /-- Whether an event records a `quick_enforce` violation. -/
 def stops {α : Type} : Event α → Bool
@@ -377,6 +408,18 @@ def after_quick {α : Type} : List (Event α) → List (Event α)
     | true => rest
     | false => after_quick rest
 
+theorem after_quick_nil {α : Type} : after_quick ([] : List (Event α)) = [] := rfl
+
+/-- The step of `after_quick` past an event that does not stop. -/
+theorem after_quick_pass {α : Type} (e : Event α) (rest : List (Event α))
+    (h : stops e = false) : after_quick (e :: rest) = after_quick rest := by
+  simp only [after_quick, h]
+
+/-- The step of `after_quick` at an event that stops. -/
+theorem after_quick_stop {α : Type} (e : Event α) (rest : List (Event α))
+    (h : stops e = true) : after_quick (e :: rest) = rest := by
+  simp only [after_quick, h]
+
 theorem quick_part_eq {α : Type} (e : Event α) :
     quick_part e = (match stops e with
       | true => 1
@@ -407,7 +450,8 @@ theorem after_quick_clean_append {α : Type} (l2 : List (Event α)) :
     | false =>
       have h1 := quick_part_of_stops e hs
       have h2 : after_quick ((e :: es) ++ l2) = after_quick (es ++ l2) := by
-        simp only [List.cons_append, after_quick, hs]
+        rw [List.cons_append]
+        exact after_quick_pass e (es ++ l2) hs
       rw [h2]
       exact ih (by omega)
 
@@ -431,10 +475,10 @@ theorem after_quick_stop_append {α : Type} (l2 : List (Event α)) :
     intro h
     have h0 : tally quick_part (e :: es) = quick_part e + tally quick_part es := rfl
     cases hs : stops e with
-    | true => simp only [List.cons_append, after_quick, hs]
+    | true => simp only [List.cons_append, after_quick_stop _ _ hs]
     | false =>
       have h1 := quick_part_of_stops e hs
-      simp only [List.cons_append, after_quick, hs]
+      simp only [List.cons_append, after_quick_pass _ _ hs]
       exact ih (by omega)
 
 end HoareKernel

@@ -263,7 +263,7 @@ theorem collect_eq_nil {β γ : Type} {P : β → Prop} (part : β → List γ)
     intro h
     have h1 := hp x (every_head h)
     have h2 := ih (every_tail h)
-    simp only [collect, h1, h2, List.nil_append]
+    simp only [collect_cons, h1, h2, List.nil_append]
 
 /-- The delays recorded by events satisfying `contract_event` or `finishing` are bounded. -/
 theorem delays_bounded {α : Type} (cfg : ContractConfig) (hooks : Hooks α)

@@ -61,9 +61,9 @@ theorem quick_ranked (r : Nat) (hr : r ≤ 2) : ∀ (fs : List Violation),
     have h1 : v.policy.rank ≤ r := hh
     have h2 := ih (every_tail h)
     cases hp : v.policy with
-    | ignore => simp only [quick, hp, h2]
-    | observe => simp only [quick, hp, h2]
-    | enforce => simp only [quick, hp, h2]
+    | ignore => rw [quick_cons_pass v vs (by rw [hp]; decide), h2]
+    | observe => rw [quick_cons_pass v vs (by rw [hp]; decide), h2]
+    | enforce => rw [quick_cons_pass v vs (by rw [hp]; decide), h2]
     | quick_enforce =>
       exfalso
       rw [hp] at h1
@@ -73,9 +73,9 @@ theorem quick_ranked (r : Nat) (hr : r ≤ 2) : ∀ (fs : List Violation),
 theorem quick_single (v : Violation) (h : quick [v] = true) : v.policy = Policy.quick_enforce := by
   revert h
   cases hp : v.policy with
-  | ignore => simp only [quick, hp] <;> intro h <;> cases h
-  | observe => simp only [quick, hp] <;> intro h <;> cases h
-  | enforce => simp only [quick, hp] <;> intro h <;> cases h
+  | ignore => rw [quick_cons_pass v [] (by rw [hp]; decide), quick_nil]; intro h; cases h
+  | observe => rw [quick_cons_pass v [] (by rw [hp]; decide), quick_nil]; intro h; cases h
+  | enforce => rw [quick_cons_pass v [] (by rw [hp]; decide), quick_nil]; intro h; cases h
   | quick_enforce => intro _; rfl
 
 end HoareKernel
