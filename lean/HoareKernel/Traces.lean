@@ -18,7 +18,8 @@ namespace HoareKernel
 namespace Traces
 
 /-- What a trace example compares: the projection of one call. `ending`: 0 returned,
-1 raised `ContractViolationError`, 2 raised `ResultTypeError`, 3 `forward` raised. -/
+1 raised `ContractViolationError`, 2 raised `ResultTypeError`, 3 `forward` raised,
+4 a `Sleep` raised (the call ended there, §6). -/
 structure Summary where
   ending : Nat
   success : Option Bool
@@ -78,6 +79,15 @@ def summarize (run : Run Nat) : Summary :=
       attempts := o.attempts.map attempt_key, trials := o.trials, delays := o.delays,
       generates := generate_keys run.trace, forwards := forward_inputs run.trace,
       handlers := handler_calls run.trace }
+
+/-- A driven call (§6): the summary of the call, or, when a `Sleep` raised, the
+effects up to it and no outcome (ending 4). -/
+def summarize_driven : Driven Nat → Summary
+  | Driven.finished run => summarize run
+  | Driven.sleep_raised _ trace =>
+    { ending := 4, success := none, policy := none, value := none, violations := [],
+      attempts := [], trials := [], delays := [], generates := generate_keys trace,
+      forwards := forward_inputs trace, handlers := handler_calls trace }
 
 /-- The outcome of a call, as a list (empty when `forward` raised). -/
 def outcome_list (run : Run Nat) : List (Outcome Nat) :=
@@ -1193,6 +1203,55 @@ example : summarize (graceful_skips_result_check_run 4) =
     delays := [10],
     generates := [(Phase.post, 1, 4, [], none), (Phase.post, 2, 4, [(ViolationKind.predicate, Phase.post, 1, Policy.observe)], (some 30))],
     forwards := [4],
+    handlers := 0 } := by decide +kernel
+
+/-! ## sleep_raises -/
+
+def sleep_raises_cfg : ContractConfig :=
+  { pre_remedy := false, post_remedy := true,
+    accumulate_errors := false, policy := Policy.observe,
+    retry := { tries := 3, delay := 10, max_delay := 1000,
+               jitter := 0, backoff := 2,
+               graceful := false } }
+
+def sleep_raises_engine : Engine Nat := fun phase call _ _ _ =>
+  match phase, call with
+  | Phase.post, 1 => Except.ok 7
+  | Phase.post, 2 => Except.ok 8
+  | _, _ => Except.ok 0
+
+def sleep_raises_hooks : Hooks Nat :=
+  { check_input := fun v => Except.ok v,
+    check_output := fun v _ => Except.ok v,
+    forward := fun v _ => Except.ok (v + 100),
+    pre_conditions := [],
+    post_conditions := [{ id := "q0", message := "m", family := "small", policy := none,
+        check := (fun v _ => if v < 3 then PredResult.pass else PredResult.fail) }],
+    act := none,
+    preflight := none,
+    check_result := none,
+    on_violation := some (fun _ => Except.ok ()) }
+
+def sleep_raises_run (input : Nat) : Run Nat :=
+  run_call sleep_raises_engine (fun _ _ => 0) sleep_raises_hooks sleep_raises_cfg input
+
+def sleep_raises_driven (input : Nat) : Driven Nat :=
+  run_driven sleep_raises_engine (fun _ _ => 0) sleep_raises_hooks sleep_raises_cfg
+    (fun k => if k = 0 then Except.error { error_type := "_SleepBroke", message := "scripted" } else Except.ok ()) input
+
+-- invariants: no-sleep-after-last
+set_option maxRecDepth 10000 in
+example : summarize_driven (sleep_raises_driven 5) =
+  { ending := 4,
+    success := none,
+    policy := none,
+    value := none,
+    violations := [],
+    attempts := [],
+    trials := [],
+    delays := [],
+    generates := [(Phase.post, 1, 5, [], none)],
+    forwards := [],
     handlers := 0 } := by decide +kernel
 
 /-! ## forward_raises -/

@@ -87,6 +87,7 @@ class Scenario:
     result_limit: int | None = None  # check_result raises TypeError from this value up
     handler: str | None = None  # "ok" | "raise"
     forward: Rule = ("add", 100)  # ("add", k) | ("raise",)
+    sleep_raises: int | None = None  # the Sleep (counted from 0) whose performance raises
 
 
 def P(id: str, family: str, *rule: object, policy: str | None = None) -> Pred:
@@ -197,6 +198,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              ("graceful-skips-result-check", "forward-once-observing"),
              input=4, graceful=True, engine={("post", 1): 30}, result_limit=50,
              post=(P("q0", "small", "lt", 10),)),
+    Scenario("sleep_raises", ("no-sleep-after-last",),
+             input=5, tries=3, engine={("post", 1): 7, ("post", 2): 8},
+             post=(P("q0", "small", "lt", 3),), handler="ok", sleep_raises=0),
     Scenario("forward_raises",
              ("forward-once-on-success",),
              input=4, engine={("post", 1): 3}, forward=("raise",)),
@@ -226,6 +230,10 @@ STATS_COVERS = ("stats-counts-bounded", "stats-rate-unit", "stats-product-le-min
 
 class _Raised(Exception):
     """What a raising hook raises."""
+
+
+class _SleepBroke(Exception):
+    """What a raising ``Sleep`` raises: not a contract matter, it ends the call (§6)."""
 
 
 def _check(rule: Rule) -> Callable[[object, object], object]:
@@ -269,7 +277,7 @@ def _config(s: Scenario) -> ContractConfig:
 
 @dataclass
 class PyRun:
-    ending: int  # 0 returned, 1 raised, 2 result type error, 3 forward raised
+    ending: int  # 0 returned, 1 raised, 2 result type error, 3 forward raised, 4 Sleep raised
     outcome: Outcome | None
     value: object
     generates: list[Generate]
@@ -325,11 +333,16 @@ def run_python(s: Scenario, given: int | None = None) -> PyRun:
     call = run_call(s.input if given is None else given, _config(s), hooks,
                     clock=lambda: 0, random=lambda: draw)
     generates: list[Generate] = []
+    sleeps = 0
     try:
         effect = next(call)
         while True:
             if isinstance(effect, Sleep):
-                effect = call.send(None)
+                sleeps += 1
+                if sleeps - 1 == s.sleep_raises:
+                    effect = call.throw(_SleepBroke("sleep broke"))
+                else:
+                    effect = call.send(None)
                 continue
             generates.append(effect)
             answer = s.engine.get((effect.phase.value, effect.attempt), 0)
@@ -348,6 +361,8 @@ def run_python(s: Scenario, given: int | None = None) -> PyRun:
         return PyRun(1, error.outcome, None, generates, forwards, handlers[0])
     except _Raised:
         return PyRun(3, None, None, generates, forwards, handlers[0])
+    except _SleepBroke:
+        return PyRun(4, None, None, generates, forwards, handlers[0])
 
 
 # --------------------------------------------------------------------------- Lean text
@@ -489,7 +504,11 @@ def {n}_hooks : Hooks Nat :=
 
 def {n}_run (input : Nat) : Run Nat :=
   run_call {n}_engine (fun _ _ => {s.draw_ms}) {n}_hooks {n}_cfg input
-"""
+""" + ("" if s.sleep_raises is None else f"""
+def {n}_driven (input : Nat) : Driven Nat :=
+  run_driven {n}_engine (fun _ _ => {s.draw_ms}) {n}_hooks {n}_cfg
+    (fun k => if k = {s.sleep_raises} then {_error('_SleepBroke')} else Except.ok ()) input
+""")
 
 
 def _summary(r: PyRun) -> str:
@@ -519,10 +538,11 @@ def _summary(r: PyRun) -> str:
     return "{ " + ",\n    ".join(fields) + " }"
 
 
-def _example(covers: Sequence[str], call: str, summary: str) -> str:
+def _example(covers: Sequence[str], call: str, summary: str,
+             summarize: str = "summarize") -> str:
     return (f"-- invariants: {', '.join(covers)}\n"
             f"set_option maxRecDepth 10000 in\n"
-            f"example : summarize ({call}) =\n  {summary} := by decide +kernel\n")
+            f"example : {summarize} ({call}) =\n  {summary} := by decide +kernel\n")
 
 
 def _stats_block(runs: Sequence[tuple[Scenario, PyRun]]) -> str:
@@ -579,7 +599,8 @@ namespace HoareKernel
 namespace Traces
 
 /-- What a trace example compares: the projection of one call. `ending`: 0 returned,
-1 raised `ContractViolationError`, 2 raised `ResultTypeError`, 3 `forward` raised. -/
+1 raised `ContractViolationError`, 2 raised `ResultTypeError`, 3 `forward` raised,
+4 a `Sleep` raised (the call ended there, §6). -/
 structure Summary where
   ending : Nat
   success : Option Bool
@@ -640,6 +661,15 @@ def summarize (run : Run Nat) : Summary :=
       generates := generate_keys run.trace, forwards := forward_inputs run.trace,
       handlers := handler_calls run.trace }
 
+/-- A driven call (§6): the summary of the call, or, when a `Sleep` raised, the
+effects up to it and no outcome (ending 4). -/
+def summarize_driven : Driven Nat → Summary
+  | Driven.finished run => summarize run
+  | Driven.sleep_raised _ trace =>
+    { ending := 4, success := none, policy := none, value := none, violations := [],
+      attempts := [], trials := [], delays := [], generates := generate_keys trace,
+      forwards := forward_inputs trace, handlers := handler_calls trace }
+
 /-- The outcome of a call, as a list (empty when `forward` raised). -/
 def outcome_list (run : Run Nat) : List (Outcome Nat) :=
   match run.result.outcome? with
@@ -680,7 +710,10 @@ def render() -> str:
         for given in inputs:
             r = run_python(s, given)
             runs.setdefault(s.name, (s, r))
-            parts.append(_example(s.covers, f"{s.name}_run {given}", _summary(r)))
+            call = f"{s.name}_run {given}" if s.sleep_raises is None else \
+                f"{s.name}_driven {given}"
+            summarize = "summarize" if s.sleep_raises is None else "summarize_driven"
+            parts.append(_example(s.covers, call, _summary(r), summarize))
     parts.append("/-! ## Statistics over several calls -/\n\n" +
                  _stats_block([runs[name] for name in STATS_RUN]))
     parts.append("end Traces\nend HoareKernel\n")
