@@ -60,6 +60,11 @@ def test_scenario_matches_the_oracle_ending(scenario: lean_traces.Scenario) -> N
     if run.ending == 3:
         assert scenario.forward[0] == "raise"
         return
+    if run.ending == 4:  # a Sleep raised: the call ended there, before forward (§6)
+        assert scenario.sleep_raises is not None and run.outcome is None
+        assert run.forwards == [] and run.handlers == 0
+        assert len(run.generates) == scenario.sleep_raises + 1  # one call per sleep before
+        return
     assert run.outcome is not None
     if run.outcome.success:
         assert run.ending in (0, 2) and run.forwards == [run.outcome.input_used]
