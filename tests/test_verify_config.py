@@ -240,3 +240,17 @@ def test_only_affected_verifies_the_changed_files_and_their_importers(
     # a changed file no contract depends on: nothing to verify, and that passes
     status, report, err = _json(capsys, "--only-affected", "notes.py", "--strict")
     assert status == 0 and report["contracts"] == [] and err == ""
+
+
+def test_the_library_call_takes_the_same_targets(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import hoare
+    from hoare.verifier import DiscoveryError
+
+    _project(tmp_path, "", monkeypatch, "rules_lib")
+    report = hoare.verify("rules_lib.py:Impossible")
+    (contract,) = report.contracts
+    assert contract.name == "rules_lib:Impossible" and contract.status == "fail"
+    assert contract.checks[0].line is not None  # located, as in the CLI's reports
+    with pytest.raises(DiscoveryError):
+        hoare.verify("rules_lib.py:Missing")

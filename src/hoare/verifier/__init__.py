@@ -40,7 +40,8 @@ __all__ = [
 
 def verify(target: Any, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
            rlimit: int = DEFAULT_RLIMIT) -> Report:
-    """Verify a module, a ``@contract`` class, a contract instance or a ``Pipeline``.
+    """Verify a module, a ``@contract`` class, a contract instance or a ``Pipeline``, or
+    a target as ``hoare verify`` takes it (a path, module or package name, ``:Name``).
 
     A module: every contract class it defines and every pipeline at its top level.
     A class: statically (``self.<attr>`` from literal defaults of ``__init__``).
@@ -59,8 +60,19 @@ def _verify(target: Any, *, timeout_ms: int, rlimit: int) -> Report:
     if isinstance(target, ModuleType):
         found.add_module(target)
         return verify_found(found, timeout_ms=timeout_ms, rlimit=rlimit)
-    if isinstance(target, str):
-        return verify_found(discover([target]), timeout_ms=timeout_ms, rlimit=rlimit)
+    if isinstance(target, str):  # what `hoare verify TARGET -j 1 --no-cache` checks
+        from .run import assemble
+        from .targets import plan
+        from .units import run_units
+
+        start = time.perf_counter()
+        units = plan([target])
+        report = assemble([result for _index, result in run_units(
+            units, SolverOptions(timeout_ms=timeout_ms, rlimit=rlimit), jobs=1)])
+        if report.errors:
+            raise DiscoveryError("; ".join(str(problem) for problem in report.errors))
+        report.seconds = time.perf_counter() - start
+        return report
     options = SolverOptions(timeout_ms=timeout_ms, rlimit=rlimit)
     start = time.perf_counter()
     report = Report()
