@@ -74,7 +74,7 @@ class AnswerWithEvidence(LLMDataModel):
     remedy_retry_params=dict(tries=3, delay=0.4, max_delay=4.0, jitter=0.15, backoff=1.8,
                              graceful=False),
 )
-class MultiDocQAgent(Contract):
+class MultiDocQAgent(Contract[MultiDocQAInput, AnswerWithEvidence]):
     """pre: sanity-check query & docs; act: retrieve relevant sentences; LLM: generate
     AnswerWithEvidence; post: semantic rules; forward: result or graceful fallback."""
 
@@ -135,7 +135,7 @@ class MultiDocQAgent(Contract):
 
     def forward(self, input: MultiDocQAInput, **kwargs: object) -> AnswerWithEvidence:
         if self.contract_successful and self.contract_result:
-            return self.contract_result  # type: ignore[no-any-return]
+            return self.contract_result
         first_doc = input.documents[0]
         first_sentence = first_doc.content.split(".")[0][:300]
         return AnswerWithEvidence(

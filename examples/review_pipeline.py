@@ -41,7 +41,7 @@ class ShopResponse(LLMDataModel):
 
 
 @contract(post_remedy=True)
-class ScoreReview(Contract):
+class ScoreReview(Contract[Review, ScoredReview]):
     """Score a review on the requested scale, quoting the review."""
 
     prompt = "Score the customer review on the requested scale and quote it."
@@ -59,12 +59,12 @@ class ScoreReview(Contract):
 
     def forward(self, input: Review) -> ScoredReview:
         if self.contract_successful:
-            return self.contract_result  # type: ignore[no-any-return]
+            return self.contract_result
         return ScoredReview(product=input.product, score=0, sentiment="neutral", quote="")
 
 
 @contract()
-class DraftResponse(Contract):
+class DraftResponse(Contract[ScoredReview, ShopResponse]):
     """Answer the customer: apologise and offer a refund for bad scores."""
 
     prompt = "Write the shop's answer to the scored review."
@@ -79,7 +79,7 @@ class DraftResponse(Contract):
 
     def forward(self, input: ScoredReview) -> ShopResponse:
         if self.contract_successful:
-            return self.contract_result  # type: ignore[no-any-return]
+            return self.contract_result
         return ShopResponse(text="Thank you for your review.", offer_refund=False,
                             tone="neutral")
 
@@ -112,7 +112,12 @@ def main() -> int:
     print("answer:", answer.model_dump())
 
     calls: list[Request] = []
-    counting = FunctionEngine(lambda request: calls.append(request) or rule_based(request))
+
+    def counting_answer(request: Request) -> str:
+        calls.append(request)
+        return rule_based(request)
+
+    counting = FunctionEngine(counting_answer)
     scorer = ScoreReview(engine=counting)
     # A valid Review, but no score lies between 7 and 3: the pre-flight proves it.
     scorer(Review(product="kettle", text="Fine.", min_score=7, max_score=3))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import ValidationError
 
@@ -64,6 +64,8 @@ __all__ = ["Contract", "InvalidValue", "contract"]
 
 logger = logging.getLogger("hoare")
 C = TypeVar("C", bound=type)
+In = TypeVar("In")  # a contract's input type, for static type checkers only
+Out = TypeVar("Out")  # its output type
 
 
 class _Runtime:
@@ -458,9 +460,14 @@ def _log_outcome(runtime: _Runtime, outcome: Outcome) -> None:
              outcome.pre_remedies, outcome.summary())
 
 
-class Contract:
+class Contract(Generic[In, Out]):
     """Base class of contracted components. Subclass it, decorate with ``@contract``,
     and define ``prompt``, ``forward`` and optionally ``pre``, ``act``, ``post``.
+
+    ``Contract[MyInput, MyOutput]`` tells a type checker the call's input and output
+    types (``contract_result`` is then a ``MyOutput`` and ``forward`` may return it
+    without a cast); plain ``Contract`` works as well, untyped. The types the
+    contract validates always come from the annotations of ``forward``.
 
     ``engine`` (else the configured default) answers generation requests;
     keyword options (``model``, ``temperature``, ``max_tokens``, ``seed``,
@@ -514,13 +521,13 @@ class Contract:
         return bound
 
     # -- calling -------------------------------------------------------------------------
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+    def __call__(self, *args: Any, **kwargs: Any) -> Out:
+        return self.forward(*args, **kwargs)  # type: ignore[no-any-return]
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:  # replaced by @contract
         raise NotImplementedError(f"{type(self).__qualname__} must define forward()")
 
-    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+    async def acall(self, *args: Any, **kwargs: Any) -> Out:
         """The contracted call with asynchronous engine I/O and backoff sleeps."""
         call, run = _begin(self, args, kwargs)
         token = _CURRENT_CALL.set(call)
@@ -547,9 +554,12 @@ class Contract:
         return bool(outcome and outcome.success)
 
     @property
-    def contract_result(self) -> Any:
+    def contract_result(self) -> Out:
+        """The validated output of the latest call in this thread or task. ``None`` when
+        that call failed (check ``contract_successful`` first, as ``forward`` does):
+        typed as the output so that ``forward`` can return it without a cast."""
         outcome = self.contract_outcome
-        return None if outcome is None else outcome.result
+        return None if outcome is None else outcome.result  # type: ignore[return-value]
 
     @property
     def contract_exception(self) -> BaseException | None:
