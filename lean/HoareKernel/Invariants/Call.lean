@@ -580,4 +580,133 @@ theorem sleep_raised_ends_call (sleeper : Nat → Except HookError Unit) (err : 
 
 end Call
 
+/-! ## feedback-exact on the whole call
+
+The stage theorems (`pre_generates`, `post_generates`) say each stage's `Generate` effects
+carry the feedback recorded with its attempts. A call's trace is the contract's trace and
+then `conclude`'s; every event outside the two stages is *quiet* (neither an engine call
+nor an attempt), so the property carries over to `run_call`'s trace. -/
+
+/-- An event that is neither an engine call (`Generate`) nor an attempt record. -/
+def quiet {β : Type} : Event β → Prop
+  | Event.enter _ => True
+  | Event.evaluate _ _ _ _ => True
+  | Event.fail _ => True
+  | Event.generate _ _ _ _ _ => False
+  | Event.attempt _ => False
+  | Event.sleep _ => True
+  | Event.preflight _ => True
+  | Event.handler => True
+  | Event.forward _ => True
+  | Event.check_result _ => True
+
+/-- The `Generate` effects of a trace carry, in order, the feedback recorded with its
+attempts. -/
+def feedback_balanced {β : Type} (trace : List (Event β)) : Prop :=
+  generated_feedback trace = recorded_feedback (attempts_of trace)
+
+theorem recorded_feedback_append {β : Type} (l2 : List (Attempt β)) :
+    ∀ (l1 : List (Attempt β)),
+      recorded_feedback (l1 ++ l2) = recorded_feedback l1 ++ recorded_feedback l2 := by
+  intro l1
+  induction l1 with
+  | nil => rfl
+  | cons a rest ih =>
+    have h1 : recorded_feedback ((a :: rest) ++ l2) =
+        a.feedback :: recorded_feedback (rest ++ l2) := rfl
+    have h2 : recorded_feedback (a :: rest) = a.feedback :: recorded_feedback rest := rfl
+    rw [h1, h2, ih, List.cons_append]
+
+theorem balanced_append {β : Type} {l1 l2 : List (Event β)} (h1 : feedback_balanced l1)
+    (h2 : feedback_balanced l2) : feedback_balanced (l1 ++ l2) := by
+  unfold feedback_balanced at h1 h2 ⊢
+  rw [generated_feedback_append, attempts_of_append, recorded_feedback_append, h1, h2]
+
+theorem quiet_balanced {β : Type} : ∀ (l : List (Event β)), every quiet l → feedback_balanced l := by
+  intro l
+  induction l with
+  | nil => intro _; exact rfl
+  | cons e rest ih =>
+    intro h
+    have he := every_head h
+    have hr := ih (every_tail h)
+    have hg : generate_part e = [] := by
+      cases e <;> first | rfl | exact absurd he id
+    have ha : attempt_part e = [] := by
+      cases e <;> first | rfl | exact absurd he id
+    unfold feedback_balanced at hr ⊢
+    simp only [generated_feedback_cons, attempts_of_cons, hg, ha, List.nil_append, hr]
+
+theorem balanced_cons_quiet {β : Type} {e : Event β} {l : List (Event β)} (he : quiet e)
+    (hl : feedback_balanced l) : feedback_balanced (e :: l) := by
+  have h := balanced_append (quiet_balanced [e] (every_cons he every_nil)) hl
+  exact h
+
+theorem finishing_quiet {β : Type} : ∀ (e : Event β), finishing e → quiet e := by
+  intro e h
+  cases e <;> first | exact trivial | exact absurd h id
+
+theorem preflight_quiet {β : Type} (answer : Option PreflightResult) :
+    every quiet (preflight_events answer : List (Event β)) := by
+  cases answer with
+  | none => exact every_nil
+  | some a => exact every_cons trivial every_nil
+
+section Feedback
+
+variable {α : Type} (engine : Engine α) (random : Phase → Nat → Nat) (hooks : Hooks α)
+  (cfg : ContractConfig)
+
+theorem after_pre_balanced (original accepted : α) :
+    feedback_balanced (after_pre engine random hooks cfg original accepted).trace := by
+  cases ha : act_phase hooks cfg.policy accepted with
+  | error violation =>
+    simp only [after_pre, ha]
+    exact quiet_balanced _ (every_cons trivial (every_cons trivial every_nil))
+  | ok used =>
+    have hpf := preflight_quiet (β := α) (preflight_phase hooks cfg.policy used)
+    cases hu : is_unsat (preflight_phase hooks cfg.policy used) with
+    | true =>
+      simp only [after_pre, ha, hu]
+      exact quiet_balanced _
+        (every_append (every_cons trivial (every_cons trivial hpf)) (every_cons trivial every_nil))
+    | false =>
+      have hpost : feedback_balanced (stage_post engine random hooks cfg used).trace :=
+        post_generates engine random hooks cfg used
+      simp only [after_pre, ha, hu]
+      exact balanced_append (quiet_balanced _ (every_cons trivial (every_cons trivial hpf)))
+        (balanced_cons_quiet trivial hpost)
+
+theorem contract_balanced (raw_input : α) :
+    feedback_balanced (contract engine random hooks cfg raw_input).trace := by
+  cases hi : hooks.check_input raw_input with
+  | error err =>
+    simp only [contract, hi]
+    exact quiet_balanced _ (every_cons trivial every_nil)
+  | ok original =>
+    have hpre : feedback_balanced (stage_pre engine random hooks cfg original).trace :=
+      pre_generates engine random hooks cfg original
+    cases hs : (stage_pre engine random hooks cfg original).ending with
+    | failed p =>
+      simp only [contract, hi, hs]
+      exact balanced_cons_quiet trivial hpre
+    | accepted acc =>
+      have hrest := after_pre_balanced engine random hooks cfg original acc
+      simp only [contract, hi, hs]
+      exact balanced_cons_quiet trivial (balanced_append hpre hrest)
+
+/-- Invariant `feedback-exact`, on the effects of the whole call: every `Generate` effect of
+`run_call`'s trace carries, in order, the feedback recorded with the call's attempts (the
+latest violations, or with `accumulate_errors` all of the stage's, by `feedback_exact`). -/
+theorem feedback_exact_call (raw_input : α) :
+    generated_feedback (run_call engine random hooks cfg raw_input).trace =
+      recorded_feedback (attempts_of (run_call engine random hooks cfg raw_input).trace) := by
+  have h := balanced_append (contract_balanced engine random hooks cfg raw_input)
+    (quiet_balanced _ (every_mono finishing_quiet _
+      (conclude_every hooks cfg raw_input (contract engine random hooks cfg raw_input))))
+  rw [run_call_trace]
+  exact h
+
+end Feedback
+
 end HoareKernel
