@@ -79,3 +79,22 @@ def test_a_worker_killed_at_import_costs_only_its_file(
     (error,) = report["errors"]  # type: ignore[misc]
     assert error["file"].endswith("wb1_killer.py") and "died" in error["error"]
     assert len(report["contracts"]) == 4  # type: ignore[arg-type]
+
+
+def test_a_module_that_leaves_a_thread_running_does_not_hold_the_run(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    project = _project(tmp_path, "c")
+    (project / "wc_lingering.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root / "src"), "HOARE_CACHE_DIR": str(tmp_path / "c")}
+    # a worker that waited for the thread would hang for an hour: the timeout fails the test
+    done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "-j", "2",
+                           "--format", "json"], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1, done.stderr  # Wc1 fails, as in the other tests
+    assert len(json.loads(done.stdout)["contracts"]) == 4

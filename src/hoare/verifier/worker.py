@@ -44,7 +44,10 @@ def main() -> int:
                            request.get("overrides") or None)
         protocol.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
         protocol.flush()
-    return 0
+    # Done: exit now. A verified module may have started threads that would keep a
+    # normal interpreter exit waiting (a server's background thread, a timer).
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
