@@ -81,7 +81,9 @@ def test_a_worker_killed_at_import_costs_only_its_file(
     assert len(report["contracts"]) == 4  # type: ignore[arg-type]
 
 
-def test_a_module_that_leaves_a_thread_running_does_not_hold_the_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_module_that_leaves_a_thread_running_does_not_hold_the_run(tmp_path: Path,
+                                                                     jobs: str) -> None:
     import os
     import subprocess
     import sys
@@ -92,8 +94,9 @@ def test_a_module_that_leaves_a_thread_running_does_not_hold_the_run(tmp_path: P
         "threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n")
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root / "src"), "HOARE_CACHE_DIR": str(tmp_path / "c")}
-    # a worker that waited for the thread would hang for an hour: the timeout fails the test
-    done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "-j", "2",
+    # a process (the command with -j 1, a worker with -j 2) that waited for the thread would
+    # hang for an hour: the timeout fails the test
+    done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "-j", jobs,
                            "--format", "json"], cwd=project, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 1, done.stderr  # Wc1 fails, as in the other tests

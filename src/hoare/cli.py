@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .verifier.project_config import FORMATS
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,5 +152,21 @@ def _verify(args: argparse.Namespace) -> int:
     return outcome.status
 
 
+def run() -> None:
+    """The ``hoare`` program (console script and ``python -m hoare``): ``main``, then
+    exit with its status, without waiting for threads a verified module started and
+    left running (``hoare verify`` imports the user's modules)."""
+    import os
+    import threading
+
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
+           if t is not threading.main_thread()):
+        os._exit(status)
+    sys.exit(status)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()
