@@ -1,0 +1,222 @@
+"""``@pre``/``@post`` on tools and plain functions (cyllama's API).
+
+A pre-condition receives the call's arguments as a dict (``lambda args: args["x"] != 0``,
+cyllama's style) or, when every parameter of the lambda is a parameter of the function,
+as those arguments (``lambda x: x != 0``, icontract's style); a single parameter named
+``args`` means the dict unless the function has a parameter ``args``. A post-condition
+receives ``(result)`` or ``(result, args)``. Conditions are checked in the order written;
+a condition that raises is a violation. The conditions live on the function as
+``_contracts`` (a ``ContractSpec``). Called directly, the function checks them under
+each condition's policy (default ``ENFORCE``: a violation raises ``ContractTermination``);
+inside an agent, under the agent's context (``context.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .context import current_context, handle
+from .policy import ContractPolicy
+from .violation import ContractViolation
+
+__all__ = ["ContractSpec", "PostCondition", "PreCondition", "post", "pre"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _source(predicate: Callable[..., Any]) -> str:
+    from ..source import source_expression
+
+    try:
+        text = source_expression(predicate)
+    except Exception:
+        text = None
+    return text or getattr(predicate, "__qualname__", repr(predicate))
+
+
+def _arity(predicate: Callable[..., Any]) -> list[str]:
+    try:
+        parameters = inspect.signature(predicate).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+@dataclass
+class PreCondition:
+    """A condition on a call's arguments."""
+
+    predicate: Callable[..., Any]
+    message: str = ""
+    predicate_str: str = ""
+    policy: ContractPolicy | None = None
+    by_name: tuple[str, ...] = ()  # icontract style: the parameters it takes, by name
+
+    def __post_init__(self) -> None:
+        if not self.predicate_str:
+            self.predicate_str = _source(self.predicate)
+
+    def check(self, args: dict[str, Any]) -> bool:
+        """Does it hold? A predicate that raises does not."""
+        try:
+            if self.by_name:
+                return bool(self.predicate(*(args[name] for name in self.by_name)))
+            return bool(self.predicate(args))
+        except Exception:
+            return False
+
+
+@dataclass
+class PostCondition:
+    """A condition on a call's result (and, with two parameters, its arguments)."""
+
+    predicate: Callable[..., Any]
+    message: str = ""
+    predicate_str: str = ""
+    policy: ContractPolicy | None = None
+    needs_args: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.predicate_str:
+            self.predicate_str = _source(self.predicate)
+        if not self.needs_args:
+            self.needs_args = len(_arity(self.predicate)) >= 2
+
+    def check(self, result: Any, args: dict[str, Any] | None = None) -> bool:
+        """Does it hold? A predicate that raises does not."""
+        try:
+            if self.needs_args:
+                return bool(self.predicate(result, args or {}))
+            return bool(self.predicate(result))
+        except Exception:
+            return False
+
+
+@dataclass
+class ContractSpec:
+    """A function's conditions, in the order they are checked."""
+
+    preconditions: list[PreCondition] = field(default_factory=list)
+    postconditions: list[PostCondition] = field(default_factory=list)
+
+
+def _effective(condition_policy: ContractPolicy | None) -> ContractPolicy:
+    if condition_policy is not None:
+        return condition_policy
+    context = current_context()
+    return context.policy if context is not None else ContractPolicy.ENFORCE
+
+
+def _bound_arguments(signature: inspect.Signature, args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return dict(kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def check_pre(spec: ContractSpec, location: str, arguments: dict[str, Any]) -> None:
+    for condition in list(spec.preconditions):
+        policy = _effective(condition.policy)
+        if policy is ContractPolicy.IGNORE or condition.check(arguments):
+            continue
+        handle(ContractViolation("pre", location, condition.predicate_str,
+                                 condition.message or condition.predicate_str,
+                                 {"args": arguments}, policy))
+
+
+def check_post(spec: ContractSpec, location: str, result: Any,
+               arguments: dict[str, Any]) -> None:
+    for condition in list(spec.postconditions):
+        policy = _effective(condition.policy)
+        if policy is ContractPolicy.IGNORE or condition.check(result, arguments):
+            continue
+        handle(ContractViolation("post", location, condition.predicate_str,
+                                 condition.message or condition.predicate_str,
+                                 {"args": arguments, "result": result}, policy))
+
+
+def _checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` wrapped once: every ``@pre``/``@post`` adds to the same ``ContractSpec``."""
+    if getattr(fn, "__hoare_checked__", False):
+        return fn
+    spec = ContractSpec()
+    signature = inspect.signature(fn)
+    location = getattr(fn, "__name__", "function")
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            arguments = _bound_arguments(signature, args, kwargs)
+            check_pre(spec, location, arguments)
+            result = await fn(*args, **kwargs)
+            check_post(spec, location, result, arguments)
+            return result
+        wrapper: Callable[..., Any] = acall
+    else:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            arguments = _bound_arguments(signature, args, kwargs)
+            check_pre(spec, location, arguments)
+            result = fn(*args, **kwargs)
+            check_post(spec, location, result, arguments)
+            return result
+        wrapper = call
+    wrapper._contracts = spec  # type: ignore[attr-defined]
+    wrapper.__hoare_checked__ = True  # type: ignore[attr-defined]
+    wrapper.__hoare_parameters__ = tuple(signature.parameters)  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _by_name(predicate: Callable[..., Any], parameters: tuple[str, ...]) -> tuple[str, ...]:
+    """The parameters an icontract-style predicate takes by name, or () for the dict."""
+    names = _arity(predicate)
+    if not names or not set(names) <= set(parameters):
+        return ()
+    if names == ["args"] and "args" not in parameters:
+        return ()
+    return tuple(names)
+
+
+def pre(predicate: Callable[..., Any], message: str = "",
+        policy: ContractPolicy | None = None) -> Callable[[F], F]:
+    """Add a pre-condition (checked before the conditions written below it)."""
+
+    def decorate(target: F) -> F:
+        from .tool import Tool
+
+        if isinstance(target, Tool):
+            target.func = decorate(target.func)  # type: ignore[arg-type]
+            return target
+        wrapper = _checked(target)
+        parameters = wrapper.__hoare_parameters__  # type: ignore[attr-defined]
+        wrapper._contracts.preconditions.insert(0, PreCondition(  # type: ignore[attr-defined]
+            predicate, message, policy=policy, by_name=_by_name(predicate, parameters)))
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def post(predicate: Callable[..., Any], message: str = "",
+         policy: ContractPolicy | None = None) -> Callable[[F], F]:
+    """Add a post-condition on ``(result)`` or ``(result, args)``."""
+
+    def decorate(target: F) -> F:
+        from .tool import Tool
+
+        if isinstance(target, Tool):
+            target.func = decorate(target.func)  # type: ignore[arg-type]
+            return target
+        wrapper = _checked(target)
+        wrapper._contracts.postconditions.insert(  # type: ignore[attr-defined]
+            0, PostCondition(predicate, message, policy=policy))
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

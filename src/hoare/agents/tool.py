@@ -1,0 +1,67 @@
+"""``tool(fn)``: a function an agent may call, with a name, a description (its
+docstring) and the JSON schema of its parameters, built by pydantic from the type hints.
+``@pre``/``@post`` work above or below ``@tool``."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import create_model
+
+__all__ = ["Tool", "tool"]
+
+
+class Tool:
+    """A callable tool. Calling it runs the function with its contracts checked."""
+
+    def __init__(self, func: Callable[..., Any], name: str | None = None,
+                 description: str | None = None) -> None:
+        self.func = func
+        self.name = name or getattr(func, "__name__", "tool")
+        doc = inspect.getdoc(func) or ""
+        self.description = description if description is not None else \
+            doc.split("\n\n", 1)[0].strip()
+        self.parameters = _parameters_schema(func, self.name)
+
+    @property
+    def _contracts(self) -> Any:
+        """The ``ContractSpec`` of the function (None when it has no condition)."""
+        return getattr(self.func, "_contracts", None)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def _parameters_schema(func: Callable[..., Any], name: str) -> dict[str, Any]:
+    """The JSON schema of the parameters (pydantic, from the annotations; an
+    unannotated parameter is ``Any``)."""
+    target = inspect.unwrap(func)
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:
+        hints = {}
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(target).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        annotation = hints.get(parameter.name, Any)
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (annotation, default)
+    model = create_model(f"{name}_parameters", **fields)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
+def tool(func: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None) -> Any:
+    """``@tool`` or ``@tool(name=..., description=...)``."""
+    if func is None:
+        return lambda f: Tool(f, name, description)
+    return Tool(func, name, description)
