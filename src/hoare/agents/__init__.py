@@ -1,8 +1,9 @@
 """Contracts on tools and plain functions, with cyllama's names (``ContractPolicy``,
 ``@pre``/``@post``, ``contract_assert``, ``tool``): a cyllama user ports by changing
-imports. The agent loop (``ContractAgent``) is not here yet.
+imports. ``ContractAgent`` is the constrained (JSON action) agent on any hoare engine.
 """
 
+from .agent import AgentEvent, AgentResult, ContractAgent, EventType, IterationState
 from .conditions import ContractSpec, PostCondition, PreCondition, post, pre
 from .context import ContractContext, contract_assert, contract_context, current_context
 from .policy import ContractPolicy
@@ -10,7 +11,8 @@ from .tool import Tool, tool
 from .violation import ContractTermination, ContractViolation, ViolationHandler
 
 __all__ = [
-    "ContractContext", "ContractPolicy", "ContractSpec", "ContractTermination",
-    "ContractViolation", "PostCondition", "PreCondition", "Tool", "ViolationHandler",
-    "contract_assert", "contract_context", "current_context", "post", "pre", "tool",
+    "AgentEvent", "AgentResult", "ContractAgent", "ContractContext", "ContractPolicy",
+    "ContractSpec", "ContractTermination", "ContractViolation", "EventType", "IterationState",
+    "PostCondition", "PreCondition", "Tool", "ViolationHandler", "contract_assert",
+    "contract_context", "current_context", "post", "pre", "tool",
 ]

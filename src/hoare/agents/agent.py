@@ -1,0 +1,312 @@
+"""``ContractAgent``: a tool-using agent on any hoare engine, with contracts on the task,
+each tool call, every iteration and the final answer (cyllama's ``ContractAgent``).
+
+This is the *constrained* agent: each step the model answers one JSON action,
+``{"tool": name, "args": {...}}`` or ``{"answer": ...}``, so a small local model that
+cannot do native tool calls still works. A malformed action is fed back and costs one
+more request, bounded by ``max_iterations``. Tool contracts (``@pre``/``@post``) are
+checked by the tool itself, inside the agent's ``ContractContext`` (its policy and
+handler), so a tool's ``contract_assert`` reports to the agent that called it.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engines.base import Engine, Message, Request
+from ..json_text import extract_json
+from .conditions import _source
+from .context import ContractContext, contract_context, current_context, default_handler
+from .policy import ContractPolicy
+from .tool import Tool, tool
+from .violation import ContractTermination, ContractViolation, ViolationHandler
+
+__all__ = ["AgentEvent", "AgentResult", "ContractAgent", "EventType", "IterationState"]
+
+
+class EventType(enum.Enum):
+    THOUGHT = "thought"
+    ACTION = "action"
+    OBSERVATION = "observation"
+    ANSWER = "answer"
+    ERROR = "error"
+    CONTRACT_CHECK = "contract_check"
+    CONTRACT_VIOLATION = "contract_violation"
+
+
+@dataclass
+class AgentEvent:
+    type: EventType
+    content: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class IterationState:
+    """What the run has done so far: the argument of iteration invariants."""
+
+    iterations: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    events: list[AgentEvent] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    last_tool_name: str | None = None
+    last_observation: str | None = None
+    observations_so_far: list[str] = field(default_factory=list)
+    consecutive_same_observation: int = 0
+    estimated_prompt_chars: int = 0
+
+    @property
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000
+
+    def update(self, event: AgentEvent) -> None:
+        """THOUGHT events count iterations, ACTION tool calls, ERROR errors."""
+        self.events.append(event)
+        if event.type is EventType.THOUGHT:
+            self.iterations += 1
+        elif event.type is EventType.ACTION:
+            self.tool_calls += 1
+            self.last_tool_name = str(event.metadata.get("tool_name"))
+        elif event.type is EventType.ERROR:
+            self.errors += 1
+        elif event.type is EventType.OBSERVATION:
+            same = event.content == self.last_observation
+            self.consecutive_same_observation = \
+                self.consecutive_same_observation + 1 if same else 0
+            self.last_observation = event.content
+            self.observations_so_far = [*self.observations_so_far, event.content][-10:]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"iterations": self.iterations, "tool_calls": self.tool_calls,
+                "errors": self.errors, "events": len(self.events),
+                "elapsed_ms": self.elapsed_ms, "last_tool_name": self.last_tool_name,
+                "last_observation": self.last_observation,
+                "observations_so_far": list(self.observations_so_far),
+                "consecutive_same_observation": self.consecutive_same_observation,
+                "estimated_prompt_chars": self.estimated_prompt_chars}
+
+
+@dataclass
+class AgentResult:
+    answer: str | None
+    events: list[AgentEvent]
+    success: bool
+    error: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+Check = Callable[[Any], Any]
+
+
+def _hooks(single: Check | None, plural: Sequence[Check] | None, name: str) -> list[Check]:
+    if single is not None and plural is not None:
+        raise ValueError(f"give {name} or {name}s, not both")
+    return [single] if single is not None else list(plural or [])
+
+
+class ContractAgent:
+    """A constrained (JSON action) agent with contracts; see the module docstring."""
+
+    def __init__(self, engine: Engine, tools: Sequence[Any] | None = None,
+                 policy: ContractPolicy = ContractPolicy.ENFORCE,
+                 violation_handler: ViolationHandler | None = None,
+                 task_precondition: Check | None = None,
+                 answer_postcondition: Check | None = None,
+                 iteration_invariant: Check | None = None, max_iterations: int = 10,
+                 agent_type: str = "constrained", verbose: bool = False, *,
+                 task_preconditions: Sequence[Check] | None = None,
+                 answer_postconditions: Sequence[Check] | None = None,
+                 iteration_invariants: Sequence[Check] | None = None) -> None:
+        if agent_type != "constrained":
+            raise NotImplementedError(
+                f"agent_type={agent_type!r}: only 'constrained' (one JSON action per step, "
+                f"any engine) is built; native tool calling ('react') is not yet")
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
+        self.engine = engine
+        self.tools = [t if isinstance(t, Tool) else tool(t) for t in (tools or [])]
+        self.policy = policy
+        self.violation_handler = violation_handler
+        self.task_precondition = task_precondition
+        self.answer_postcondition = answer_postcondition
+        self.iteration_invariant = iteration_invariant
+        self.max_iterations = max_iterations
+        self.agent_type = agent_type
+        self.verbose = verbose
+        self._task_pre = _hooks(task_precondition, task_preconditions, "task_precondition")
+        self._answer_post = _hooks(answer_postcondition, answer_postconditions,
+                                   "answer_postcondition")
+        self._invariants = _hooks(iteration_invariant, iteration_invariants,
+                                  "iteration_invariant")
+        self._checks = 0
+        self._violations = 0
+
+    def list_tools(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    def get_contract_stats(self) -> dict[str, int]:
+        return {"checks": self._checks, "violations": self._violations}
+
+    # -- running -------------------------------------------------------------------------
+    def run(self, task: str) -> AgentResult:
+        state = IterationState()
+        answer: str | None = None
+        error: str | None = None
+        for event in self.stream(task, state):
+            if event.type is EventType.ANSWER:
+                answer = event.content
+            elif event.type is EventType.ERROR:
+                error = event.content
+        success = answer is not None and state.events[-1].type is not EventType.ERROR
+        return AgentResult(answer, state.events, success, None if success else error,
+                           state.to_dict())
+
+    def stream(self, task: str, state: IterationState | None = None) -> Iterator[AgentEvent]:
+        state = state if state is not None else IterationState()
+        pending: list[AgentEvent] = []
+
+        def emit(event: AgentEvent) -> AgentEvent:
+            state.update(event)
+            return event
+
+        def on_violation(violation: ContractViolation) -> None:
+            self._violations += 1
+            pending.append(AgentEvent(EventType.CONTRACT_VIOLATION, str(violation),
+                                      {"violation": violation}))
+            (self.violation_handler or default_handler)(violation)
+            if self.verbose:
+                print(violation)
+
+        context = ContractContext(self.policy, on_violation, "agent")
+        try:
+            with contract_context(context):
+                for index, check in enumerate(self._task_pre):
+                    self._agent_check(check, task, "task_pre", index)
+                    yield from (emit(e) for e in _drain(pending))
+                yield from self._loop(task, state, emit, pending)
+        except ContractTermination as stop:
+            yield from (emit(e) for e in _drain(pending))
+            yield emit(AgentEvent(EventType.ERROR, f"contract termination: {stop}",
+                                  {"violation": stop.violation}))
+
+    def _agent_check(self, check: Check, value: Any, kind: str, index: int) -> None:
+        """An agent-level contract (``location == "agent"``), under the agent's policy."""
+        if self.policy is ContractPolicy.IGNORE:
+            return
+        self._checks += 1
+        try:
+            ok = bool(check(value))
+        except Exception:
+            ok = False
+        if not ok:
+            bound = current_context() or ContractContext(self.policy, None, "agent")
+            bound.handle_violation(ContractViolation(
+                kind, "agent", _source(check), f"{kind} contract {index} failed",  # type: ignore[arg-type]
+                {"value": value, "index": index}, self.policy))
+
+    def _system(self) -> str:
+        lines = ["You solve the task with the tools below. Answer each step with ONE JSON "
+                 "object and nothing else: {\"tool\": \"<name>\", \"args\": {...}} to call "
+                 "a tool, or {\"answer\": \"<final answer>\"} when done.", "", "Tools:"]
+        for t in self.tools:
+            lines.append(f"- {t.name}: {t.description} parameters: "
+                         f"{json.dumps(t.parameters, sort_keys=True)}")
+        return "\n".join(lines)
+
+    def _loop(self, task: str, state: IterationState,
+              emit: Callable[[AgentEvent], AgentEvent],
+              pending: list[AgentEvent]) -> Iterator[AgentEvent]:
+        messages = [Message("system", self._system()), Message("user", f"Task: {task}")]
+        by_name = {t.name: t for t in self.tools}
+        for _ in range(self.max_iterations):
+            yield emit(AgentEvent(EventType.THOUGHT, f"iteration {state.iterations + 1}"))
+            for index, invariant in enumerate(self._invariants):
+                self._agent_check(invariant, state, "invariant", index)
+                yield from (emit(e) for e in _drain(pending))
+            state.estimated_prompt_chars = sum(len(m.content) for m in messages)
+            text = self.engine.complete(Request(messages=tuple(messages))).text
+            action, problem = _parse_action(text, by_name)
+            if problem is not None:
+                yield emit(AgentEvent(EventType.ERROR, problem, {"raw": text}))
+                messages += [Message("assistant", text),
+                             Message("user", f"That was not a valid action: {problem}. "
+                                             f"Answer with one JSON action.")]
+                continue
+            assert action is not None
+            if "answer" in action:
+                answer = str(action["answer"])
+                for index, check in enumerate(self._answer_post):
+                    self._agent_check(check, answer, "answer_post", index)
+                    yield from (emit(e) for e in _drain(pending))
+                yield emit(AgentEvent(EventType.ANSWER, answer))
+                return
+            name, args = action["tool"], action.get("args") or {}
+            yield emit(AgentEvent(EventType.ACTION, f"{name}({json.dumps(args, default=str)})",
+                                  {"tool_name": name, "tool_args": args}))
+            spec = by_name[name]._contracts
+            self._checks += len(spec.preconditions) + len(spec.postconditions) if spec else 0
+            with contract_context(ContractContext(self.policy,
+                                                  _current_handler(), name)):
+                try:
+                    raw = by_name[name](**args)
+                except ContractTermination:
+                    raise
+                except Exception as error:
+                    yield from (emit(e) for e in _drain(pending))
+                    problem = f"{name} raised {type(error).__name__}: {error}"
+                    yield emit(AgentEvent(EventType.ERROR, problem, {"tool_name": name}))
+                    messages += [Message("assistant", text),
+                                 Message("user", f"Observation: error: {problem}")]
+                    continue
+            yield from (emit(e) for e in _drain(pending))
+            observation = str(raw)
+            yield emit(AgentEvent(EventType.OBSERVATION, observation,
+                                  {"tool_name": name, "tool_args": args, "raw_result": raw}))
+            messages += [Message("assistant", text),
+                         Message("user", f"Observation: {observation}")]
+        yield emit(AgentEvent(EventType.ERROR,
+                              f"no answer after max_iterations={self.max_iterations}"))
+
+
+def _current_handler() -> ViolationHandler | None:
+    context = current_context()
+    return context.handler if context is not None else None
+
+
+def _drain(pending: list[AgentEvent]) -> list[AgentEvent]:
+    out = list(pending)
+    pending.clear()
+    return out
+
+
+def _parse_action(text: str, tools: dict[str, Tool]
+                  ) -> tuple[dict[str, Any] | None, str | None]:
+    """The action in a model's answer, or what is wrong with it."""
+    try:
+        found = json.loads(extract_json(text))
+    except (ValueError, TypeError):
+        return None, "not a JSON object"
+    if not isinstance(found, dict):
+        return None, "not a JSON object"
+    if "answer" in found:
+        return found, None
+    name = found.get("tool")
+    if not isinstance(name, str) or name not in tools:
+        return None, f"unknown tool {name!r} (tools: {', '.join(sorted(tools)) or 'none'})"
+    args = found.get("args", {})
+    if not isinstance(args, dict):
+        return None, "args must be a JSON object"
+    properties = tools[name].parameters.get("properties", {})
+    unknown = sorted(set(args) - set(properties))
+    missing = sorted(set(tools[name].parameters.get("required", [])) - set(args))
+    if unknown or missing:
+        return None, (f"{name}: " + "; ".join(
+            [f"unknown argument(s) {unknown}"] * bool(unknown) +
+            [f"missing argument(s) {missing}"] * bool(missing)))
+    return found, None

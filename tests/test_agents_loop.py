@@ -1,0 +1,152 @@
+"""``ContractAgent`` (constrained: one JSON action per step) on scripted engines and on
+the loopback OpenAI-compatible server: tool calls, contracts under each policy,
+malformed actions, max iterations, events and stats."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from openai_server import OpenAIServer, completion
+
+from hoare.agents import (
+    ContractAgent,
+    ContractPolicy,
+    ContractViolation,
+    EventType,
+    contract_assert,
+    post,
+    pre,
+    tool,
+)
+from hoare.engines import FunctionEngine, Request
+
+
+@tool
+@pre(lambda args: args["b"] != 0, "no division by zero")
+@post(lambda r: isinstance(r, float), "a float")
+def divide(a: float, b: float) -> float:
+    """Divide a by b."""
+    return a / b
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    contract_assert(len(text) < 20, "short texts only")
+    return text.upper()
+
+
+def scripted(*answers: Any) -> tuple[FunctionEngine, list[Request]]:
+    seen: list[Request] = []
+    queue: Iterator[Any] = iter(answers)
+
+    def answer(request: Request) -> str:
+        seen.append(request)
+        item = next(queue)
+        return item if isinstance(item, str) else json.dumps(item)
+
+    return FunctionEngine(answer), seen
+
+
+def types(events: list[Any]) -> list[str]:
+    return [e.type.value for e in events]
+
+
+def test_a_tool_call_then_an_answer() -> None:
+    engine, seen = scripted({"tool": "divide", "args": {"a": 6, "b": 4}}, {"answer": "1.5"})
+    agent = ContractAgent(engine, tools=[divide, shout])
+    result = agent.run("What is 6 / 4?")
+    assert result.success and result.answer == "1.5" and result.error is None
+    assert types(result.events) == ["thought", "action", "observation", "thought", "answer"]
+    observation = result.events[2]
+    assert observation.metadata["raw_result"] == 1.5  # the typed value, not "1.5"
+    assert "Observation: 1.5" in seen[1].messages[-1].content
+    assert "divide: Divide a by b." in seen[0].messages[0].content
+    assert result.stats["iterations"] == 2 and result.stats["tool_calls"] == 1
+    assert agent.list_tools() == ["divide", "shout"]
+
+
+def test_enforce_stops_before_the_tool_runs_and_asks_no_more() -> None:
+    engine, seen = scripted({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "x"})
+    handled: list[ContractViolation] = []
+    agent = ContractAgent(engine, tools=[divide], violation_handler=handled.append)
+    result = agent.run("divide by zero")
+    assert not result.success and "no division by zero" in (result.error or "")
+    assert types(result.events) == ["thought", "action", "contract_violation", "error"]
+    violation = result.events[2].metadata["violation"]
+    assert (violation.kind, violation.location) == ("pre", "divide")
+    assert len(seen) == 1 and len(handled) == 1  # the model is not asked again
+    assert agent.get_contract_stats()["violations"] == 1
+
+
+def test_observe_reports_and_carries_on() -> None:
+    engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "done"})
+    agent = ContractAgent(engine, tools=[divide], policy=ContractPolicy.OBSERVE,
+                          violation_handler=lambda v: None)
+    result = agent.run("divide by zero")
+    # the tool still ran (and raised ZeroDivisionError: an error event, fed back)
+    assert result.success and result.answer == "done"
+    assert "contract_violation" in types(result.events)
+
+
+def test_contract_assert_in_a_tool_reports_to_the_calling_agent() -> None:
+    engine, _ = scripted({"tool": "shout", "args": {"text": "x" * 30}}, {"answer": "ok"})
+    seen: list[ContractViolation] = []
+    agent = ContractAgent(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
+                          violation_handler=seen.append)
+    result = agent.run("shout")
+    assert result.success
+    assert [(v.kind, v.location, v.message) for v in seen] == [
+        ("assert", "shout", "short texts only")]
+
+
+def test_malformed_actions_cost_one_request_each_and_max_iterations_bound() -> None:
+    engine, seen = scripted("not json", {"tool": "nope"}, {"tool": "divide", "args": {"a": 1}},
+                            {"answer": "fine"})
+    result = ContractAgent(engine, tools=[divide]).run("t")
+    assert result.success and len(seen) == 4
+    errors = [e.content for e in result.events if e.type is EventType.ERROR]
+    assert errors[0] == "not a JSON object" and "unknown tool 'nope'" in errors[1]
+    assert "missing argument(s) ['b']" in errors[2]
+    engine, _ = scripted(*["junk"] * 3)
+    result = ContractAgent(engine, tools=[divide], max_iterations=3).run("t")
+    assert not result.success and "max_iterations=3" in (result.error or "")
+
+
+def test_task_answer_and_iteration_contracts() -> None:
+    engine, seen = scripted({"answer": "x"})
+    result = ContractAgent(engine, task_precondition=lambda t: len(t) > 10).run("short")
+    assert not result.success and seen == []  # refused before any request
+    assert result.events[0].metadata["violation"].kind == "task_pre"
+    assert result.events[0].metadata["violation"].location == "agent"
+    engine, _ = scripted({"answer": ""}, {"answer": "again"})
+    result = ContractAgent(engine, answer_postcondition=lambda a: len(a) > 0,
+                           policy=ContractPolicy.OBSERVE,
+                           violation_handler=lambda v: None).run("a long enough task")
+    assert result.success and "contract_violation" in types(result.events)
+    engine, _ = scripted({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
+    result = ContractAgent(engine, tools=[shout],
+                           iteration_invariant=lambda s: s.iterations < 2).run("t")
+    assert not result.success and \
+        result.events[-2].metadata["violation"].kind == "invariant"
+    with pytest.raises(ValueError, match="not both"):
+        ContractAgent(engine, task_precondition=len, task_preconditions=[len])
+
+
+def test_react_is_refused_with_the_alternative_named() -> None:
+    engine, _ = scripted()
+    with pytest.raises(NotImplementedError, match="constrained"):
+        ContractAgent(engine, agent_type="react")
+
+
+def test_on_the_loopback_openai_server() -> None:
+    script = [completion(json.dumps({"tool": "divide", "args": {"a": 9, "b": 3}})),
+              completion("The answer: ```json\n{\"answer\": \"3\"}\n```")]
+    with OpenAIServer(script) as server:
+        result = ContractAgent(server.engine(), tools=[divide]).run("9 / 3?")
+        bodies = server.bodies
+    assert result.success and result.answer == "3"
+    assert len(bodies) == 2 and bodies[1]["messages"][-1]["content"] == "Observation: 3.0"
