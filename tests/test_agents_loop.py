@@ -150,3 +150,50 @@ def test_on_the_loopback_openai_server() -> None:
         bodies = server.bodies
     assert result.success and result.answer == "3"
     assert len(bodies) == 2 and bodies[1]["messages"][-1]["content"] == "Observation: 3.0"
+
+
+AGENTS_IN_THREADS = r'''
+import json, threading
+from hoare.agents import ContractAgent, ContractPolicy, contract_assert, tool
+from hoare.engines import FunctionEngine
+
+@tool
+def echo(text: str) -> str:
+    """Echo a text."""
+    contract_assert(text.startswith("ok"), f"not ok: {text}")
+    return text
+
+results = {}
+def run(name):
+    steps = iter([json.dumps({"tool": "echo", "args": {"text": f"{name}-{i}"}})
+                  for i in range(30)] + [json.dumps({"answer": name})])
+    seen = []
+    agent = ContractAgent(FunctionEngine(lambda r: next(steps)), tools=[echo],
+                          policy=ContractPolicy.OBSERVE, violation_handler=seen.append,
+                          max_iterations=40)
+    result = agent.run("echo")
+    results[name] = [result.success, result.answer, sorted({v.message.split("-")[0] for v in seen}),
+                     len(seen)]
+
+threads = [threading.Thread(target=run, args=(f"agent{i}",)) for i in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(results))
+'''
+
+
+def test_concurrent_agents_sharing_a_tool_never_cross_talk() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", AGENTS_IN_THREADS], capture_output=True,
+                          text=True, timeout=300,
+                          env={"PYTHONPATH": str(root / "src"), "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert len(results) == 8
+    for name, (success, answer, prefixes, count) in results.items():
+        assert success and answer == name
+        assert prefixes == [f"not ok: {name}"] and count == 30  # only its own violations

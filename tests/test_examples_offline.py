@@ -25,3 +25,11 @@ def test_an_unknown_option_is_a_usage_error() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "multi_doc_qa.py"),
                            "--onlin"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 2 and "--live" in done.stderr
+
+
+def test_the_agent_example_runs_offline() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_tools.py")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "The kettle costs 20.0 euros" in done.stdout and "success: True" in done.stdout
