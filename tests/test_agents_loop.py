@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from openai_server import OpenAIServer, completion
 
+from hoare import Field, LLMDataModel
 from hoare.agents import (
     ContractAgent,
     ContractPolicy,
@@ -197,3 +198,29 @@ def test_concurrent_agents_sharing_a_tool_never_cross_talk() -> None:
     for name, (success, answer, prefixes, count) in results.items():
         assert success and answer == name
         assert prefixes == [f"not ok: {name}"] and count == 30  # only its own violations
+
+
+class Quote(LLMDataModel):
+    item: str
+    price: float = Field(gt=0)
+
+
+def test_a_typed_answer_is_validated_and_repaired() -> None:
+    engine, seen = scripted({"answer": {"item": "kettle", "price": -1}},
+                            {"answer": {"item": "kettle", "price": 20.0}})
+    result = ContractAgent(engine, answer_type=Quote).run("quote a kettle")
+    assert result.success and result.answer == Quote(item="kettle", price=20.0)
+    (error,) = [e for e in result.events if e.type is EventType.ERROR]
+    assert "not a valid Quote" in error.content and "price" in error.content
+    assert "not a valid Quote" in seen[1].messages[-1].content  # fed back to the model
+
+
+def test_plural_hooks_report_each_failing_entry_with_its_index() -> None:
+    engine, _ = scripted({"answer": "x"})
+    result = ContractAgent(engine, policy=ContractPolicy.OBSERVE,
+                           violation_handler=lambda v: None,
+                           task_preconditions=[lambda t: True, lambda t: False,
+                                               lambda t: False]).run("task")
+    indexes = [e.metadata["index"] for e in result.events
+               if e.type is EventType.CONTRACT_VIOLATION]
+    assert indexes == [1, 2] and result.success

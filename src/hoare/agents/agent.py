@@ -94,7 +94,10 @@ class IterationState:
 
 @dataclass
 class AgentResult:
-    answer: str | None
+    """``answer``: the final answer (a string, or with ``answer_type`` the validated
+    value)."""
+
+    answer: Any
     events: list[AgentEvent]
     success: bool
     error: str | None = None
@@ -122,7 +125,8 @@ class ContractAgent:
                  agent_type: str = "constrained", verbose: bool = False, *,
                  task_preconditions: Sequence[Check] | None = None,
                  answer_postconditions: Sequence[Check] | None = None,
-                 iteration_invariants: Sequence[Check] | None = None) -> None:
+                 iteration_invariants: Sequence[Check] | None = None,
+                 answer_type: Any = None) -> None:
         if agent_type != "constrained":
             raise NotImplementedError(
                 f"agent_type={agent_type!r}: only 'constrained' (one JSON action per step, "
@@ -139,6 +143,12 @@ class ContractAgent:
         self.max_iterations = max_iterations
         self.agent_type = agent_type
         self.verbose = verbose
+        self.answer_type = answer_type
+        self._answer_spec = None
+        if answer_type is not None:
+            from ..models import type_spec
+
+            self._answer_spec = type_spec(answer_type)
         self._task_pre = _hooks(task_precondition, task_preconditions, "task_precondition")
         self._answer_post = _hooks(answer_postcondition, answer_postconditions,
                                    "answer_postcondition")
@@ -156,11 +166,11 @@ class ContractAgent:
     # -- running -------------------------------------------------------------------------
     def run(self, task: str) -> AgentResult:
         state = IterationState()
-        answer: str | None = None
+        answer: Any = None
         error: str | None = None
         for event in self.stream(task, state):
             if event.type is EventType.ANSWER:
-                answer = event.content
+                answer = event.metadata.get("value", event.content)
             elif event.type is EventType.ERROR:
                 error = event.content
         success = answer is not None and state.events[-1].type is not EventType.ERROR
@@ -177,8 +187,10 @@ class ContractAgent:
 
         def on_violation(violation: ContractViolation) -> None:
             self._violations += 1
-            pending.append(AgentEvent(EventType.CONTRACT_VIOLATION, str(violation),
-                                      {"violation": violation}))
+            metadata: dict[str, Any] = {"violation": violation}
+            if "index" in violation.context:
+                metadata["index"] = violation.context["index"]
+            pending.append(AgentEvent(EventType.CONTRACT_VIOLATION, str(violation), metadata))
             (self.violation_handler or default_handler)(violation)
             if self.verbose:
                 print(violation)
@@ -240,11 +252,29 @@ class ContractAgent:
                 continue
             assert action is not None
             if "answer" in action:
-                answer = str(action["answer"])
+                value: Any = action["answer"]
+                if self._answer_spec is not None:
+                    try:
+                        value = self._answer_spec.validate(value)
+                    except Exception as error:  # a type violation: fed back, like a contract
+                        from ..models import safe_repr
+
+                        problem = f"the answer is not a valid {self._answer_spec.name}: " \
+                                  f"{_validation_text(error)}"
+                        yield emit(AgentEvent(EventType.ERROR, problem,
+                                              {"raw": safe_repr(value)}))
+                        messages += [Message("assistant", text),
+                                     Message("user", f"{problem}. Answer again with "
+                                                     f"{{\"answer\": ...}} of that type.")]
+                        continue
+                else:
+                    value = str(value)
                 for index, check in enumerate(self._answer_post):
-                    self._agent_check(check, answer, "answer_post", index)
+                    self._agent_check(check, value, "answer_post", index)
                     yield from (emit(e) for e in _drain(pending))
-                yield emit(AgentEvent(EventType.ANSWER, answer))
+                shown = value if isinstance(value, str) else json.dumps(
+                    self._answer_spec.dump(value) if self._answer_spec else value, default=str)
+                yield emit(AgentEvent(EventType.ANSWER, shown, {"value": value}))
                 return
             name, args = action["tool"], action.get("args") or {}
             yield emit(AgentEvent(EventType.ACTION, f"{name}({json.dumps(args, default=str)})",
@@ -272,6 +302,16 @@ class ContractAgent:
                          Message("user", f"Observation: {observation}")]
         yield emit(AgentEvent(EventType.ERROR,
                               f"no answer after max_iterations={self.max_iterations}"))
+
+
+def _validation_text(error: Exception) -> str:
+    from pydantic import ValidationError
+
+    from ..models import format_validation_error
+
+    if isinstance(error, ValidationError):
+        return format_validation_error(error)
+    return f"{type(error).__name__}: {error}"
 
 
 def _current_handler() -> ViolationHandler | None:
