@@ -224,3 +224,19 @@ def test_plural_hooks_report_each_failing_entry_with_its_index() -> None:
     indexes = [e.metadata["index"] for e in result.events
                if e.type is EventType.CONTRACT_VIOLATION]
     assert indexes == [1, 2] and result.success
+
+
+def test_statistics_per_tool() -> None:
+    engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 2}},
+                         {"tool": "divide", "args": {"a": 1, "b": 0}},
+                         {"tool": "divide", "args": {"a": 3, "b": 1}}, {"answer": "done"})
+    agent = ContractAgent(engine, tools=[divide, shout], policy=ContractPolicy.OBSERVE,
+                          violation_handler=lambda v: None)
+    assert agent.run("t").success
+    stats = agent.tool_stats()
+    assert stats["divide"]["calls"] == 3 and stats["divide"]["violations"] == 1
+    assert stats["divide"]["p_succ"] == pytest.approx(2 / 3)
+    low, high = stats["divide"]["interval"]
+    assert 0 < low < 2 / 3 < high < 1
+    assert stats["shout"] == {"calls": 0, "violations": 0, "p_succ": None,
+                              "interval": (0.0, 1.0)}

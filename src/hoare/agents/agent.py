@@ -156,12 +156,27 @@ class ContractAgent:
                                   "iteration_invariant")
         self._checks = 0
         self._violations = 0
+        # per tool: [calls, calls without a contract violation, violations]
+        self._per_tool: dict[str, list[int]] = {t.name: [0, 0, 0] for t in self.tools}
 
     def list_tools(self) -> list[str]:
         return [t.name for t in self.tools]
 
     def get_contract_stats(self) -> dict[str, int]:
         return {"checks": self._checks, "violations": self._violations}
+
+    def tool_stats(self) -> dict[str, dict[str, Any]]:
+        """Per tool: calls, violations, and P_succ (calls with no contract violation)
+        with its 95% Wilson interval, as the kernel computes it for contracts."""
+        from ..kernel import wilson_interval
+
+        out: dict[str, dict[str, Any]] = {}
+        for name, (calls, clean, violations) in self._per_tool.items():
+            low, high = wilson_interval(clean, calls)
+            out[name] = {"calls": calls, "violations": violations,
+                         "p_succ": clean / calls if calls else None,
+                         "interval": (low, high)}
+        return out
 
     # -- running -------------------------------------------------------------------------
     def run(self, task: str) -> AgentResult:
@@ -281,19 +296,27 @@ class ContractAgent:
                                   {"tool_name": name, "tool_args": args}))
             spec = by_name[name]._contracts
             self._checks += len(spec.preconditions) + len(spec.postconditions) if spec else 0
+            counts = self._per_tool.setdefault(name, [0, 0, 0])
+            counts[0] += 1
+            before = self._violations
             with contract_context(ContractContext(self.policy,
                                                   _current_handler(), name)):
                 try:
                     raw = by_name[name](**args)
                 except ContractTermination:
+                    counts[2] += self._violations - before
                     raise
                 except Exception as error:
+                    counts[2] += self._violations - before
+                    counts[1] += self._violations == before
                     yield from (emit(e) for e in _drain(pending))
                     problem = f"{name} raised {type(error).__name__}: {error}"
                     yield emit(AgentEvent(EventType.ERROR, problem, {"tool_name": name}))
                     messages += [Message("assistant", text),
                                  Message("user", f"Observation: error: {problem}")]
                     continue
+            counts[2] += self._violations - before
+            counts[1] += self._violations == before
             yield from (emit(e) for e in _drain(pending))
             observation = str(raw)
             yield emit(AgentEvent(EventType.OBSERVATION, observation,
