@@ -240,3 +240,15 @@ def test_statistics_per_tool() -> None:
     assert 0 < low < 2 / 3 < high < 1
     assert stats["shout"] == {"calls": 0, "violations": 0, "p_succ": None,
                               "interval": (0.0, 1.0)}
+
+
+def test_the_agents_context_is_not_bound_for_the_caller_between_events() -> None:
+    from hoare.agents import ContractTermination, current_context
+
+    engine, _ = scripted({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
+    agent = ContractAgent(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
+                          violation_handler=lambda v: None)
+    for _event in agent.stream("t"):
+        assert current_context() is None  # the caller's own context, untouched
+        with pytest.raises(ContractTermination):
+            contract_assert(False, "the caller's own check")  # not observed by the agent

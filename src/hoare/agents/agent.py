@@ -11,6 +11,7 @@ handler), so a tool's ``contract_assert`` reports to the agent that called it.
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import json
 import time
@@ -193,7 +194,19 @@ class ContractAgent:
                            state.to_dict())
 
     def stream(self, task: str, state: IterationState | None = None) -> Iterator[AgentEvent]:
-        state = state if state is not None else IterationState()
+        """The run's events as they happen. The run executes in a private copy of the
+        caller's ``contextvars`` context, so the agent's ``ContractContext`` is bound for
+        its tools only, never for the caller's code between two events."""
+        inner = self._stream(task, state if state is not None else IterationState())
+        private = contextvars.copy_context()
+        while True:
+            try:
+                event = private.run(next, inner)
+            except StopIteration:
+                return
+            yield event
+
+    def _stream(self, task: str, state: IterationState) -> Iterator[AgentEvent]:
         pending: list[AgentEvent] = []
 
         def emit(event: AgentEvent) -> AgentEvent:
