@@ -50,7 +50,7 @@ def scripted_model(request: Request) -> str:
 
 def main() -> int:
     agent = ContractAgent(FunctionEngine(scripted_model), tools=[price_of, discounted],
-                          policy=ContractPolicy.ENFORCE,
+                          policy=ContractPolicy.ENFORCE, agent_type="constrained",
                           task_precondition=lambda task: len(task.strip()) > 0,
                           answer_postcondition=lambda answer: "euros" in answer)
     result = agent.run("What does a kettle cost with a 20% discount?")

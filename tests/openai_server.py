@@ -104,6 +104,21 @@ def completion(*texts: str, finish_reason: str = "stop", model: str = MODEL,
     return Reply(200, body, {}, delay)
 
 
+def tool_calls(*calls: tuple[str, str], content: str | None = None) -> Reply:
+    """A 200 chat completion whose one choice asks for tool calls: ``(name, arguments
+    JSON text)`` each, with ids ``call_0``, ``call_1``, …"""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": MODEL,
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": content,
+            "tool_calls": [{"id": f"call_{i}", "type": "function",
+                            "function": {"name": name, "arguments": arguments}}
+                           for i, (name, arguments) in enumerate(calls)]}}],
+        "usage": {"prompt_tokens": None, "completion_tokens": 1},
+    }
+    return Reply(200, body, {}, 0.0)
+
+
 def error(status: int, message: str, *, retry_after: float | None = None,
           retry_after_ms: float | None = None, headers: Mapping[str, str] | None = None,
           delay: float = 0.0, type: str = "error") -> Reply:

@@ -52,13 +52,18 @@ def scripted(*answers: Any) -> tuple[FunctionEngine, list[Request]]:
     return FunctionEngine(answer), seen
 
 
+def constrained(engine: Any, **options: Any) -> ContractAgent:
+    """The JSON-action agent (the scripted engines answer actions as text)."""
+    return ContractAgent(engine, agent_type="constrained", **options)
+
+
 def types(events: list[Any]) -> list[str]:
     return [e.type.value for e in events]
 
 
 def test_a_tool_call_then_an_answer() -> None:
     engine, seen = scripted({"tool": "divide", "args": {"a": 6, "b": 4}}, {"answer": "1.5"})
-    agent = ContractAgent(engine, tools=[divide, shout])
+    agent = constrained(engine, tools=[divide, shout])
     result = agent.run("What is 6 / 4?")
     assert result.success and result.answer == "1.5" and result.error is None
     assert types(result.events) == ["thought", "action", "observation", "thought", "answer"]
@@ -73,7 +78,7 @@ def test_a_tool_call_then_an_answer() -> None:
 def test_enforce_stops_before_the_tool_runs_and_asks_no_more() -> None:
     engine, seen = scripted({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "x"})
     handled: list[ContractViolation] = []
-    agent = ContractAgent(engine, tools=[divide], violation_handler=handled.append)
+    agent = constrained(engine, tools=[divide], violation_handler=handled.append)
     result = agent.run("divide by zero")
     assert not result.success and "no division by zero" in (result.error or "")
     assert types(result.events) == ["thought", "action", "contract_violation", "error"]
@@ -85,7 +90,7 @@ def test_enforce_stops_before_the_tool_runs_and_asks_no_more() -> None:
 
 def test_observe_reports_and_carries_on() -> None:
     engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "done"})
-    agent = ContractAgent(engine, tools=[divide], policy=ContractPolicy.OBSERVE,
+    agent = constrained(engine, tools=[divide], policy=ContractPolicy.OBSERVE,
                           violation_handler=lambda v: None)
     result = agent.run("divide by zero")
     # the tool still ran (and raised ZeroDivisionError: an error event, fed back)
@@ -96,7 +101,7 @@ def test_observe_reports_and_carries_on() -> None:
 def test_contract_assert_in_a_tool_reports_to_the_calling_agent() -> None:
     engine, _ = scripted({"tool": "shout", "args": {"text": "x" * 30}}, {"answer": "ok"})
     seen: list[ContractViolation] = []
-    agent = ContractAgent(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
+    agent = constrained(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
                           violation_handler=seen.append)
     result = agent.run("shout")
     assert result.success
@@ -107,47 +112,47 @@ def test_contract_assert_in_a_tool_reports_to_the_calling_agent() -> None:
 def test_malformed_actions_cost_one_request_each_and_max_iterations_bound() -> None:
     engine, seen = scripted("not json", {"tool": "nope"}, {"tool": "divide", "args": {"a": 1}},
                             {"answer": "fine"})
-    result = ContractAgent(engine, tools=[divide]).run("t")
+    result = constrained(engine, tools=[divide]).run("t")
     assert result.success and len(seen) == 4
     errors = [e.content for e in result.events if e.type is EventType.ERROR]
     assert errors[0] == "not a JSON object" and "unknown tool 'nope'" in errors[1]
     assert "missing argument(s) ['b']" in errors[2]
     engine, _ = scripted(*["junk"] * 3)
-    result = ContractAgent(engine, tools=[divide], max_iterations=3).run("t")
+    result = constrained(engine, tools=[divide], max_iterations=3).run("t")
     assert not result.success and "max_iterations=3" in (result.error or "")
 
 
 def test_task_answer_and_iteration_contracts() -> None:
     engine, seen = scripted({"answer": "x"})
-    result = ContractAgent(engine, task_precondition=lambda t: len(t) > 10).run("short")
+    result = constrained(engine, task_precondition=lambda t: len(t) > 10).run("short")
     assert not result.success and seen == []  # refused before any request
     assert result.events[0].metadata["violation"].kind == "task_pre"
     assert result.events[0].metadata["violation"].location == "agent"
     engine, _ = scripted({"answer": ""}, {"answer": "again"})
-    result = ContractAgent(engine, answer_postcondition=lambda a: len(a) > 0,
+    result = constrained(engine, answer_postcondition=lambda a: len(a) > 0,
                            policy=ContractPolicy.OBSERVE,
                            violation_handler=lambda v: None).run("a long enough task")
     assert result.success and "contract_violation" in types(result.events)
     engine, _ = scripted({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
-    result = ContractAgent(engine, tools=[shout],
+    result = constrained(engine, tools=[shout],
                            iteration_invariant=lambda s: s.iterations < 2).run("t")
     assert not result.success and \
         result.events[-2].metadata["violation"].kind == "invariant"
     with pytest.raises(ValueError, match="not both"):
-        ContractAgent(engine, task_precondition=len, task_preconditions=[len])
+        constrained(engine, task_precondition=len, task_preconditions=[len])
 
 
-def test_react_is_refused_with_the_alternative_named() -> None:
+def test_an_unknown_agent_type_is_refused() -> None:
     engine, _ = scripted()
-    with pytest.raises(NotImplementedError, match="constrained"):
-        ContractAgent(engine, agent_type="react")
+    with pytest.raises(ValueError, match="constrained"):
+        ContractAgent(engine, agent_type="plan-and-execute")
 
 
 def test_on_the_loopback_openai_server() -> None:
     script = [completion(json.dumps({"tool": "divide", "args": {"a": 9, "b": 3}})),
               completion("The answer: ```json\n{\"answer\": \"3\"}\n```")]
     with OpenAIServer(script) as server:
-        result = ContractAgent(server.engine(), tools=[divide]).run("9 / 3?")
+        result = constrained(server.engine(), tools=[divide]).run("9 / 3?")
         bodies = server.bodies
     assert result.success and result.answer == "3"
     assert len(bodies) == 2 and bodies[1]["messages"][-1]["content"] == "Observation: 3.0"
@@ -169,7 +174,8 @@ def run(name):
     steps = iter([json.dumps({"tool": "echo", "args": {"text": f"{name}-{i}"}})
                   for i in range(30)] + [json.dumps({"answer": name})])
     seen = []
-    agent = ContractAgent(FunctionEngine(lambda r: next(steps)), tools=[echo],
+    agent = ContractAgent(FunctionEngine(lambda r: next(steps)), agent_type="constrained",
+                          tools=[echo],
                           policy=ContractPolicy.OBSERVE, violation_handler=seen.append,
                           max_iterations=40)
     result = agent.run("echo")
@@ -208,7 +214,7 @@ class Quote(LLMDataModel):
 def test_a_typed_answer_is_validated_and_repaired() -> None:
     engine, seen = scripted({"answer": {"item": "kettle", "price": -1}},
                             {"answer": {"item": "kettle", "price": 20.0}})
-    result = ContractAgent(engine, answer_type=Quote).run("quote a kettle")
+    result = constrained(engine, answer_type=Quote).run("quote a kettle")
     assert result.success and result.answer == Quote(item="kettle", price=20.0)
     (error,) = [e for e in result.events if e.type is EventType.ERROR]
     assert "not a valid Quote" in error.content and "price" in error.content
@@ -217,7 +223,7 @@ def test_a_typed_answer_is_validated_and_repaired() -> None:
 
 def test_plural_hooks_report_each_failing_entry_with_its_index() -> None:
     engine, _ = scripted({"answer": "x"})
-    result = ContractAgent(engine, policy=ContractPolicy.OBSERVE,
+    result = constrained(engine, policy=ContractPolicy.OBSERVE,
                            violation_handler=lambda v: None,
                            task_preconditions=[lambda t: True, lambda t: False,
                                                lambda t: False]).run("task")
@@ -230,7 +236,7 @@ def test_statistics_per_tool() -> None:
     engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 2}},
                          {"tool": "divide", "args": {"a": 1, "b": 0}},
                          {"tool": "divide", "args": {"a": 3, "b": 1}}, {"answer": "done"})
-    agent = ContractAgent(engine, tools=[divide, shout], policy=ContractPolicy.OBSERVE,
+    agent = constrained(engine, tools=[divide, shout], policy=ContractPolicy.OBSERVE,
                           violation_handler=lambda v: None)
     assert agent.run("t").success
     stats = agent.tool_stats()
@@ -246,9 +252,47 @@ def test_the_agents_context_is_not_bound_for_the_caller_between_events() -> None
     from hoare.agents import ContractTermination, current_context
 
     engine, _ = scripted({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
-    agent = ContractAgent(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
+    agent = constrained(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
                           violation_handler=lambda v: None)
     for _event in agent.stream("t"):
         assert current_context() is None  # the caller's own context, untouched
         with pytest.raises(ContractTermination):
             contract_assert(False, "the caller's own check")  # not observed by the agent
+
+
+def test_react_uses_native_tool_calls_on_the_loopback_server() -> None:
+    from openai_server import tool_calls
+
+    script = [tool_calls(("divide", '{"a": 9, "b": 3}'), ("shout", '{"text": "hi"}')),
+              completion("It is 3.0, and HI.")]
+    with OpenAIServer(script) as server:
+        result = ContractAgent(server.engine(), tools=[divide, shout]).run("9 / 3, and shout")
+        first, second = server.bodies
+    assert result.success and result.answer == "It is 3.0, and HI."
+    assert types(result.events) == ["thought", "action", "observation", "action",
+                                    "observation", "thought", "answer"]
+    assert result.events[2].metadata["raw_result"] == 3.0
+    assert [t["function"]["name"] for t in first["tools"]] == ["divide", "shout"]
+    assert first["tools"][0]["function"]["parameters"]["required"] == ["a", "b"]
+    assistant, tool_a, tool_b = second["messages"][-3:]
+    assert assistant["tool_calls"][0]["function"]["name"] == "divide"
+    assert (tool_a["role"], tool_a["tool_call_id"], tool_a["content"]) == \
+        ("tool", "call_0", "3.0")
+    assert (tool_b["tool_call_id"], tool_b["content"]) == ("call_1", "HI")
+
+
+def test_react_contracts_and_malformed_calls() -> None:
+    from hoare.engines import Response, ToolCall
+
+    answers = iter([Response(texts=("",), tool_calls=(ToolCall("c1", "divide", "{oops"),)),
+                    Response(texts=("",), tool_calls=(ToolCall("c2", "divide",
+                                                               '{"a": 1, "b": 0}'),)),
+                    Response(texts=("never asked",))])
+    seen: list[Request] = []
+    engine = FunctionEngine(lambda r: seen.append(r) or next(answers))
+    result = ContractAgent(engine, tools=[divide]).run("t")
+    assert not result.success and "no division by zero" in (result.error or "")
+    errors = [e.content for e in result.events if e.type is EventType.ERROR]
+    assert errors[0] == "args must be a JSON object"  # malformed: fed back as a tool message
+    assert seen[1].messages[-1].role == "tool" and seen[1].messages[-1].tool_call_id == "c1"
+    assert len(seen) == 2  # the enforced pre-condition ended the run: not asked again

@@ -1,6 +1,6 @@
 """Contracts on tools and plain functions, with cyllama's names (``ContractPolicy``,
 ``@pre``/``@post``, ``contract_assert``, ``tool``): a cyllama user ports by changing
-imports. ``ContractAgent`` is the constrained (JSON action) agent on any hoare engine.
+imports. ``ContractAgent`` runs tools on any hoare engine (native tool calls or JSON actions).
 """
 
 from .agent import AgentEvent, AgentResult, ContractAgent, EventType, IterationState

@@ -1,12 +1,14 @@
 """``ContractAgent``: a tool-using agent on any hoare engine, with contracts on the task,
 each tool call, every iteration and the final answer (cyllama's ``ContractAgent``).
 
-This is the *constrained* agent: each step the model answers one JSON action,
-``{"tool": name, "args": {...}}`` or ``{"answer": ...}``, so a small local model that
-cannot do native tool calls still works. A malformed action is fed back and costs one
-more request, bounded by ``max_iterations``. Tool contracts (``@pre``/``@post``) are
-checked by the tool itself, inside the agent's ``ContractContext`` (its policy and
-handler), so a tool's ``contract_assert`` reports to the agent that called it.
+``agent_type="react"`` (the default) uses native tool calling: the request carries the
+tools' JSON schemas and the model answers ``tool_calls`` or, when done, its answer as
+text. ``"constrained"`` asks for one JSON action per step, ``{"tool": name, "args":
+{...}}`` or ``{"answer": ...}``, so a small local model that cannot call tools still
+works. A malformed action or tool call is fed back and costs one more request, bounded
+by ``max_iterations``. Tool contracts (``@pre``/``@post``) are checked by the tool
+itself, inside the agent's ``ContractContext`` (its policy and handler), so a tool's
+``contract_assert`` reports to the agent that called it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextvars
 import enum
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,15 +125,14 @@ class ContractAgent:
                  task_precondition: Check | None = None,
                  answer_postcondition: Check | None = None,
                  iteration_invariant: Check | None = None, max_iterations: int = 10,
-                 agent_type: str = "constrained", verbose: bool = False, *,
+                 agent_type: str = "react", verbose: bool = False, *,
                  task_preconditions: Sequence[Check] | None = None,
                  answer_postconditions: Sequence[Check] | None = None,
                  iteration_invariants: Sequence[Check] | None = None,
                  answer_type: Any = None) -> None:
-        if agent_type != "constrained":
-            raise NotImplementedError(
-                f"agent_type={agent_type!r}: only 'constrained' (one JSON action per step, "
-                f"any engine) is built; native tool calling ('react') is not yet")
+        if agent_type not in ("react", "constrained"):
+            raise ValueError(f"agent_type must be 'react' (native tool calling) or "
+                             f"'constrained' (one JSON action per step), got {agent_type!r}")
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
         self.engine = engine
@@ -229,7 +230,8 @@ class ContractAgent:
                 for index, check in enumerate(self._task_pre):
                     self._agent_check(check, task, "task_pre", index)
                     yield from (emit(e) for e in _drain(pending))
-                yield from self._loop(task, state, emit, pending)
+                loop = self._react_loop if self.agent_type == "react" else self._loop
+                yield from loop(task, state, emit, pending)
         except ContractTermination as stop:
             yield from (emit(e) for e in _drain(pending))
             yield emit(AgentEvent(EventType.ERROR, f"contract termination: {stop}",
@@ -262,14 +264,11 @@ class ContractAgent:
     def _loop(self, task: str, state: IterationState,
               emit: Callable[[AgentEvent], AgentEvent],
               pending: list[AgentEvent]) -> Iterator[AgentEvent]:
+        """The constrained agent: one JSON action per step."""
         messages = [Message("system", self._system()), Message("user", f"Task: {task}")]
         by_name = {t.name: t for t in self.tools}
         for _ in range(self.max_iterations):
-            yield emit(AgentEvent(EventType.THOUGHT, f"iteration {state.iterations + 1}"))
-            for index, invariant in enumerate(self._invariants):
-                self._agent_check(invariant, state, "invariant", index)
-                yield from (emit(e) for e in _drain(pending))
-            state.estimated_prompt_chars = sum(len(m.content) for m in messages)
+            yield from self._step(state, emit, pending, messages)
             text = self.engine.complete(Request(messages=tuple(messages))).text
             action, problem = _parse_action(text, by_name)
             if problem is not None:
@@ -280,64 +279,137 @@ class ContractAgent:
                 continue
             assert action is not None
             if "answer" in action:
-                value: Any = action["answer"]
-                if self._answer_spec is not None:
-                    try:
-                        value = self._answer_spec.validate(value)
-                    except Exception as error:  # a type violation: fed back, like a contract
-                        from ..models import safe_repr
-
-                        problem = f"the answer is not a valid {self._answer_spec.name}: " \
-                                  f"{_validation_text(error)}"
-                        yield emit(AgentEvent(EventType.ERROR, problem,
-                                              {"raw": safe_repr(value)}))
-                        messages += [Message("assistant", text),
-                                     Message("user", f"{problem}. Answer again with "
-                                                     f"{{\"answer\": ...}} of that type.")]
-                        continue
-                else:
-                    value = str(value)
-                for index, check in enumerate(self._answer_post):
-                    self._agent_check(check, value, "answer_post", index)
-                    yield from (emit(e) for e in _drain(pending))
-                shown = value if isinstance(value, str) else json.dumps(
-                    self._answer_spec.dump(value) if self._answer_spec else value, default=str)
-                yield emit(AgentEvent(EventType.ANSWER, shown, {"value": value}))
-                return
+                problem = yield from self._answer(action["answer"], emit, pending)
+                if problem is None:
+                    return
+                messages += [Message("assistant", text),
+                             Message("user", f"{problem}. Answer again with "
+                                             f"{{\"answer\": ...}} of that type.")]
+                continue
             name, args = action["tool"], action.get("args") or {}
-            yield emit(AgentEvent(EventType.ACTION, f"{name}({json.dumps(args, default=str)})",
-                                  {"tool_name": name, "tool_args": args}))
-            spec = by_name[name]._contracts
-            self._checks += len(spec.preconditions) + len(spec.postconditions) if spec else 0
-            counts = self._per_tool.setdefault(name, [0, 0, 0])
-            counts[0] += 1
-            before = self._violations
-            with contract_context(ContractContext(self.policy,
-                                                  _current_handler(), name)):
-                try:
-                    raw = by_name[name](**args)
-                except ContractTermination:
-                    counts[2] += self._violations - before
-                    raise
-                except Exception as error:
-                    counts[2] += self._violations - before
-                    counts[1] += self._violations == before
-                    yield from (emit(e) for e in _drain(pending))
-                    problem = f"{name} raised {type(error).__name__}: {error}"
-                    yield emit(AgentEvent(EventType.ERROR, problem, {"tool_name": name}))
-                    messages += [Message("assistant", text),
-                                 Message("user", f"Observation: error: {problem}")]
-                    continue
-            counts[2] += self._violations - before
-            counts[1] += self._violations == before
-            yield from (emit(e) for e in _drain(pending))
-            observation = str(raw)
-            yield emit(AgentEvent(EventType.OBSERVATION, observation,
-                                  {"tool_name": name, "tool_args": args, "raw_result": raw}))
-            messages += [Message("assistant", text),
-                         Message("user", f"Observation: {observation}")]
+            observation = yield from self._call_tool(by_name[name], args, emit, pending)
+            messages += [Message("assistant", text), Message("user", f"Observation: {observation}")]
         yield emit(AgentEvent(EventType.ERROR,
                               f"no answer after max_iterations={self.max_iterations}"))
+
+    def _react_loop(self, task: str, state: IterationState,
+                    emit: Callable[[AgentEvent], AgentEvent],
+                    pending: list[AgentEvent]) -> Iterator[AgentEvent]:
+        """Native tool calling (OpenAI's protocol): the request carries the tools, the
+        model answers ``tool_calls`` or, when done, the final answer as text."""
+        specs = tuple({"type": "function",
+                       "function": {"name": t.name, "description": t.description,
+                                    "parameters": t.parameters}} for t in self.tools)
+        messages = [Message("system", "Solve the task. Call the tools when they help; when "
+                                      "done, answer with the final answer as text."),
+                    Message("user", f"Task: {task}")]
+        by_name = {t.name: t for t in self.tools}
+        for _ in range(self.max_iterations):
+            yield from self._step(state, emit, pending, messages)
+            response = self.engine.complete(Request(messages=tuple(messages), tools=specs))
+            if not response.tool_calls:
+                value: Any = response.text
+                if self._answer_spec is not None and not self._answer_spec.wrapped:
+                    try:
+                        value = json.loads(extract_json(response.text))
+                    except ValueError:
+                        pass  # validation says what is wrong
+                problem = yield from self._answer(value, emit, pending)
+                if problem is None:
+                    return
+                messages += [Message("assistant", response.text),
+                             Message("user", f"{problem}. Answer again.")]
+                continue
+            messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
+            for call in response.tool_calls:
+                action, problem = _parse_action(json.dumps(
+                    {"tool": call.name, "args": _arguments(call.arguments)}), by_name)
+                if problem is not None:
+                    yield emit(AgentEvent(EventType.ERROR, problem, {"raw": call.arguments}))
+                    messages.append(Message("tool", f"error: {problem}", tool_call_id=call.id))
+                    continue
+                assert action is not None
+                observation = yield from self._call_tool(by_name[call.name],
+                                                         action.get("args") or {}, emit, pending)
+                messages.append(Message("tool", observation, tool_call_id=call.id))
+        yield emit(AgentEvent(EventType.ERROR,
+                              f"no answer after max_iterations={self.max_iterations}"))
+
+    def _step(self, state: IterationState, emit: Callable[[AgentEvent], AgentEvent],
+              pending: list[AgentEvent], messages: list[Message]) -> Iterator[AgentEvent]:
+        """The start of an iteration: a THOUGHT event, then the iteration invariants."""
+        yield emit(AgentEvent(EventType.THOUGHT, f"iteration {state.iterations + 1}"))
+        for index, invariant in enumerate(self._invariants):
+            self._agent_check(invariant, state, "invariant", index)
+            yield from (emit(e) for e in _drain(pending))
+        state.estimated_prompt_chars = sum(len(m.content) for m in messages)
+
+    def _answer(self, value: Any, emit: Callable[[AgentEvent], AgentEvent],
+                pending: list[AgentEvent]) -> Generator[AgentEvent, None, str | None]:
+        """Check a final answer (its type with ``answer_type``, then the answer
+        contracts) and emit it; return what is wrong with its type, or None when done."""
+        if self._answer_spec is not None:
+            try:
+                value = self._answer_spec.validate(value)
+            except Exception as error:  # a type violation: fed back, like a contract
+                from ..models import safe_repr
+
+                problem = f"the answer is not a valid {self._answer_spec.name}: " \
+                          f"{_validation_text(error)}"
+                yield emit(AgentEvent(EventType.ERROR, problem, {"raw": safe_repr(value)}))
+                return problem
+        else:
+            value = str(value)
+        for index, check in enumerate(self._answer_post):
+            self._agent_check(check, value, "answer_post", index)
+            yield from (emit(e) for e in _drain(pending))
+        shown = value if isinstance(value, str) else json.dumps(
+            self._answer_spec.dump(value) if self._answer_spec else value, default=str)
+        yield emit(AgentEvent(EventType.ANSWER, shown, {"value": value}))
+        return None
+
+    def _call_tool(self, chosen: Tool, args: dict[str, Any],
+                   emit: Callable[[AgentEvent], AgentEvent],
+                   pending: list[AgentEvent]) -> Generator[AgentEvent, None, str]:
+        """Run one tool call inside the agent's context; return the observation text."""
+        name = chosen.name
+        yield emit(AgentEvent(EventType.ACTION, f"{name}({json.dumps(args, default=str)})",
+                              {"tool_name": name, "tool_args": args}))
+        spec = chosen._contracts
+        self._checks += len(spec.preconditions) + len(spec.postconditions) if spec else 0
+        counts = self._per_tool.setdefault(name, [0, 0, 0])
+        counts[0] += 1
+        before = self._violations
+        with contract_context(ContractContext(self.policy, _current_handler(), name)):
+            try:
+                raw = chosen(**args)
+            except ContractTermination:
+                counts[2] += self._violations - before
+                raise
+            except Exception as error:
+                counts[2] += self._violations - before
+                counts[1] += self._violations == before
+                yield from (emit(e) for e in _drain(pending))
+                problem = f"{name} raised {type(error).__name__}: {error}"
+                yield emit(AgentEvent(EventType.ERROR, problem, {"tool_name": name}))
+                return f"error: {problem}"
+        counts[2] += self._violations - before
+        counts[1] += self._violations == before
+        yield from (emit(e) for e in _drain(pending))
+        observation = str(raw)
+        yield emit(AgentEvent(EventType.OBSERVATION, observation,
+                              {"tool_name": name, "tool_args": args, "raw_result": raw}))
+        return observation
+
+
+def _arguments(text: str) -> Any:
+    """A tool call's arguments: its JSON text parsed (an empty text is no argument)."""
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # _parse_action says it is not an object
 
 
 def _validation_text(error: Exception) -> str:

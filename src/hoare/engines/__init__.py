@@ -17,6 +17,7 @@ from .base import (
     Options,
     Request,
     Response,
+    ToolCall,
     Usage,
 )
 from .budget import Budget, BudgetedEngine, MissingPrice, Price, Spend
@@ -39,7 +40,7 @@ __all__ = [
     "EngineConfigError",
     "EngineError", "EngineTimeout", "Failure", "FunctionEngine", "Message", "MissingPrice",
     "OpenAIEngine", "Options", "Price", "RateLimited", "Request", "RequestRejected", "Response",
-    "ServerError", "Spend", "TransportError", "TransportRetry", "Usage",
+    "ServerError", "Spend", "ToolCall", "TransportError", "TransportRetry", "Usage",
 ]
 
 

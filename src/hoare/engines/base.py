@@ -18,18 +18,40 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import BudgetError, EngineError, FatalEngineError, RetryableEngineError
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the model asked for (OpenAI's tool-calling protocol): ``arguments`` is the
+    JSON text the model wrote, parsed by whoever runs the tool."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": self.arguments}}
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One chat message."""
+    """One chat message. An assistant message may carry the ``tool_calls`` it made; a
+    ``tool`` message answers one of them (``tool_call_id``)."""
 
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
-    def as_dict(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [call.as_dict() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +103,7 @@ class Request:
     """
 
     __slots__ = ("_messages", "_render", "attempt", "contract", "feedback", "input", "options",
-                 "schema", "schema_name", "task")
+                 "schema", "schema_name", "task", "tools")
 
     def __init__(
         self,
@@ -96,6 +118,7 @@ class Request:
         feedback: tuple[str, ...] = (),
         attempt: int = 1,
         contract: str = "",
+        tools: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
         if (messages is None) == (render is None):
             raise ValueError("Request needs exactly one of messages= or render=")
@@ -109,6 +132,7 @@ class Request:
         self.feedback = feedback
         self.attempt = attempt
         self.contract = contract
+        self.tools = tools  # OpenAI tool specs (``{"type": "function", "function": ...}``)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -121,12 +145,15 @@ class Request:
 
     def key(self) -> dict[str, Any]:
         """Everything that determines the engine's answer (for caches)."""
-        return {
+        key = {
             "messages": [m.as_dict() for m in self.messages],
             "schema": self.schema,
             "schema_name": self.schema_name,
             "options": self.options.as_dict(),
         }
+        if self.tools:
+            key["tools"] = [dict(t) for t in self.tools]
+        return key
 
 
 ONE_REQUEST = Usage(requests=1)  # the usage of an answer that reports no token counts
@@ -143,6 +170,8 @@ class Response:
     cached: bool = False
     """True when a ``CachedEngine`` replayed this answer instead of asking its engine
     (``usage`` is then what the recorded call cost)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tool calls of the first completion (a request with ``tools``)."""
 
     @property
     def text(self) -> str:
@@ -164,7 +193,7 @@ class Engine(Protocol):
 # ``FatalEngineError``; budget refusals ``BudgetError`` (see ``hoare.errors``).
 __all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "Engine", "EngineAnswerError",
            "EngineError", "FatalEngineError", "Message", "Options", "Request", "Response",
-           "RetryableEngineError", "Usage"]
+           "RetryableEngineError", "ToolCall", "Usage"]
 
 
 class BudgetExceeded(BudgetError):

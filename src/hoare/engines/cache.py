@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import FatalEngineError
-from .base import CacheMiss, Engine, Request, Response, Usage
+from .base import CacheMiss, Engine, Request, Response, ToolCall, Usage
 
 try:
     import fcntl
@@ -103,6 +103,8 @@ def _entry(key: dict[str, Any], index: int, response: Response) -> dict[str, Any
             "finish_reasons": list(response.finish_reasons),
             "usage": response.usage.as_dict(),
             "model": response.model,
+            **({"tool_calls": [c.as_dict() for c in response.tool_calls]}
+               if response.tool_calls else {}),
         },
     }
 
@@ -117,6 +119,9 @@ def _response(entry: dict[str, Any]) -> Response:
                     int(usage.get("output_tokens", 0))),
         model=str(data.get("model", "")),
         cached=True,
+        tool_calls=tuple(ToolCall(str(c.get("id", "")), str(c["function"]["name"]),
+                                  str(c["function"].get("arguments", "")))
+                         for c in data.get("tool_calls") or ()),
     )
 
 

@@ -53,7 +53,7 @@ import httpx2 as httpx
 import openai
 
 from ..errors import FatalEngineError, RetryableEngineError
-from .base import Options, Request, Response, Usage
+from .base import Options, Request, Response, ToolCall, Usage
 from .deadline import AsyncDeadlineTransport, DeadlineTransport, call_within
 from .redaction import Redactor, split_credentials
 from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
@@ -416,6 +416,8 @@ class OpenAIEngine:
         params["timeout"] = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
         if options.extra_body:
             params["extra_body"] = dict(options.extra_body)
+        if request.tools:
+            params["tools"] = [dict(t) for t in request.tools]
         payload = response_format(request, fmt or self._format)
         if payload is not None:
             params["response_format"] = payload
@@ -507,6 +509,12 @@ class OpenAIEngine:
                       for c in choices)
         reasons = tuple(c.finish_reason for c in choices)
         usage = completion.usage
+        first = choices[0].message
+        calls = tuple(
+            ToolCall(str(call.id or ""), str(call.function.name or ""),
+                     str(call.function.arguments or ""))
+            for call in (getattr(first, "tool_calls", None) or ())
+            if getattr(call, "function", None) is not None)
         return Response(
             texts=texts,
             finish_reasons=reasons,
@@ -514,6 +522,7 @@ class OpenAIEngine:
                         input_tokens=(usage.prompt_tokens or 0) if usage else 0,
                         output_tokens=(usage.completion_tokens or 0) if usage else 0),
             model=completion.model or str(params["model"]),
+            tool_calls=calls,
         )
 
 
