@@ -296,3 +296,15 @@ def test_react_contracts_and_malformed_calls() -> None:
     assert errors[0] == "args must be a JSON object"  # malformed: fed back as a tool message
     assert seen[1].messages[-1].role == "tool" and seen[1].messages[-1].tool_call_id == "c1"
     assert len(seen) == 2  # the enforced pre-condition ended the run: not asked again
+
+
+def test_tool_calls_are_recorded_and_replayed_by_the_cache(tmp_path: Any) -> None:
+    from hoare.engines import CachedEngine, Message, Response, ToolCall
+
+    calls = (ToolCall("c9", "divide", '{"a": 4, "b": 2}'),)
+    inner = FunctionEngine(lambda r: Response(texts=("",), tool_calls=calls))
+    request = Request(messages=(Message("user", "t"),),
+                      tools=({"type": "function", "function": {"name": "divide"}},))
+    recorded = CachedEngine(inner, tmp_path / "cache.json").complete(request)
+    replayed = CachedEngine(None, tmp_path / "cache.json", mode="replay").complete(request)
+    assert recorded.tool_calls == replayed.tool_calls == calls and replayed.cached
