@@ -185,9 +185,9 @@ def _by_name(predicate: Callable[..., Any], parameters: tuple[str, ...]) -> tupl
     return tuple(names)
 
 
-def pre(predicate: Callable[..., Any], message: str = "",
-        policy: ContractPolicy | None = None) -> Callable[[F], F]:
-    """Add a pre-condition (checked before the conditions written below it)."""
+def _decorator(add: Callable[[ContractSpec, tuple[str, ...]], None]) -> Callable[[F], F]:
+    """A decorator that adds one condition (``add``) to a function's ``ContractSpec``,
+    or to the function of a ``Tool`` (``@pre``/``@post`` above ``@tool``)."""
 
     def decorate(target: F) -> F:
         from .tool import Tool
@@ -196,27 +196,21 @@ def pre(predicate: Callable[..., Any], message: str = "",
             target.func = decorate(target.func)  # type: ignore[arg-type]
             return target
         wrapper = _checked(target)
-        parameters = wrapper.__hoare_parameters__  # type: ignore[attr-defined]
-        wrapper._contracts.preconditions.insert(0, PreCondition(  # type: ignore[attr-defined]
-            predicate, message, policy=policy, by_name=_by_name(predicate, parameters)))
+        add(wrapper._contracts, wrapper.__hoare_parameters__)  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def pre(predicate: Callable[..., Any], message: str = "",
+        policy: ContractPolicy | None = None) -> Callable[[F], F]:
+    """Add a pre-condition (checked before the conditions written below it)."""
+    return _decorator(lambda spec, parameters: spec.preconditions.insert(0, PreCondition(
+        predicate, message, policy=policy, by_name=_by_name(predicate, parameters))))
 
 
 def post(predicate: Callable[..., Any], message: str = "",
          policy: ContractPolicy | None = None) -> Callable[[F], F]:
     """Add a post-condition on ``(result)`` or ``(result, args)``."""
-
-    def decorate(target: F) -> F:
-        from .tool import Tool
-
-        if isinstance(target, Tool):
-            target.func = decorate(target.func)  # type: ignore[arg-type]
-            return target
-        wrapper = _checked(target)
-        wrapper._contracts.postconditions.insert(  # type: ignore[attr-defined]
-            0, PostCondition(predicate, message, policy=policy))
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
+    return _decorator(lambda spec, _parameters: spec.postconditions.insert(
+        0, PostCondition(predicate, message, policy=policy)))
