@@ -37,10 +37,14 @@ from ..description import ContractDescription, PredicateSource
 from ..kernel import Policy
 from .falsify import (
     Budget,
+    Constants,
     Counterexample,
     Sampler,
     _Clock,
+    _probe,
+    _replaced,
     _valid,
+    _validate,
     constants_of,
     find_failing,
     find_passing,
@@ -87,6 +91,9 @@ class ContractModel:
     cache: QueryCache = field(default_factory=QueryCache)
     # validated candidate values per role ("input", "output", "used"), shared by checks
     samples: dict[str, _Samples] = field(default_factory=dict)
+    sample_constants: Constants | None = None
+    # each field's candidate values per role, for the one-field-away search
+    columns: dict[str, list[tuple[str, list[Any]]]] = field(default_factory=dict)
 
     @property
     def used(self) -> TypedValue:
@@ -420,27 +427,87 @@ def _sampled_passing(cm: ContractModel, phase: str) -> Any:
         return None
     pre = [t.source for t in cm.pre]
     if phase == "pre":
-        for value, validated in _samples(cm, "input"):
-            if _readable(value) and _passes(pre, instance, validated):
-                return value
-        return None
-    used: list[tuple[Any, Any]] = []
-    for value, validated in _samples(cm, "used"):
-        if _readable(value) and (cm.act_output is not None or
-                                 _passes(pre, instance, validated)):
-            used.append((value, validated))
-            if len(used) >= 4:
-                break
+        found = _passing_sample(cm, "input", pre, instance, [(None, None)])
+        return None if found is None else found[0]
+    free = cm.act_output is not None  # act's output: the pre-conditions do not apply
+    used = list(itertools.islice(
+        (u for u in _samples(cm, "used")
+         if _readable(u[0]) and (free or _passes(pre, instance, u[1]))), 4))
+    if not used and not free:
+        found = _passing_sample(cm, "used", pre, instance, [(None, None)])
+        used = [] if found is None else [found[:2]]
     if not used:
         return None
-    post = [t.source for t in cm.post]
-    for index, (value, validated) in enumerate(_samples(cm, "output")):
+    found = _passing_sample(cm, "output", [t.source for t in cm.post], instance, used)
+    if found is None:
+        return None
+    value, _validated, used_json = found
+    return {cm.used_key: used_json, "output": value}
+
+
+def _passing_sample(cm: ContractModel, role: str, preds: list[PredicateSource],
+                    instance: object, used: list[tuple[Any, Any]]
+                    ) -> tuple[Any, Any, Any] | None:
+    """(json, validated, used json) of a readable sample of ``role`` passing every
+    predicate of ``preds``: first among the samples, then by climbing from the sample
+    that passes the most of them, one field at a time."""
+    best: tuple[int, Any, Any, tuple[Any, Any]] | None = None
+    for index, (value, validated) in enumerate(_samples(cm, role)):
         if not _readable(value):
             continue
-        for used_json, context in _contexts(used, index):
-            if _passes(post, instance, validated, context):
-                return {cm.used_key: used_json, "output": value}
+        for context in _contexts(used, index):
+            score = _score(preds, instance, validated, context[1])
+            if score == len(preds):
+                return value, validated, context[0]
+            if best is None or score > best[0]:
+                best = (score, value, validated, context)
+    if best is None or not isinstance(best[1], dict):
+        return None
+    score, base, _validated, context = best
+    clock = _Clock(CLIMB_BUDGET)
+    for _sweep in range(2):  # a field settled early may need to move again
+        for key, candidates in _columns(cm, role):
+            for candidate in candidates:
+                row = _replaced(base, key, candidate)
+                if row == base or not _readable(row):
+                    continue
+                if not clock.tick():
+                    return None
+                ok, validated = _validate_role(cm, role, row)
+                if not ok:
+                    continue
+                new = _score(preds, instance, validated, context[1])
+                if new == len(preds):
+                    return row, validated, context[0]
+                if new > score:
+                    score, base = new, row
+                    break
     return None
+
+
+def _score(preds: Sequence[PredicateSource], instance: object, value: object,
+           used: object) -> int:
+    return sum(call_predicate(p, instance, value, used).passed for p in preds)
+
+
+def _columns(cm: ContractModel, role: str) -> list[tuple[str, list[Any]]]:
+    """Each field's candidate JSON values (the sampler's, with the contract's
+    constants), by the key a JSON object carries it under."""
+    if role not in cm.columns:
+        spec = _spec(cm, role)
+        sampler = Sampler(cm.sample_constants)
+        cm.columns[role] = [] if spec.wrapped else [
+            (info.alias or name, sampler.field_values(info))
+            for name, info in spec.model.model_fields.items()]
+    return cm.columns[role]
+
+
+def _validate_role(cm: ContractModel, role: str, value: Any) -> tuple[bool, Any]:
+    return _validate(_spec(cm, role), value, role == "output")
+
+
+def _spec(cm: ContractModel, role: str) -> Any:
+    return {"input": cm.input.spec, "output": cm.output.spec, "used": cm.used.spec}[role]
 
 
 class _Samples:
@@ -448,9 +515,10 @@ class _Samples:
     replayed to every check that searches it (the same values, in the same order, as a
     fresh search would see), extended lazily: a search that succeeds early stops early."""
 
-    def __init__(self, spec: Any, from_json: bool) -> None:
+    def __init__(self, spec: Any, from_json: bool, constants: Constants) -> None:
         budget = SAMPLING_BUDGET.candidates
-        self._source = _valid(spec, Sampler().candidates(spec, budget),
+        self._source = _valid(spec, Sampler(constants).candidates(
+                                  spec, budget, _probe(spec, from_json)),
                               _Clock(SAMPLING_BUDGET), budget, from_json)
         self._seen: list[tuple[Any, Any]] = []
 
@@ -467,9 +535,16 @@ class _Samples:
 
 
 def _samples(cm: ContractModel, role: str) -> _Samples:
+    if role == "used" and cm.act_output is None:
+        role = "input"  # the same type, validated the same way: the same samples
     if role not in cm.samples:
-        spec = {"input": cm.input.spec, "output": cm.output.spec, "used": cm.used.spec}[role]
-        cm.samples[role] = _Samples(spec, from_json=role == "output")
+        spec = _spec(cm, role)
+        if cm.sample_constants is None:  # the literals every predicate compares with
+            instance = _sampling_instance(cm)
+            cm.sample_constants = constants_of(
+                [t.source for t in cm.translations()],
+                *(() if instance is _NO_INSTANCE else (instance,)))
+        cm.samples[role] = _Samples(spec, role == "output", cm.sample_constants)
     return cm.samples[role]
 
 
@@ -683,31 +758,51 @@ def _self_assumptions(known: CheckResult | None) -> list[str]:
 # The candidate count decides what it sees, so reports reproduce; the time limit only
 # guards against a pathologically slow predicate.
 SAMPLING_BUDGET = Budget(candidates=400, seconds=1.0)
+# Values tried one field away from a sample, when the samples alone settle nothing.
+CLIMB_BUDGET = Budget(candidates=400, seconds=1.0)
 
 
 def _sampled_failing(cm: ContractModel, t: Translation) -> Any:
     """A concrete, validated value on which ``t`` really fails (shown as the z3 path
-    shows its counterexample), or None."""
+    shows its counterexample), or None: among the samples, then among the values that
+    differ from the first sample in one field (a predicate mostly reads one or two
+    fields, and a random mix rarely keeps the others valid while hitting the value
+    that fails it)."""
     instance = _sampling_instance(cm)
     if instance is _NO_INSTANCE:
         return None
-    if t.source.phase == "pre":
-        for value, validated in _samples(cm, "input"):
-            if not call_predicate(t.source, instance, validated).passed:
-                return value
-        return None
+    role = "input" if t.source.phase == "pre" else "output"
     used: list[tuple[Any, Any]] = [(None, None)]
     if t.source.takes_input:
         used = list(itertools.islice(_samples(cm, "used"), 4))
         if not used:
             return None
-    for index, (value, validated) in enumerate(_samples(cm, "output")):
+    first: Any = None
+    for index, (value, validated) in enumerate(_samples(cm, role)):
+        first = value if first is None else first
         for used_json, context in _contexts(used, index):
             if not call_predicate(t.source, instance, validated, context).passed:
-                if not t.source.takes_input:
-                    return value
-                return {cm.used_key: used_json, "output": value}
+                return _shown(cm, t, value, used_json)
+    if not isinstance(first, dict):
+        return None
+    clock = _Clock(CLIMB_BUDGET)
+    for key, candidates in _columns(cm, role):
+        for candidate in candidates:
+            row = _replaced(first, key, candidate)
+            if not clock.tick():
+                return None
+            ok, validated = _validate_role(cm, role, row)
+            if ok:
+                for used_json, context in used:
+                    if not call_predicate(t.source, instance, validated, context).passed:
+                        return _shown(cm, t, row, used_json)
     return None
+
+
+def _shown(cm: ContractModel, t: Translation, value: Any, used_json: Any) -> Any:
+    if t.source.phase == "pre" or not t.source.takes_input:
+        return value
+    return {cm.used_key: used_json, "output": value}
 
 
 def _known_example(cm: ContractModel, t: Translation, known: CheckResult | None) -> Any:

@@ -71,7 +71,7 @@ class Budget:
 
 
 PREFLIGHT_BUDGET = Budget(candidates=200, seconds=0.005)
-VERIFY_BUDGET = Budget(candidates=3_000, seconds=0.25)
+VERIFY_BUDGET = Budget(candidates=1_000, seconds=0.25)
 
 # 2**53 ± 1 as JSON integers: a float field rounds 2**53 + 1 to 2**53.
 _EDGE_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 5e-324, -5e-324, 2.0 ** 53 - 1, 2.0 ** 53,
@@ -209,24 +209,28 @@ class Sampler:
         return _unique(out)
 
     def strings(self, bounds: dict[str, Any]) -> list[str]:
-        out: list[str] = []
+        """Pattern samples, variations of the constants, strings at the length bounds
+        and at the lengths the constants name (blank ones too: "is it blank?" is a
+        common predicate), then edge cases: interleaved, so each kind survives the
+        per-field cap."""
         pattern = bounds.get("pattern")
-        if isinstance(pattern, str):
-            out += pattern_samples(pattern, self.rng)
+        patterned = pattern_samples(pattern, self.rng) if isinstance(pattern, str) else []
+        varied: list[str] = []
         for c in self.constants.strings:
-            out += [c, c + c, c + "a", "a" + c, " " + c, c + " ", c[:-1], c[1:], c.upper(),
-                    c.lower(), c + "𝄞"]
+            varied += [c, c + c, c + "a", "a" + c, " " + c, c + " ", c[:-1], c[1:], c.upper(),
+                       c.lower(), c + "𝄞"]
+        sized: list[str] = []
         for key in ("min_length", "max_length"):
             n = bounds.get(key)
             if isinstance(n, int) and 0 <= n <= 4096:
-                out += ["a" * n, "a" * max(n - 1, 0), "a" * (n + 1), "é" * n, "𝄞" * n]
+                sized += ["a" * n, " " * n, "a" * max(n - 1, 0), "a" * (n + 1), "é" * n,
+                          "𝄞" * n]
         for n in self.constants.numbers:
             if isinstance(n, int) and 0 <= n <= 256:
-                out += ["a" * n, "a" * (n + 1), "a" * max(n - 1, 0)]
+                sized += ["a" * n, "a" * (n + 1), "a" * max(n - 1, 0)]
             if not isinstance(n, float) or math.isfinite(n):
-                out.append(str(n))
-        out += list(_EDGE_STRS)
-        return _unique(out)
+                sized.append(str(n))
+        return _unique(_interleave([patterned, varied, sized, list(_EDGE_STRS)]))
 
     # -- types --------------------------------------------------------------------------
     def values(self, annotation: Any, bounds: dict[str, Any] | None = None, depth: int = 0
@@ -300,9 +304,13 @@ class Sampler:
         out += self.values(info.annotation, bounds, depth)
         return _unique(out)[:_FIELD_CAP * 2]
 
-    def models(self, model: type[BaseModel], limit: int, depth: int = 0) -> Iterator[dict[str,
-                                                                                          Any]]:
-        """Dicts of field values: every field's k-th candidate, then random mixes."""
+    def models(self, model: type[BaseModel], limit: int, depth: int = 0,
+               probe: Callable[[dict[str, Any]], bool] | None = None
+               ) -> Iterator[dict[str, Any]]:
+        """Dicts of field values: every field's k-th candidate, then random mixes.
+        ``probe`` (does pydantic accept this row?): first drop each field's values
+        that no row one field away from a valid row accepts, so the mixes are mostly
+        valid values, the ones that test a predicate."""
         columns: list[tuple[str, list[Any]]] = []
         for name, info in model.model_fields.items():
             key = info.alias or name
@@ -312,6 +320,9 @@ class Sampler:
             yield {}
             return
         longest = max(len(v) for _, v in columns)
+        if probe is not None:
+            columns = _accepted(columns, probe, longest)
+            longest = max(len(v) for _, v in columns)
         produced = 0
         for k in range(longest):
             yield _row(columns, lambda vs, k=k: vs[k % len(vs)])  # type: ignore[misc]
@@ -328,14 +339,20 @@ class Sampler:
             produced += 1
             if produced >= limit:
                 return
-        while produced < limit:
-            yield _row(columns, self.rng.choice)
-            produced += 1
+        while produced < limit:  # random mixes, drawn a batch of rows at a time
+            batch = min(limit - produced, 256)
+            picks = [self.rng.choices(values, k=batch) for _key, values in columns]
+            for k in range(batch):
+                yield {key: pick[k] for (key, _values), pick in zip(columns, picks,
+                                                                   strict=True)
+                       if pick[k] is not OMIT}
+            produced += batch
 
-    def candidates(self, spec: TypeSpec, limit: int) -> Iterator[Any]:
+    def candidates(self, spec: TypeSpec, limit: int,
+                   probe: Callable[[Any], bool] | None = None) -> Iterator[Any]:
         """Candidate JSON values for ``spec`` (a model: dicts; a wrapped type: values)."""
         if not spec.wrapped:
-            yield from self.models(spec.model, limit)
+            yield from self.models(spec.model, limit, probe=probe)
             return
         info = spec.model.model_fields.get("value")
         values = self.field_values(info) if info is not None else self.values(spec.annotation)
@@ -345,6 +362,34 @@ class Sampler:
             if not values:
                 return
             yield self.rng.choice(values)
+
+
+def _accepted(columns: list[tuple[str, list[Any]]], probe: Callable[[dict[str, Any]], bool],
+              longest: int) -> list[tuple[str, list[Any]]]:
+    """Each field's values that pydantic accepts in a row otherwise equal to the first
+    valid k-th row (all of them when no k-th row is valid, or none of a field's is)."""
+    base = None
+    for k in range(longest):
+        row = _row(columns, lambda vs, k=k: vs[k % len(vs)])  # type: ignore[misc]
+        if probe(row):
+            base = row
+            break
+    if base is None:
+        return columns
+    out = []
+    for key, values in columns:
+        kept = [v for v in values if probe(_replaced(base, key, v))]
+        out.append((key, kept or values))
+    return out
+
+
+def _replaced(row: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    out = dict(row)
+    if value is OMIT:
+        out.pop(key, None)
+    else:
+        out[key] = value
+    return out
 
 
 def _row(columns: list[tuple[str, list[Any]]], pick: Callable[[list[Any]], Any]
@@ -407,6 +452,8 @@ def pattern_samples(pattern: str, rng: random.Random, count: int = 6) -> list[st
     """Strings matching simple regexes (literals, classes, repeats, groups,
     alternatives): the shortest first, then random ones. Best effort: pydantic's
     own validation decides which candidates are valid."""
+    if "[[" in pattern:  # a nested class (Rust syntax): Python's parser reads it otherwise
+        return []
     try:
         parsed = _sre_parse.parse(pattern)
     except Exception:
@@ -525,10 +572,18 @@ def _validate(spec: TypeSpec, value: Any, from_json: bool) -> tuple[bool, Any]:
         text = json.dumps(value, allow_nan=True, ensure_ascii=False)
     except (TypeError, ValueError):
         return False, None
+    return _validate_text(spec, text)
+
+
+def _validate_text(spec: TypeSpec, text: str) -> tuple[bool, Any]:
     try:
         return True, spec.validate_json(text)
     except Exception:
         return False, None
+
+
+def _probe(spec: TypeSpec, from_json: bool) -> Callable[[Any], bool]:
+    return lambda value: _validate(spec, value, from_json)[0]
 
 
 def _valid(spec: TypeSpec, values: Iterable[Any], clock: _Clock, keep: int,
@@ -537,13 +592,22 @@ def _valid(spec: TypeSpec, values: Iterable[Any], clock: _Clock, keep: int,
     kept = 0
     seen: set[str] = set()
     for value in values:
-        key = repr(value)
+        if from_json:  # the JSON text is both the key and what pydantic parses
+            try:
+                key = json.dumps(value, allow_nan=True, ensure_ascii=False)
+            except (TypeError, ValueError):
+                continue
+        else:
+            key = repr(value)
         if key in seen:
             continue
         seen.add(key)
         if not clock.tick():
             return
-        ok, validated = _validate(spec, value, from_json)
+        if from_json:
+            ok, validated = _validate_text(spec, key)
+        else:
+            ok, validated = _validate(spec, value, from_json)
         if ok:
             yield value, validated
             kept += 1
@@ -580,7 +644,8 @@ def search(spec: TypeSpec, accept: Callable[[Any, Any], bool], used: Sequence[An
         return None
     clock = _Clock(budget)
     sampler = Sampler(constants)
-    stream = _chain(seeds, sampler.candidates(spec, budget.candidates))
+    stream = _chain(seeds, sampler.candidates(spec, budget.candidates,
+                                              _probe(spec, from_json)))
     for index, (value, validated) in enumerate(_valid(spec, stream, clock,
                                                       budget.candidates, from_json)):
         contexts = [used[0]] if len(used) == 1 else [used[0], used[index % len(used)]]
@@ -612,7 +677,7 @@ def valid_values(spec: TypeSpec, preds: Sequence[PredicateSource], instance: obj
     a post-condition may receive)."""
     clock = _Clock(Budget(max(budget.candidates // 4, 1), budget.seconds / 4))
     sampler = Sampler(constants)
-    stream = _chain(seeds, sampler.candidates(spec, clock.left))
+    stream = _chain(seeds, sampler.candidates(spec, clock.left, _probe(spec, False)))
     out = []
     for value, validated in _valid(spec, stream, clock, clock.left):
         if _passes_all(preds, instance, validated, None):
