@@ -109,6 +109,7 @@ def no_sampling(monkeypatch: pytest.MonkeyPatch) -> None:
     alone must catch it."""
     monkeypatch.setattr(checks, "_sampled_passing", lambda *args: None)
     monkeypatch.setattr(checks, "_sampled_failing", lambda *args: None)
+    monkeypatch.setattr(checks, "_sampled_example", lambda *args: None)
 
 
 def _refuted(check: CheckResult, caplog: pytest.LogCaptureFixture) -> None:

@@ -579,7 +579,7 @@ def _readable(value: Any) -> bool:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return False
-    return len(text) <= 400 and all(" " <= ch <= "~" for ch in text)
+    return len(text) <= 400 and text.isascii() and text.isprintable()
 
 
 def check_post(cm: ContractModel, options: SolverOptions,
@@ -662,6 +662,8 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
     context = [a for tv in typed for a in type_assertions(tv)]
     defs = [Assertion(None, d, "def") for d in t.defs]
     reused = _known_example(cm, t, known)
+    if reused is None:
+        reused, known = _sampled_example(cm, t), None
     can_pass = QueryResult("sat") if reused is not None else \
         solve(context + defs + predicate_assertions([t]), options, _nice_strings(*typed),
               cm.cache)
@@ -799,6 +801,22 @@ def _sampled_failing(cm: ContractModel, t: Translation) -> Any:
     return None
 
 
+def _sampled_example(cm: ContractModel, t: Translation) -> Any:
+    """A concrete, validated value passing ``t`` (shown as ``_known_example`` shows
+    one), or None: when the phase's satisfiability check found no witness."""
+    instance = _sampling_instance(cm)
+    if instance is _NO_INSTANCE:
+        return None
+    used: list[tuple[Any, Any]] = [(None, None)]
+    if t.source.takes_input:
+        used = list(itertools.islice(_samples(cm, "used"), 4))
+        if not used:
+            return None
+    role = "input" if t.source.phase == "pre" else "output"
+    found = _passing_sample(cm, role, [t.source], instance, used)
+    return None if found is None else _shown(cm, t, found[0], found[2])
+
+
 def _shown(cm: ContractModel, t: Translation, value: Any, used_json: Any) -> Any:
     if t.source.phase == "pre" or not t.source.takes_input:
         return value
@@ -841,8 +859,8 @@ def check_total(cm: ContractModel, options: SolverOptions) -> CheckResult | None
     posts = outputs + predicate_assertions(cm.post)
     with Z3_LOCK:
         inputs = set(Extractor(cm.used.value).consts)
-        memo: dict[int, frozenset[str]] = {}
-        dynamic = [a for group in components(posts) for a in group
+        memo = cm.cache.constants  # shared with every query on this contract
+        dynamic = [a for group in components(posts, cm.cache) for a in group
                    if any(constant_names(x.expr, memo) & inputs for x in group)]
         if not dynamic:
             return None

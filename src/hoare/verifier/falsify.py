@@ -71,7 +71,7 @@ class Budget:
 
 
 PREFLIGHT_BUDGET = Budget(candidates=200, seconds=0.005)
-VERIFY_BUDGET = Budget(candidates=1_000, seconds=0.25)
+VERIFY_BUDGET = Budget(candidates=600, seconds=0.25)
 
 # 2**53 ± 1 as JSON integers: a float field rounds 2**53 + 1 to 2**53.
 _EDGE_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 5e-324, -5e-324, 2.0 ** 53 - 1, 2.0 ** 53,

@@ -26,7 +26,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -200,21 +200,35 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+_MADE: set[Path] = set()  # directories this process made or found (set.add is atomic)
+
+
 def _write_json(path: Path, value: Any) -> None:
     """Atomically; a cache that cannot be written is only slower, never an error."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _ignore_marker(path)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)  # C encoder: fast
+        if path.parent not in _MADE:
+            _make(path)
+        try:
+            fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        except FileNotFoundError:  # removed since: make it again
+            _make(path)
+            fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(value, handle, ensure_ascii=False, allow_nan=False)
+                handle.write(text)
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
     except (OSError, ValueError, TypeError):
         pass
+
+
+def _make(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _ignore_marker(path)
+    _MADE.add(path.parent)
 
 
 def _ignore_marker(path: Path) -> None:
@@ -234,12 +248,28 @@ def _import_statements(source: bytes) -> list[list[Any]]:
     except (SyntaxError, ValueError, RecursionError):
         return []
     out: list[list[Any]] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.Import):
             out.extend([0, alias.name, []] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             out.append([node.level, node.module or "", [a.name for a in node.names]])
     return out
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every statement, at any depth (an import is a statement, so only statement
+    lists need searching, not the expressions that make up most of a file)."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                todo.extend(block)
 
 
 def _package_of(path: Path) -> tuple[Path, list[str]]:
@@ -305,16 +335,22 @@ def _files_of(root: str, parts: tuple[str, ...]) -> tuple[str, ...]:
 def _project_paths() -> list[str]:
     """The ``sys.path`` entries that hold project code, not installed packages: a
     ``src/`` layout's ``src`` (put there by ``PYTHONPATH`` or an editable install)."""
+    return list(_project_paths_of(tuple(sys.path), os.getcwd()))
+
+
+@functools.lru_cache(maxsize=8)
+def _project_paths_of(path: tuple[str, ...], cwd: str) -> tuple[str, ...]:
+    """(``cwd``: part of the memo's key, as an empty entry means it)"""
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     out = []
-    for entry in sys.path:
+    for entry in path:
         real = os.path.realpath(entry or ".")
         if not os.path.isdir(real) or _installed(real) or real.endswith(".zip"):
             continue
         if any(real == p or real.startswith(p + os.sep) for p in prefixes):
             continue  # the standard library and the virtualenv
         out.append(real)
-    return out
+    return tuple(out)
 
 
 def _installed(path: str) -> bool:

@@ -21,7 +21,7 @@ from .report import ContractReport, ImportProblem, Report
 from .result_cache import VerdictCache, default_directory
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 from .targets import Unit, plan
-from .units import run_units
+from .units import Workers, run_units
 
 __all__ = ["Outcome", "VerifyError", "assemble", "run_verify"]
 
@@ -131,25 +131,33 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
     """Each unit's result, in order: from the cache, else checked (and stored)."""
     results: list[dict[str, Any] | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
-    if store is not None:
-        for index, unit in enumerate(units):
-            keys[index] = store.key(unit)
-            key = keys[index]
-            if key is not None:
-                results[index] = store.get(key)
-    missing = [i for i, r in enumerate(results) if r is None]
-    cached = len(units) - len(missing)
     # jobs 0 (auto): a worker costs ~0.5 s to start (Python, pydantic, z3), so below 16
     # files to check one process is faster; above, one process per core, each importing
-    # its own files. An explicit -j N > 1 always uses N workers.
-    workers = (_cores() if len(missing) >= 16 else 1) if jobs == 0 else jobs
-    for position, result in run_units([units[i] for i in missing], options, workers,
-                                      overrides):
-        index = missing[position]
-        results[index] = result
-        key = keys[index]
-        if store is not None and key is not None and _cacheable(result):
-            store.put(key, result)
+    # its own files. An explicit -j N > 1 always uses N workers. They are started as
+    # soon as that many files miss the cache, and boot while the other keys are made.
+    parallel = _cores() if jobs == 0 else jobs
+    pool = Workers()
+    misses = 0
+    for index, unit in enumerate(units):
+        key = keys[index] = store.key(unit) if store is not None else None
+        if key is not None and store is not None:
+            results[index] = store.get(key)
+        misses += results[index] is None
+        if misses == 16 and parallel > 1 and results[index] is None:
+            pool.start(parallel)
+    missing = [i for i, r in enumerate(results) if r is None]
+    cached = len(units) - len(missing)
+    workers = (parallel if len(missing) >= 16 else 1) if jobs == 0 else jobs
+    try:
+        for position, result in run_units([units[i] for i in missing], options, workers,
+                                          overrides, pool):
+            index = missing[position]
+            results[index] = result
+            key = keys[index]
+            if store is not None and key is not None and _cacheable(result):
+                store.put(key, result)
+    finally:
+        pool.close()
     if store is not None and missing:
         store.prune(keep=max(PRUNE_FLOOR, 4 * len(units)))
     return [r for r in results if r is not None], cached

@@ -15,6 +15,7 @@ its own (file, line, exception); the other units are still checked.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import traceback
@@ -160,20 +161,68 @@ def _locate(report: ContractReport, cls: type) -> None:
 # -- many units --------------------------------------------------------------------------
 
 
+class Workers:
+    """Worker processes, some started ahead of the work: each takes ~0.5 s to import
+    Python, pydantic and z3, time that overlaps whatever the caller does meanwhile
+    (computing the other files' cache keys)."""
+
+    def __init__(self) -> None:
+        self._ready: list[subprocess.Popen[str]] = []
+        self._lock = threading.Lock()
+
+    def start(self, count: int) -> None:
+        with self._lock:
+            self._ready += [_spawn() for _ in range(count)]
+
+    def take(self) -> subprocess.Popen[str]:
+        with self._lock:
+            if self._ready:
+                return self._ready.pop(0)
+        return _spawn()
+
+    def close(self) -> None:
+        """Stop the workers never used (they exit at the end of their input)."""
+        with self._lock:
+            ready, self._ready = self._ready, []
+        for process in ready:
+            _finish(process)
+
+
+def _spawn() -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    return subprocess.Popen([sys.executable, "-m", "hoare.verifier.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            encoding="utf-8", env=env, cwd=os.getcwd())
+
+
+def _finish(process: subprocess.Popen[str]) -> None:
+    if process.stdin is not None:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+    process.wait()
+
+
 def run_units(units: Sequence[Unit], options: SolverOptions, jobs: int,
-              overrides: dict[str, dict[str, int]] | None = None
-              ) -> Iterator[tuple[int, dict[str, Any]]]:
+              overrides: dict[str, dict[str, int]] | None = None,
+              workers: Workers | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(index, result)`` of every unit, in ``units`` order. ``jobs`` > 1: in worker
-    processes that each import their own units (imports are a large part of the work)."""
+    processes that each import their own units (imports are a large part of the work);
+    ``workers``: where to take them from (some may be started already)."""
     if jobs <= 1 or len(units) <= 1:
         for index, unit in enumerate(units):
             yield index, _safe_run(unit, options, overrides)
         return
-    yield from _subprocesses(units, options, min(jobs, len(units)), overrides)
+    pool = workers or Workers()
+    try:
+        yield from _subprocesses(units, options, min(jobs, len(units)), overrides, pool)
+    finally:
+        pool.close()
 
 
 def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
-                  overrides: dict[str, dict[str, int]] | None
+                  overrides: dict[str, dict[str, int]] | None, pool: Workers
                   ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``python -m hoare.verifier.worker`` processes fed one unit at a time; results
     come back in ``units`` order. Plain subprocesses rather than a fork pool: safe
@@ -182,7 +231,6 @@ def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
     unit it was on, where a ``multiprocessing.Pool`` would wait forever."""
     import json
     import queue
-    import subprocess
     from dataclasses import asdict
 
     from .worker import encode_unit
@@ -192,7 +240,6 @@ def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
         todo.put(index)
     results: dict[int, dict[str, Any]] = {}
     done = threading.Condition()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 
     def answer(process: subprocess.Popen[str], index: int) -> dict[str, Any] | None:
         assert process.stdin is not None and process.stdout is not None
@@ -210,9 +257,7 @@ def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
         """Run units until none is left; a worker that dies is replaced, and the unit it
         died on is reported as that unit's error."""
         while True:
-            process = subprocess.Popen([sys.executable, "-m", "hoare.verifier.worker"],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       text=True, encoding="utf-8", env=env, cwd=os.getcwd())
+            process = pool.take()
             try:
                 while True:
                     try:
@@ -231,12 +276,7 @@ def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
                     if failed:
                         break
             finally:
-                if process.stdin is not None:
-                    try:
-                        process.stdin.close()
-                    except OSError:
-                        pass
-                process.wait()
+                _finish(process)
 
     threads = [threading.Thread(target=feed, daemon=True) for _ in range(workers)]
     for thread in threads:
