@@ -304,8 +304,15 @@ class _Falsifier:
         """Validated values the post-conditions may receive as the input used."""
         cm = self.cm
         pre = cm.pre if with_pre and cm.act_output is None else []
-        found = valid_values(cm.used.spec, _sources(pre), self.instance,
-                             seeds=self.near(cm.used, pre), constants=self.constants)
+        # The contract's own samples first (made already); z3 and a search only when
+        # too few of them pass the pre-conditions.
+        found = list(itertools.islice(
+            ((j, v) for j, v in itertools.islice(_samples(cm, "used"), 64)
+             if _passes(_sources(pre), self.instance, v)), 8))
+        if len(found) < 8:
+            found += valid_values(cm.used.spec, _sources(pre), self.instance,
+                                  seeds=self.near(cm.used, pre),
+                                  constants=self.constants)[:8 - len(found)]
         for _json, value in found:
             self.constants.add(value)
         return [value for _json, value in found]
@@ -466,6 +473,7 @@ def _passing_sample(cm: ContractModel, role: str, preds: list[PredicateSource],
     score, base, _validated, context = best
     clock = _Clock(CLIMB_BUDGET)
     for _sweep in range(2):  # a field settled early may need to move again
+        before = score
         for key, candidates in _columns(cm, role):
             for candidate in candidates:
                 row = _replaced(base, key, candidate)
@@ -482,6 +490,8 @@ def _passing_sample(cm: ContractModel, role: str, preds: list[PredicateSource],
                 if new > score:
                     score, base = new, row
                     break
+        if score == before:
+            return None  # a sweep that moved nothing: another would see the same
     return None
 
 

@@ -69,6 +69,7 @@ from .values import (
     naming,
 )
 from .witness import WitnessError, validate
+from .z3util import is_false
 
 __all__ = ["check_pipeline"]
 
@@ -490,7 +491,7 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
     query = QueryResult("unsat")
     unknown: QueryResult | None = None
     for label, reason in reasons:
-        if z3.is_false(reason):
+        if is_false(reason):
             continue
         goal = f"{b_name} rejects the value: {label}"
         result = solve([*assertions, Assertion(goal, reason, "goal")], options,

@@ -61,6 +61,7 @@ from .values import (
     int_val,
     is_plain_data,
 )
+from .z3util import is_false, is_true
 
 __all__ = ["FailureCase", "InstanceSelf", "SelfModel", "StaticSelf", "Translation", "translate"]
 
@@ -240,7 +241,7 @@ class _Translator(Semantics):
         return f'"{self.message}"'
 
     def fail(self, cond: z3.BoolRef, label: str, kind: str = "check") -> None:
-        if z3.is_false(cond):
+        if is_false(cond):
             return
         self.cases.append(FailureCase(cond, label, kind))
         if len(self.cases) > MAX_PATHS:
@@ -344,12 +345,12 @@ class _Translator(Semantics):
             base = path.pc
             out = []
             then_fails_only = False
-            if not z3.is_false(cond):
+            if not is_false(cond):
                 exits = self.pass_exits
                 then_paths = self.block(node.body, [_Path(_and(base, cond), dict(path.env))])
                 then_fails_only = not then_paths and self.pass_exits == exits
                 out.extend(then_paths)
-            if not z3.is_true(cond):
+            if not is_true(cond):
                 else_pc = base if then_fails_only else _and(base, _not(cond))
                 out.extend(self.block(node.orelse, [_Path(else_pc, dict(path.env))]))
             return out
@@ -387,7 +388,7 @@ class _Translator(Semantics):
         passes = self.passes(value)
         if isinstance(value, (SNone, SOpt)):
             self.none_returns = True
-        if not z3.is_false(passes):
+        if not is_false(passes):
             self.pass_exits += 1
         self.fail(_and(path.pc, ok, _not(passes)), self.return_label(value_node, where))
 
@@ -461,7 +462,7 @@ class _Translator(Semantics):
                 done.append(_Path(_and(p.pc, _not(tail)), p.env))
         else:
             done.extend(live)
-        return [p for p in done if not z3.is_false(p.pc)]
+        return [p for p in done if not is_false(p.pc)]
 
     # -- expressions --------------------------------------------------------------------
     def expr(self, node: ast.expr, env: dict[str, Sym]) -> Sym:

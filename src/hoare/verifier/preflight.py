@@ -47,7 +47,7 @@ from .solver import Assertion, SolverOptions, _ordered, solve
 from .types import TypeBuilder, TypedValue
 from .unmodelled import Unmodelled
 from .values import Z3_LOCK, Opaque, is_plain_data, naming
-from .z3util import constant_names, group_by_constants, named_constants
+from .z3util import constant_names, group_by_constants, is_true, named_constants
 
 __all__ = ["Preflight"]
 
@@ -419,7 +419,7 @@ class Preflight:
                 value = z3.simplify(z3.substitute(prepared.formula, *bindings, *candidate))
             except z3.Z3Exception:
                 continue
-            if z3.is_true(value):
+            if is_true(value):
                 return True
         return False
 

@@ -18,7 +18,7 @@ from typing import Any
 import z3
 
 from .unmodelled import Unmodelled
-from .z3util import named_constants
+from .z3util import is_false, is_true, named_constants
 
 __all__ = ["Compiled", "compile_formula", "eliminate"]
 
@@ -128,9 +128,9 @@ def _compile(expr: z3.ExprRef, memo: dict[int, Compiled]) -> Compiled:
 
 
 def _compile_node(expr: z3.ExprRef, memo: dict[int, Compiled]) -> Compiled:
-    if z3.is_true(expr):
+    if is_true(expr):
         return lambda env: True
-    if z3.is_false(expr):
+    if is_false(expr):
         return lambda env: False
     if z3.is_int_value(expr):
         value_i = expr.as_long()  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from .report import ContractReport, ImportProblem, Report
 from .result_cache import VerdictCache, default_directory
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 from .targets import Unit, plan
-from .units import Workers, run_units
+from .units import Dispatch, Workers, run_units
 
 __all__ = ["Outcome", "VerifyError", "assemble", "run_verify"]
 
@@ -131,33 +131,46 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
     """Each unit's result, in order: from the cache, else checked (and stored)."""
     results: list[dict[str, Any] | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
-    # jobs 0 (auto): a worker costs ~0.5 s to start (Python, pydantic, z3), so below 16
-    # files to check one process is faster; above, one process per core, each importing
-    # its own files. An explicit -j N > 1 always uses N workers. They are started as
-    # soon as that many files miss the cache, and boot while the other keys are made.
+    # jobs 0 (auto): a worker costs ~0.3 s to start (Python, pydantic, z3), so below 16
+    # files to check one process is faster; from the 16th miss, one process per core,
+    # each importing its own files. An explicit -j N > 1 always uses N workers, from the
+    # first miss. Each miss is then checked while the other files' keys are made.
     parallel = _cores() if jobs == 0 else jobs
+    threshold = 16 if jobs == 0 else 1
     pool = Workers()
-    misses = 0
-    for index, unit in enumerate(units):
-        key = keys[index] = store.key(unit) if store is not None else None
-        if key is not None and store is not None:
-            results[index] = store.get(key)
-        misses += results[index] is None
-        if misses == 16 and parallel > 1 and results[index] is None:
-            pool.start(parallel)
-    missing = [i for i, r in enumerate(results) if r is None]
-    cached = len(units) - len(missing)
-    workers = (parallel if len(missing) >= 16 else 1) if jobs == 0 else jobs
+    dispatch: Dispatch | None = None
+    missing: list[int] = []
     try:
-        for position, result in run_units([units[i] for i in missing], options, workers,
-                                          overrides, pool):
-            index = missing[position]
+        for index, unit in enumerate(units):
+            key = keys[index] = store.key(unit) if store is not None else None
+            if key is not None and store is not None:
+                results[index] = store.get(key)
+            if results[index] is not None:
+                continue
+            missing.append(index)
+            if dispatch is not None:
+                dispatch.send(index)
+            elif len(missing) == threshold and parallel > 1:
+                dispatch = Dispatch(units, options, parallel, overrides, pool)
+                for waiting in missing:
+                    dispatch.send(waiting)
+        if dispatch is not None:
+            dispatch.close()
+            checked: Iterator[tuple[int, dict[str, Any]]] = (
+                (index, dispatch.result(index)) for index in missing)
+        else:
+            checked = ((missing[position], result) for position, result in run_units(
+                [units[i] for i in missing], options, 1, overrides))
+        for index, result in checked:
             results[index] = result
             key = keys[index]
             if store is not None and key is not None and _cacheable(result):
                 store.put(key, result)
+        if dispatch is not None:
+            dispatch.join()
     finally:
         pool.close()
+    cached = len(units) - len(missing)
     if store is not None and missing:
         store.prune(keep=max(PRUNE_FLOOR, 4 * len(units)))
     return [r for r in results if r is not None], cached

@@ -80,6 +80,7 @@ from .values import (
     int_val,
     real_val,
 )
+from .z3util import is_false, is_true
 
 __all__ = ["Semantics"]
 
@@ -95,8 +96,8 @@ def tag_is(tag: z3.ArithRef, k: int) -> z3.BoolRef:
 
 
 def _and(*parts: z3.BoolRef) -> z3.BoolRef:
-    kept = [p for p in parts if not z3.is_true(p)]
-    if any(z3.is_false(p) for p in kept):
+    kept = [p for p in parts if not is_true(p)]
+    if any(is_false(p) for p in kept):
         return FALSE
     if not kept:
         return TRUE
@@ -104,8 +105,8 @@ def _and(*parts: z3.BoolRef) -> z3.BoolRef:
 
 
 def _or(*parts: z3.BoolRef) -> z3.BoolRef:
-    kept = [p for p in parts if not z3.is_false(p)]
-    if any(z3.is_true(p) for p in kept):
+    kept = [p for p in parts if not is_false(p)]
+    if any(is_true(p) for p in kept):
         return TRUE
     if not kept:
         return FALSE
@@ -113,17 +114,17 @@ def _or(*parts: z3.BoolRef) -> z3.BoolRef:
 
 
 def _not(p: z3.BoolRef) -> z3.BoolRef:
-    if z3.is_true(p):
+    if is_true(p):
         return FALSE
-    if z3.is_false(p):
+    if is_false(p):
         return TRUE
     return z3.Not(p)
 
 
 def _if(c: z3.BoolRef, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
-    if z3.is_true(c):
+    if is_true(c):
         return a
-    if z3.is_false(c):
+    if is_false(c):
         return b
     return z3.If(c, a, b)
 
@@ -159,8 +160,8 @@ def _is_zero(e: z3.ArithRef) -> bool:
 
 def _python_number(value: Sym) -> int | float | None:
     """The Python number a constant ``Sym`` stands for (None when symbolic)."""
-    if isinstance(value, SBool) and (z3.is_true(value.e) or z3.is_false(value.e)):
-        return z3.is_true(value.e)
+    if isinstance(value, SBool) and (is_true(value.e) or is_false(value.e)):
+        return is_true(value.e)
     if isinstance(value, SInt) and z3.is_int_value(value.e):
         return value.e.as_long()
     if isinstance(value, SFloat) and not isinstance(value, SNumber) and \
@@ -354,9 +355,9 @@ class Semantics:
     # -- merging ------------------------------------------------------------------------
     def ite(self, cond: z3.BoolRef, a: Sym, b: Sym) -> Sym:
         """``a if cond else b`` as one symbolic value (same kinds), else truthiness only."""
-        if z3.is_true(cond):
+        if is_true(cond):
             return a
-        if z3.is_false(cond):
+        if is_false(cond):
             return b
         if isinstance(a, SInt) and isinstance(b, SInt):
             return SInt(z3.If(cond, a.e, b.e))
@@ -526,7 +527,7 @@ class Semantics:
             exact = a.e < b.e if op == "<" else a.e <= b.e
             plain = _and(*(z3.InRe(s.e, plain_strings()) for s in (a, b)
                            if not z3.is_string_value(s.e)))
-            if z3.is_true(plain):
+            if is_true(plain):
                 return exact
             free = self.havoc_bool("ordering of strings holding astral characters")
             return z3.If(plain, exact, free)
@@ -838,12 +839,12 @@ class Semantics:
             return self.float_binop("+", x, y)
         if op == "+":
             nan = _or(nan_x, nan_y, _and(pinf_x, ninf_y), _and(ninf_x, pinf_y))
-            if _is_zero(x.r) and z3.is_true(fin_x):
+            if _is_zero(x.r) and is_true(fin_x):
                 total = SFloat(y.tag, y.r)  # 0.0 + y == y exactly (up to the sign of 0)
-            elif _is_zero(y.r) and z3.is_true(fin_y):
+            elif _is_zero(y.r) and is_true(fin_y):
                 total = SFloat(x.tag, x.r)
             else:
-                total = self.rounded(x.r + y.r) if not z3.is_false(both) else \
+                total = self.rounded(x.r + y.r) if not is_false(both) else \
                     SFloat(int_val(FIN), real_val(0))
             tag = _if(nan, int_val(NAN), _if(_or(pinf_x, pinf_y), int_val(PINF),
                                              _if(_or(ninf_x, ninf_y), int_val(NINF),
@@ -855,7 +856,7 @@ class Semantics:
             pos_x = _if(fin_x, x.r > 0, pinf_x)
             pos_y = _if(fin_y, y.r > 0, pinf_y)
             power = _power_of_two(y) if _power_of_two(y) is not None else _power_of_two(x)
-            product = self.rounded(x.r * y.r, scaled=power) if not z3.is_false(both) else \
+            product = self.rounded(x.r * y.r, scaled=power) if not is_false(both) else \
                 SFloat(int_val(FIN), real_val(0))
             tag = _if(nan, int_val(NAN), _if(_or(inf_x, inf_y),
                                              _if(pos_x == pos_y, int_val(PINF), int_val(NINF)),
@@ -869,7 +870,7 @@ class Semantics:
             safe = _if(y.r == 0, real_val(1), y.r)
             power = _power_of_two(y)
             quotient = self.rounded(x.r / safe, scaled=None if power is None else -power) \
-                if not z3.is_false(both) else SFloat(int_val(FIN), real_val(0))
+                if not is_false(both) else SFloat(int_val(FIN), real_val(0))
             tag = _if(nan, int_val(NAN), _if(inf_x, _if(pos_x == pos_y, int_val(PINF),
                                                         int_val(NINF)),
                                              _if(inf_y, int_val(FIN), quotient.tag)))
@@ -887,10 +888,10 @@ class Semantics:
                 # quotient stays below 2**50; beyond it, any value
                 small = _and(ratio < 2**50, ratio > -2**50)
                 exact = SFloat(int_val(FIN), floor)
-                if not z3.is_true(small):
+                if not is_true(small):
                     exact = self.ite(small, exact, self.havoc_float(  # type: ignore[assignment]
                         "float `//` with a quotient of 2**50 or more"))
-            if z3.is_true(both):
+            if is_true(both):
                 return exact
             return self.ite(both, exact, self.havoc_float(f"float `{op}` with nan/inf"))
         raise Opaque(f"operator {op} on floats")

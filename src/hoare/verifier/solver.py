@@ -18,7 +18,7 @@ from typing import Any, Literal
 import z3
 
 from .values import Z3_LOCK
-from .z3util import constant_names, group_by_constants, named_constants
+from .z3util import constant_names, group_by_constants, is_true, named_constants
 
 __all__ = ["Assertion", "QueryCache", "QueryResult", "SolverOptions", "solve"]
 
@@ -144,7 +144,7 @@ def solve(assertions: Sequence[Assertion], options: SolverOptions,
     strings); dropped when they do not hold. ``cache``: component results shared
     by the queries of one check (keyed by the assertions' identities)."""
     with Z3_LOCK:
-        kept = [a for a in assertions if not z3.is_true(a.expr)]
+        kept = [a for a in assertions if not is_true(a.expr)]
         groups = components(kept, cache)
         if len(groups) <= 1 and cache is None:
             return _solve_one(kept, options, nice)
@@ -220,7 +220,7 @@ def _check(solver: z3.Solver, assertions: Sequence[Assertion], options: SolverOp
     answer = solver.check(*tracked, *bounds.values())
     if answer == z3.sat:
         model = solver.model()
-        if nice and not z3.is_true(model.eval(z3.And(*nice), model_completion=True)):
+        if nice and not is_true(model.eval(z3.And(*nice), model_completion=True)):
             # Readable witnesses are a nicety: give them a tenth of the budget.
             solver.set("rlimit", max(100_000, options.rlimit // 10))
             solver.set("timeout", max(50, options.timeout_ms // 10))

@@ -40,6 +40,7 @@ change drops them) and *after* stripping.
 from __future__ import annotations
 
 import enum
+import operator
 import types
 import typing
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ from .values import (
     int_val,
     real_val,
 )
+from .z3util import is_true
 
 __all__ = ["Constraint", "TypeBuilder", "TypedValue"]
 
@@ -124,7 +126,7 @@ class TypedValue:
 
 
 def _implies(guard: z3.BoolRef, expr: z3.BoolRef) -> z3.BoolRef:
-    return expr if z3.is_true(guard) else z3.Implies(guard, expr)
+    return expr if is_true(guard) else z3.Implies(guard, expr)
 
 
 def _flatten(metadata: list[Any]) -> list[Any]:
@@ -335,7 +337,7 @@ class TypeBuilder:
         pairs = assignment.pairs()
         together = z3.And(*[c.expr for c in typed])
         holds = z3.simplify(z3.substitute(together, *pairs)) if pairs else together
-        if z3.is_true(holds):
+        if is_true(holds):
             return sym, local, _NO_DEFAULT
         combined = z3.Or(together, _implies(guard, z3.And(*equalities)))
         rest = [c for c in local if c.kind != "type"]
@@ -401,7 +403,7 @@ class TypeBuilder:
             if len(others) == len(args) - 1 and len(others) == 1:
                 none = z3.Bool(fresh_name(path + ".none"))
                 inner = self.value(others[0], metadata, path, owner,
-                                   z3.And(guard, z3.Not(none)) if not z3.is_true(guard)
+                                   z3.And(guard, z3.Not(none)) if not is_true(guard)
                                    else z3.Not(none), constraints, depth, config=config)
                 if isinstance(inner, SOpaque):
                     return SOpaque(inner.reason, example=None)
@@ -642,7 +644,7 @@ class TypeBuilder:
         element_syms = []
         for index in range(slots):
             active = n > index
-            slot_guard = active if z3.is_true(guard) else z3.And(guard, active)
+            slot_guard = active if is_true(guard) else z3.And(guard, active)
             element_syms.append(self.value(element, [], f"{path}[{index}]", f"{owner}[i]",
                                            slot_guard, constraints, depth + 1, config=config))
         if any(isinstance(s, SOpaque) for s in element_syms):
@@ -739,13 +741,16 @@ _IGNORED = {"Strict", "BeforeValidator", "AfterValidator", "WrapValidator", "Pla
             "WithJsonSchema", "Tag", "SkipJsonSchema", "Examples", "Doc"}
 
 
+_COMPARE = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+
+
 def _bound(sym: SInt | SFloat, op: str, bound: Fraction) -> z3.BoolRef:
     if isinstance(sym, SInt):
         x: z3.ArithRef = sym.e if bound.denominator == 1 else z3.ToReal(sym.e)
         b = int_val(int(bound)) if bound.denominator == 1 else real_val(bound)
-        return {">": x > b, ">=": x >= b, "<": x < b, "<=": x <= b}[op]
+        return _COMPARE[op](x, b)  # type: ignore[no-any-return]
     finite = sym.tag == FIN
     b = real_val(bound)
-    compare = {">": sym.r > b, ">=": sym.r >= b, "<": sym.r < b, "<=": sym.r <= b}[op]
+    compare = _COMPARE[op](sym.r, b)
     infinite = sym.tag == (PINF if op in (">", ">=") else NINF)
     return z3.Or(z3.And(finite, compare), infinite)

@@ -224,27 +224,70 @@ def run_units(units: Sequence[Unit], options: SolverOptions, jobs: int,
 def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
                   overrides: dict[str, dict[str, int]] | None, pool: Workers
                   ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``python -m hoare.verifier.worker`` processes fed one unit at a time; results
-    come back in ``units`` order. Plain subprocesses rather than a fork pool: safe
-    when the caller runs threads, never re-imports the caller's ``__main__``, and a
-    worker that dies (``os._exit`` at import, a crash in native code) costs only the
-    unit it was on, where a ``multiprocessing.Pool`` would wait forever."""
-    import json
-    import queue
-    from dataclasses import asdict
-
-    from .worker import encode_unit
-
-    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    dispatch = Dispatch(units, options, workers, overrides, pool)
     for index in range(len(units)):
-        todo.put(index)
-    results: dict[int, dict[str, Any]] = {}
-    done = threading.Condition()
+        dispatch.send(index)
+    dispatch.close()
+    for index in range(len(units)):
+        yield index, dispatch.result(index)
+    dispatch.join()
 
-    def answer(process: subprocess.Popen[str], index: int) -> dict[str, Any] | None:
+
+class Dispatch:
+    """Units sent to ``python -m hoare.verifier.worker`` processes one at a time, as
+    the caller finds them (it may still be looking: a unit is checked while the next
+    one's cache key is made); each result is collected by the unit's index.
+
+    Plain subprocesses rather than a fork pool: safe when the caller runs threads,
+    never re-imports the caller's ``__main__``, and a worker that dies (``os._exit``
+    at import, a crash in native code) costs only the unit it was on, where a
+    ``multiprocessing.Pool`` would wait forever."""
+
+    def __init__(self, units: Sequence[Unit], options: SolverOptions, workers: int,
+                 overrides: dict[str, dict[str, int]] | None, pool: Workers) -> None:
+        import queue
+
+        self._units = units
+        self._options = options
+        self._overrides = overrides or {}
+        self._pool = pool
+        self._todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._results: dict[int, dict[str, Any]] = {}
+        self._done = threading.Condition()
+        self._threads = [threading.Thread(target=self._feed, daemon=True)
+                         for _ in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def send(self, index: int) -> None:
+        self._todo.put(index)
+
+    def close(self) -> None:
+        """No more units: each feeding thread stops when the queue is empty."""
+        for _thread in self._threads:
+            self._todo.put(None)
+
+    def result(self, index: int) -> dict[str, Any]:
+        with self._done:
+            while index not in self._results:
+                if not any(t.is_alive() for t in self._threads):
+                    raise RuntimeError("hoare verify: every worker process stopped")
+                self._done.wait(0.5)
+            return self._results.pop(index)
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+    def _answer(self, process: subprocess.Popen[str], index: int) -> dict[str, Any] | None:
+        import json
+        from dataclasses import asdict
+
+        from .worker import encode_unit
+
         assert process.stdin is not None and process.stdout is not None
-        request = {"unit": encode_unit(units[index]), "options": asdict(options),
-                   "overrides": overrides or {}}
+        request = {"unit": encode_unit(self._units[index]), "options": asdict(self._options),
+                   "overrides": self._overrides}
         try:
             process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()
@@ -253,44 +296,30 @@ def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
             return None
         return found if isinstance(found, dict) else None
 
-    def feed() -> None:
-        """Run units until none is left; a worker that dies is replaced, and the unit it
-        died on is reported as that unit's error."""
+    def _feed(self) -> None:
+        """Run units until told to stop; a worker that dies is replaced, and the unit
+        it died on is reported as that unit's error."""
         while True:
-            process = pool.take()
+            process = self._pool.take()
             try:
                 while True:
-                    try:
-                        index = todo.get_nowait()
-                    except queue.Empty:
+                    index = self._todo.get()
+                    if index is None:
                         return
-                    result = answer(process, index)
+                    result = self._answer(process, index)
                     failed = result is None
                     if result is None:
+                        unit = self._units[index]
                         result = {"contracts": [], "pipelines": [], "errors": [ImportProblem(
-                            units[index].target, "the worker process died while checking "
-                            "it", str(units[index].path)).to_json()]}
-                    with done:
-                        results[index] = result
-                        done.notify_all()
+                            unit.target, "the worker process died while checking it",
+                            str(unit.path)).to_json()]}
+                    with self._done:
+                        self._results[index] = result
+                        self._done.notify_all()
                     if failed:
                         break
             finally:
                 _finish(process)
-
-    threads = [threading.Thread(target=feed, daemon=True) for _ in range(workers)]
-    for thread in threads:
-        thread.start()
-    for index in range(len(units)):
-        with done:
-            while index not in results:
-                if not any(t.is_alive() for t in threads) and index not in results:
-                    raise RuntimeError("hoare verify: every worker process stopped")
-                done.wait(0.5)
-            result = results.pop(index)
-        yield index, result
-    for thread in threads:
-        thread.join()
 
 
 def _safe_run(unit: Unit, options: SolverOptions,

@@ -43,6 +43,7 @@ from .values import (
     Sym,
     decode_z3_string,
 )
+from .z3util import is_true
 
 __all__ = ["PredicateRun", "WitnessError", "call_predicate", "concretize", "json_safe",
            "validate"]
@@ -73,7 +74,7 @@ def _concrete(sym: Sym, model: z3.ModelRef) -> Any:
     if isinstance(sym, SInt):
         return _eval(model, sym.e).as_long()  # type: ignore[attr-defined]
     if isinstance(sym, SBool):
-        return z3.is_true(_eval(model, sym.e))
+        return is_true(_eval(model, sym.e))
     if isinstance(sym, SFloat):
         tag = _eval(model, sym.tag).as_long()  # type: ignore[attr-defined]
         if tag == NAN:
@@ -89,7 +90,7 @@ def _concrete(sym: Sym, model: z3.ModelRef) -> Any:
     if isinstance(sym, SNone):
         return None
     if isinstance(sym, SOpt):
-        if z3.is_true(_eval(model, sym.none)):
+        if is_true(_eval(model, sym.none)):
             return None
         return _concrete(sym.inner, model)
     if isinstance(sym, SEnum):

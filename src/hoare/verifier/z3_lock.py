@@ -82,13 +82,16 @@ Z3_LOCK = Z3Lock()
 
 def _guard(finalizer: Callable[[Any], None]) -> Callable[[Any], None]:
     lock = Z3_LOCK  # held by the closure: module globals are None at interpreter exit
+    raw = lock.raw  # the RLock itself: this runs for every z3 object freed
 
     def __del__(self: Any) -> None:
-        if lock.acquire(blocking=False):
+        if raw.acquire(False):
             try:
                 finalizer(self)
             finally:
-                lock.release()
+                if lock.pending:
+                    lock.drain()
+                raw.release()
         else:  # keeps `self` alive until the holder runs the real finalizer
             lock.pending.append(lambda: finalizer(self))
 

@@ -3,6 +3,8 @@
 * ``constant_names``: the names of the uninterpreted constants of an expression
   (memoised on AST ids, walked with z3's C API: the Python wrappers cost ~10x more);
 * ``named_constants``: the same constants as expressions, by name;
+* ``is_true``/``is_false``: whether an expression is the literal true/false, in one
+  call to z3 (``z3.is_true`` builds two Python wrappers per call, on a hot path);
 * ``group_by_constants``: split items (assertions) into groups sharing no
   constant, by union-find. Independent groups are solved apart: z3's string
   solver degrades when unrelated string constraints share one query.
@@ -19,11 +21,23 @@ from typing import Any, TypeVar
 import z3
 from z3 import z3core as _C
 
-__all__ = ["constant_names", "group_by_constants", "named_constants"]
+__all__ = ["constant_names", "group_by_constants", "is_false", "is_true", "named_constants"]
 
 T = TypeVar("T")
 
 _EMPTY: frozenset[str] = frozenset()
+
+
+def is_true(expr: object) -> bool:
+    """``z3.is_true``: ``expr`` is the expression ``True``."""
+    return isinstance(expr, z3.ExprRef) and \
+        _C.Z3_get_bool_value(expr.ctx_ref(), expr.as_ast()) == z3.Z3_L_TRUE
+
+
+def is_false(expr: object) -> bool:
+    """``z3.is_false``: ``expr`` is the expression ``False``."""
+    return isinstance(expr, z3.ExprRef) and \
+        _C.Z3_get_bool_value(expr.ctx_ref(), expr.as_ast()) == z3.Z3_L_FALSE
 
 
 def constant_names(expr: z3.ExprRef, memo: dict[int, frozenset[str]] | None = None
@@ -77,16 +91,31 @@ def named_constants(expr: z3.ExprRef) -> dict[str, z3.ExprRef]:
     """The uninterpreted constants of ``expr``, by name (to evaluate them in a
     model or substitute values for them)."""
     out: dict[str, z3.ExprRef] = {}
-    stack, seen = [expr], set()
+    ctx = expr.ctx_ref()
+    stack: list[Any] = [expr.as_ast()]
+    seen: set[int] = set()
     while stack:
-        node = stack.pop()
-        if node.get_id() in seen or z3.is_re(node):
+        ast = stack.pop()
+        key = _C.Z3_get_ast_id(ctx, ast)
+        if key in seen:
             continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out[node.decl().name()] = node
-        else:
-            stack.extend(node.children())
+        seen.add(key)
+        kind = _C.Z3_get_ast_kind(ctx, ast)
+        if kind == z3.Z3_QUANTIFIER_AST:
+            stack.append(_C.Z3_get_quantifier_body(ctx, ast))
+            continue
+        if kind != z3.Z3_APP_AST or \
+                _C.Z3_get_sort_kind(ctx, _C.Z3_get_sort(ctx, ast)) == z3.Z3_RE_SORT:
+            continue
+        app = _C.Z3_to_app(ctx, ast)
+        count = _C.Z3_get_app_num_args(ctx, app)
+        if count == 0:
+            decl = _C.Z3_get_app_decl(ctx, app)
+            if _C.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+                name = _C.Z3_get_symbol_string(ctx, _C.Z3_get_decl_name(ctx, decl))
+                out[name] = z3.z3._to_expr_ref(ast, expr.ctx)
+            continue
+        stack.extend(_C.Z3_get_app_arg(ctx, app, i) for i in range(count))
     return out
 
 
