@@ -27,8 +27,9 @@ _Index = dict[int, list[FunctionNode]]  # function nodes by first line
 
 
 @functools.lru_cache(maxsize=256)
-def _module_tree(filename: str, stamp: int) -> _Index | None:
-    """The module's function nodes by first line (parsed and walked once per file)."""
+def _module_index(filename: str, stamp: int) -> tuple[_Index, dict[str, list[int]]] | None:
+    """The module's function nodes by first line, and its classes' lines by name
+    (parsed and walked once per file)."""
     lines = linecache.getlines(filename)
     if not lines:
         return None
@@ -37,26 +38,25 @@ def _module_tree(filename: str, stamp: int) -> _Index | None:
     except (SyntaxError, ValueError, RecursionError):  # ValueError: a NUL byte
         return None
     index: _Index = {}
+    classes: dict[str, list[int]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Lambda):
             index.setdefault(node.lineno, []).append(node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             index.setdefault(_first_line(node), []).append(node)
-    return index
+        elif isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, []).append(node.lineno)
+    return index, classes
 
 
-@functools.lru_cache(maxsize=256)
+def _module_tree(filename: str, stamp: int) -> _Index | None:
+    found = _module_index(filename, stamp)
+    return None if found is None else found[0]
+
+
 def _class_lines(filename: str, stamp: int) -> dict[str, list[int]]:
-    lines = linecache.getlines(filename)
-    try:
-        tree = ast.parse("".join(lines), filename)
-    except (SyntaxError, ValueError, RecursionError):
-        return {}
-    found: dict[str, list[int]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            found.setdefault(node.name, []).append(node.lineno)
-    return found
+    found = _module_index(filename, stamp)
+    return {} if found is None else found[1]
 
 
 def class_line(cls: type) -> int | None:

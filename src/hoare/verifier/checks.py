@@ -505,8 +505,9 @@ def _columns(cm: ContractModel, role: str) -> list[tuple[str, list[Any]]]:
     constants), by the key a JSON object carries it under."""
     if role not in cm.columns:
         spec = _spec(cm, role)
+        drawn = _samples(cm, role).sampler.columns.get(spec.model)  # pydantic-accepted
         sampler = Sampler(cm.sample_constants)
-        cm.columns[role] = [] if spec.wrapped else [
+        cm.columns[role] = [] if spec.wrapped else drawn if drawn is not None else [
             (info.alias or name, sampler.field_values(info))
             for name, info in spec.model.model_fields.items()]
     return cm.columns[role]
@@ -527,7 +528,8 @@ class _Samples:
 
     def __init__(self, spec: Any, from_json: bool, constants: Constants) -> None:
         budget = SAMPLING_BUDGET.candidates
-        self._source = _valid(spec, Sampler(constants).candidates(
+        self.sampler = Sampler(constants)
+        self._source = _valid(spec, self.sampler.candidates(
                                   spec, budget, _probe(spec, from_json)),
                               _Clock(SAMPLING_BUDGET), budget, from_json)
         self._seen: list[tuple[Any, Any]] = []

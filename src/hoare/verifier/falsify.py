@@ -167,6 +167,8 @@ class Sampler:
     def __init__(self, constants: Constants | None = None, seed: int = SEED) -> None:
         self.constants = constants or Constants()
         self.rng = random.Random(seed)
+        # each top-level model's columns as ``models`` drew from them (after ``probe``)
+        self.columns: dict[type, list[tuple[str, list[Any]]]] = {}
 
     # -- leaves -------------------------------------------------------------------------
     def ints(self, bounds: dict[str, Any]) -> list[int]:
@@ -308,9 +310,9 @@ class Sampler:
                probe: Callable[[dict[str, Any]], bool] | None = None
                ) -> Iterator[dict[str, Any]]:
         """Dicts of field values: every field's k-th candidate, then random mixes.
-        ``probe`` (does pydantic accept this row?): first drop each field's values
-        that no row one field away from a valid row accepts, so the mixes are mostly
-        valid values, the ones that test a predicate."""
+        ``probe`` (does pydantic accept this row?): before the mixes, drop each field's
+        values that no row one field away from a valid row accepts, so the mixes are
+        mostly valid values, the ones that test a predicate."""
         columns: list[tuple[str, list[Any]]] = []
         for name, info in model.model_fields.items():
             key = info.alias or name
@@ -320,15 +322,16 @@ class Sampler:
             yield {}
             return
         longest = max(len(v) for _, v in columns)
-        if probe is not None:
-            columns = _accepted(columns, probe, longest)
-            longest = max(len(v) for _, v in columns)
         produced = 0
         for k in range(longest):
             yield _row(columns, lambda vs, k=k: vs[k % len(vs)])  # type: ignore[misc]
             produced += 1
             if produced >= limit:
                 return
+        if probe is not None:  # only now: a search that succeeds early never pays for it
+            columns = _accepted(columns, probe, longest)
+        if depth == 0:
+            self.columns[model] = columns
         # Every combination of the first candidates of each field (a conjunction over
         # several fields needs them together), then random mixes.
         width = max(2, int((limit / 3) ** (1 / len(columns))))

@@ -52,6 +52,11 @@ class VerdictCache:
         self._environment: str | None = None
         self._digests: dict[Path, str | None] = {}
         self._imports: dict[Path, list[Path]] = {}
+        # each file's import statements by its digest, in one file (``imports.json``):
+        # a warm run reads it once instead of parsing every file
+        self._statements: dict[str, list[list[Any]]] | None = None
+        self._used: set[str] = set()
+        self._added = False
 
     # -- keys -----------------------------------------------------------------------
     def key(self, unit: Unit) -> str | None:
@@ -94,21 +99,41 @@ class VerdictCache:
         if path in self._imports:
             return self._imports[path]
         digest = self._digest(path)
-        names: list[list[Any]] | None = None
-        stored = self.directory / "imports" / f"{digest}.json" if digest else None
-        if stored is not None:
-            names = _read_json(stored)
-        if names is None:
+        statements = self._index()
+        names = statements.get(digest) if digest else None
+        if not isinstance(names, list):
             try:
                 names = _import_statements(path.read_bytes())
             except OSError:
                 names = []
-            if stored is not None:
-                _write_json(stored, names)
+            if digest:
+                statements[digest] = names
+                self._added = True
+        if digest:
+            self._used.add(digest)
         found = local_imports(path, [(int(level), str(name), list(items))
                                      for level, name, items in names])
         self._imports[path] = found
         return found
+
+    def _index(self) -> dict[str, list[list[Any]]]:
+        if self._statements is None:
+            found = _read_json(self.directory / "imports.json")
+            self._statements = found if isinstance(found, dict) else {}
+        return self._statements
+
+    def save_imports(self, keep: int) -> None:
+        """Write the import statements found (the files seen this run first, then
+        older ones up to ``keep`` in all): a later run need not parse these files."""
+        if not self._added or self._statements is None:
+            return
+        kept = {d: self._statements[d] for d in self._statements if d in self._used}
+        for digest, names in self._statements.items():
+            if len(kept) >= keep:
+                break
+            kept.setdefault(digest, names)
+        _write_json(self.directory / "imports.json", kept)
+        self._added = False
 
     def environment(self) -> str:
         """Python, hoare's own source, the solver and validator versions, installed
@@ -151,7 +176,7 @@ class VerdictCache:
         """Delete all but the ``keep`` most recently used entries (of each kind); the
         number deleted. Old versions of edited files would otherwise pile up."""
         removed = 0
-        for kind in ("verdicts", "imports"):
+        for kind in ("verdicts",):
             entries = []
             for path in (self.directory / kind).rglob("*.json"):
                 try:
