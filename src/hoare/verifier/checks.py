@@ -283,13 +283,13 @@ class _Falsifier:
         self.constants = constants_of([t.source for t in cm.translations()], self.instance)
 
     def near(self, typed: TypedValue, translations: Sequence[Translation]) -> list[Any]:
-        """Values of ``typed`` from z3 models of its type alone and with each
-        translated predicate alone (cheap, often close to a counterexample)."""
+        """Values of ``typed`` from z3 models of its type with each translated
+        predicate alone (cheap, often close to a counterexample)."""
         seeds: list[Any] = []
         if not self.near_models:
             return seeds
-        groups: list[list[Translation]] = [[]]
-        groups += [[t] for t in translations if t.opaque is None][:4]
+        # (the type alone: the contract's samples already hold many valid values)
+        groups = [[t] for t in translations if t.opaque is None][:4]
         for group in groups:
             query = solve(type_assertions(typed) + predicate_assertions(group), self.options,
                           _nice_strings(typed), self.cm.cache)
@@ -437,9 +437,10 @@ def _sampled_passing(cm: ContractModel, phase: str) -> Any:
         found = _passing_sample(cm, "input", pre, instance, [(None, None)])
         return None if found is None else found[0]
     free = cm.act_output is not None  # act's output: the pre-conditions do not apply
+    inputs = _samples(cm, "used")
     used = list(itertools.islice(
-        (u for u in _samples(cm, "used")
-         if _readable(u[0]) and (free or _passes(pre, instance, u[1]))), 4))
+        (u for u in inputs
+         if inputs.readable(u[0]) and (free or _passes(pre, instance, u[1]))), 4))
     if not used and not free:
         found = _passing_sample(cm, "used", pre, instance, [(None, None)])
         used = [] if found is None else [found[:2]]
@@ -459,8 +460,9 @@ def _passing_sample(cm: ContractModel, role: str, preds: list[PredicateSource],
     predicate of ``preds``: first among the samples, then by climbing from the sample
     that passes the most of them, one field at a time."""
     best: tuple[int, Any, Any, tuple[Any, Any]] | None = None
-    for index, (value, validated) in enumerate(_samples(cm, role)):
-        if not _readable(value):
+    samples = _samples(cm, role)
+    for index, (value, validated) in enumerate(samples):
+        if not samples.readable(value):
             continue
         for context in _contexts(used, index):
             score = _score(preds, instance, validated, context[1])
@@ -533,6 +535,14 @@ class _Samples:
                                   spec, budget, _probe(spec, from_json)),
                               _Clock(SAMPLING_BUDGET), budget, from_json)
         self._seen: list[tuple[Any, Any]] = []
+        self._readable: dict[int, bool] = {}  # by id: the values live in ``_seen``
+
+    def readable(self, value: Any) -> bool:
+        """``_readable(value)`` for one of the samples, worked out once."""
+        found = self._readable.get(id(value))
+        if found is None:
+            found = self._readable[id(value)] = _readable(value)
+        return found
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         index = 0
