@@ -138,16 +138,26 @@ def test_other_options_are_other_entries(tmp_path: Path) -> None:
     assert _verify(project, "--rlimit", "2000000")[2] == []
 
 
-def test_a_torn_or_foreign_entry_is_a_miss_not_an_error(tmp_path: Path) -> None:
+def _packs(cache: Path) -> list[Path]:
+    return sorted((cache / "v2" / "verdicts").glob("[!.]*.json"))
+
+
+def test_a_torn_pack_or_foreign_entry_is_a_miss_not_an_error(tmp_path: Path) -> None:
     project = _project(tmp_path)
     cache = tmp_path / "cache"
     _, cold, _, _ = _verify(project)
-    entries = sorted((cache / "v1" / "verdicts").rglob("*.json"))
+    (pack,) = _packs(cache)
+    entries = json.loads(pack.read_text())
     assert len(entries) == 4  # one per file: alpha, beta, limits, models
-    for index, entry in enumerate(entries):
-        entry.write_text(['{"contracts": [', "[1, 2]", '{"contracts": [{"name": 1}], '
-                          '"pipelines": [], "errors": []}',
-                          '{"contracts": [], "pipelines": [], "errors": [], "x": 1}'][index])
+    foreign = [["contracts", "[1, 2]"], [1, 2], {"contracts": [{"name": 1}], "pipelines": [],
+                                                 "errors": []},
+               {"contracts": [], "pipelines": [], "errors": [], "x": 1}]
+    pack.write_text(json.dumps(dict(zip(entries, foreign, strict=True))))
+    _, report, imported, _ = _verify(project)
+    assert imported == ["alpha", "beta"]
+    assert _without_time(report) == _without_time(cold)
+    for pack in _packs(cache):
+        pack.write_text('{"torn": [')
     _, report, imported, _ = _verify(project)
     assert imported == ["alpha", "beta"]
     assert _without_time(report) == _without_time(cold)
@@ -202,16 +212,34 @@ def test_workers_give_the_same_report(tmp_path: Path, jobs: str) -> None:
 def test_prune_keeps_the_most_recently_used_entries(tmp_path: Path) -> None:
     from hoare.verifier.result_cache import VerdictCache
 
-    cache = VerdictCache(tmp_path, {})
     result = {"contracts": [], "pipelines": [], "errors": []}
     keys = [f"{index:064x}" for index in range(6)]
-    for index, key in enumerate(keys):
-        cache.put(key, result)
-        entry = tmp_path / "v1" / "verdicts" / key[:2] / f"{key}.json"
-        os.utime(entry, (1_000_000 + index, 1_000_000 + index))
-    assert cache.get(keys[0]) == result  # a hit: now the most recently used
-    assert cache.prune(keep=3) == 3
-    assert [k for k in keys if cache.get(k) is not None] == [keys[0], keys[4], keys[5]]
+    for index, key in enumerate(keys):  # six runs, each leaving one pack
+        run = VerdictCache(tmp_path, {})
+        assert run.get(key) is None
+        run.put(key, result)
+        run.flush()
+        (newest,) = [p for p in _packs(tmp_path) if key in p.read_text()]
+        os.utime(newest, (1_000_000 + index, 1_000_000 + index))
+    run = VerdictCache(tmp_path, {})
+    assert run.get(keys[0]) == result  # a hit: now the most recently used
+    assert run.prune(keep=3) == 3
+    assert len(_packs(tmp_path)) == 1
+    later = VerdictCache(tmp_path, {})
+    assert [k for k in keys if later.get(k) is not None] == [keys[0], keys[4], keys[5]]
+
+
+def test_many_runs_leave_few_packs(tmp_path: Path) -> None:
+    from hoare.verifier.result_cache import MAX_PACKS, VerdictCache
+
+    result = {"contracts": [], "pipelines": [], "errors": []}
+    for index in range(MAX_PACKS + 3):
+        run = VerdictCache(tmp_path, {})
+        run.put(f"{index:064x}", result)
+        run.prune(keep=1000)
+        assert len(_packs(tmp_path)) <= MAX_PACKS
+    later = VerdictCache(tmp_path, {})
+    assert all(later.get(f"{index:064x}") == result for index in range(MAX_PACKS + 3))
 
 
 def test_a_src_layout_module_on_the_path_is_a_dependency(tmp_path: Path) -> None:

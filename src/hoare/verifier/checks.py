@@ -457,22 +457,40 @@ def _passing_sample(cm: ContractModel, role: str, preds: list[PredicateSource],
                     instance: object, used: list[tuple[Any, Any]]
                     ) -> tuple[Any, Any, Any] | None:
     """(json, validated, used json) of a readable sample of ``role`` passing every
-    predicate of ``preds``: first among the samples, then by climbing from the sample
-    that passes the most of them, one field at a time."""
-    best: tuple[int, Any, Any, tuple[Any, Any]] | None = None
+    predicate of ``preds``: among the first samples, then by climbing from the one
+    that passes the most of them, one field at a time, then among the other samples
+    (and climbing again, from a better start if they hold one)."""
     samples = _samples(cm, role)
-    for index, (value, validated) in enumerate(samples):
-        if not samples.readable(value):
-            continue
-        for context in _contexts(used, index):
-            score = _score(preds, instance, validated, context[1])
-            if score == len(preds):
-                return value, validated, context[0]
-            if best is None or score > best[0]:
-                best = (score, value, validated, context)
-    if best is None or not isinstance(best[1], dict):
+    best: tuple[int, Any, tuple[Any, Any]] | None = None
+    for start, stop in ((0, _FIRST_SAMPLES), (_FIRST_SAMPLES, None)):
+        climbed_from = best
+        for index, (value, validated) in enumerate(itertools.islice(samples, start, stop),
+                                                   start):
+            if not samples.readable(value):
+                continue
+            for context in _contexts(used, index):
+                score = _score(preds, instance, validated, context[1])
+                if score == len(preds):
+                    return value, validated, context[0]
+                if best is None or score > best[0]:
+                    best = (score, value, context)
+        if best is not None and best is not climbed_from:
+            found = _climb(cm, role, preds, instance, best)
+            if found is not None:
+                return found
+    return None
+
+
+_FIRST_SAMPLES = 64  # scanned before the first climb
+
+
+def _climb(cm: ContractModel, role: str, preds: list[PredicateSource], instance: object,
+           start: tuple[int, Any, tuple[Any, Any]]) -> tuple[Any, Any, Any] | None:
+    """From ``start`` (score, json, context), change one field at a time, keeping a
+    change that passes more predicates, until all pass (the result) or none helps."""
+    score, base, context = start
+    if not isinstance(base, dict):
         return None
-    score, base, _validated, context = best
     clock = _Clock(CLIMB_BUDGET)
     for _sweep in range(2):  # a field settled early may need to move again
         before = score
@@ -788,10 +806,10 @@ CLIMB_BUDGET = Budget(candidates=400, seconds=1.0)
 
 def _sampled_failing(cm: ContractModel, t: Translation) -> Any:
     """A concrete, validated value on which ``t`` really fails (shown as the z3 path
-    shows its counterexample), or None: among the samples, then among the values that
-    differ from the first sample in one field (a predicate mostly reads one or two
+    shows its counterexample), or None: among the first samples, then among the values
+    that differ from the first sample in one field (a predicate mostly reads one or two
     fields, and a random mix rarely keeps the others valid while hitting the value
-    that fails it)."""
+    that fails it), then among the other samples."""
     instance = _sampling_instance(cm)
     if instance is _NO_INSTANCE:
         return None
@@ -801,25 +819,31 @@ def _sampled_failing(cm: ContractModel, t: Translation) -> Any:
         used = list(itertools.islice(_samples(cm, "used"), 4))
         if not used:
             return None
+    samples = _samples(cm, role)
     first: Any = None
-    for index, (value, validated) in enumerate(_samples(cm, role)):
+    for index, (value, validated) in enumerate(itertools.islice(samples, _FIRST_SAMPLES)):
         first = value if first is None else first
         for used_json, context in _contexts(used, index):
             if not call_predicate(t.source, instance, validated, context).passed:
                 return _shown(cm, t, value, used_json)
-    if not isinstance(first, dict):
-        return None
-    clock = _Clock(CLIMB_BUDGET)
-    for key, candidates in _columns(cm, role):
-        for candidate in candidates:
-            row = _replaced(first, key, candidate)
-            if not clock.tick():
-                return None
-            ok, validated = _validate_role(cm, role, row)
-            if ok:
-                for used_json, context in used:
-                    if not call_predicate(t.source, instance, validated, context).passed:
-                        return _shown(cm, t, row, used_json)
+    if isinstance(first, dict):
+        clock = _Clock(CLIMB_BUDGET)
+        for key, candidates in _columns(cm, role):
+            for candidate in candidates:
+                row = _replaced(first, key, candidate)
+                if not clock.tick():
+                    break
+                ok, validated = _validate_role(cm, role, row)
+                if ok:
+                    for used_json, context in used:
+                        if not call_predicate(t.source, instance, validated,
+                                              context).passed:
+                            return _shown(cm, t, row, used_json)
+    for index, (value, validated) in enumerate(itertools.islice(samples, _FIRST_SAMPLES,
+                                                                None), _FIRST_SAMPLES):
+        for used_json, context in _contexts(used, index):
+            if not call_predicate(t.source, instance, validated, context).passed:
+                return _shown(cm, t, value, used_json)
     return None
 
 

@@ -173,8 +173,7 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
     cached = len(units) - len(missing)
     if store is not None:
         store.save_imports(keep=max(PRUNE_FLOOR, 4 * len(units)))
-    if store is not None and missing:
-        store.prune(keep=max(PRUNE_FLOOR, 4 * len(units)))
+        store.prune(keep=max(PRUNE_FLOOR, 4 * len(units)))  # flushes the last pack
     return [r for r in results if r is not None], cached
 
 
