@@ -612,11 +612,14 @@ def _contexts(used: list[tuple[Any, Any]], index: int) -> list[tuple[Any, Any]]:
     return [used[0]] if other is used[0] else [used[0], other]
 
 
+_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _readable(value: Any) -> bool:
     """Printable ASCII once in JSON: a witness a reader can take in at a glance
     (z3 is asked for such witnesses too, ``_nice_strings``)."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = _STRICT_JSON.encode(value)
     except (TypeError, ValueError):
         return False
     return len(text) <= 400 and text.isascii() and text.isprintable()

@@ -89,6 +89,10 @@ class Constants:
 
     numbers: list[int | float] = field(default_factory=list)
     strings: list[str] = field(default_factory=list)
+    # a field's candidates, by (field, depth, how many constants): every sampler of a
+    # contract asks for the same fields with the same constants
+    memo: dict[tuple[int, int, int, int], list[Any]] = field(default_factory=dict,
+                                                             repr=False, compare=False)
 
     def add(self, value: object, depth: int = 0) -> None:
         if isinstance(value, enum.Enum):
@@ -296,6 +300,13 @@ class Sampler:
         return _unique(out)
 
     def field_values(self, info: Any, depth: int = 0) -> list[Any]:
+        key = (id(info), depth, len(self.constants.numbers), len(self.constants.strings))
+        found = self.constants.memo.get(key)
+        if found is None:
+            found = self.constants.memo[key] = self._field_values(info, depth)
+        return found
+
+    def _field_values(self, info: Any, depth: int) -> list[Any]:
         bounds: dict[str, Any] = {}
         for item in info.metadata:
             bounds.update(_bounds_of(item))
@@ -563,6 +574,9 @@ class _Clock:
         return self.left % 16 != 0 or time.perf_counter() < self.deadline  # a clock read in 16
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=True)  # json.dumps, made once
+
+
 def _validate(spec: TypeSpec, value: Any, from_json: bool) -> tuple[bool, Any]:
     """Validate as the kernel does: an engine's answer arrives as JSON text
     (``validate_json``), an input or act's output as a Python value."""
@@ -572,7 +586,7 @@ def _validate(spec: TypeSpec, value: Any, from_json: bool) -> tuple[bool, Any]:
         except Exception:  # ValidationError, or a validator raising something else
             return False, None
     try:
-        text = json.dumps(value, allow_nan=True, ensure_ascii=False)
+        text = _JSON.encode(value)
     except (TypeError, ValueError):
         return False, None
     return _validate_text(spec, text)
@@ -597,7 +611,7 @@ def _valid(spec: TypeSpec, values: Iterable[Any], clock: _Clock, keep: int,
     for value in values:
         if from_json:  # the JSON text is both the key and what pydantic parses
             try:
-                key = json.dumps(value, allow_nan=True, ensure_ascii=False)
+                key = _JSON.encode(value)
             except (TypeError, ValueError):
                 continue
         else:
