@@ -297,6 +297,7 @@ def approximate(ranges: Ranges, side: str) -> Ranges:
     return normalize([*low, (_WINDOW + 1, MAX_CHAR)])
 
 
+@functools.cache  # z3 terms, built under Z3_LOCK by every caller, like method_language
 def ranges_re(ranges: Ranges, side: str = "exact") -> z3.ReRef:
     """The z3 regex of one character in ``ranges`` (clipped to z3's alphabet);
     ``side``: ``over``/``under`` approximate a big class (see ``approximate``).
