@@ -92,6 +92,8 @@ class ContractModel:
     # validated candidate values per role ("input", "output", "used"), shared by checks
     samples: dict[str, _Samples] = field(default_factory=dict)
     sample_constants: Constants | None = None
+    # the sampled witness of pre_satisfiable, (json, validated) or None: post's input
+    witnesses: dict[str, tuple[Any, Any] | None] = field(default_factory=dict)
     # each field's candidate values per role, for the one-field-away search
     columns: dict[str, list[tuple[str, list[Any]]]] = field(default_factory=dict)
 
@@ -433,17 +435,20 @@ def _sampled_passing(cm: ContractModel, phase: str) -> Any:
     if instance is _NO_INSTANCE:
         return None
     pre = [t.source for t in cm.pre]
-    if phase == "pre":
+    if phase == "pre" or (cm.act_output is None and "pre" not in cm.witnesses):
         found = _passing_sample(cm, "input", pre, instance, [(None, None)])
-        return None if found is None else found[0]
+        cm.witnesses["pre"] = None if found is None else found[:2]
+        if phase == "pre":
+            return None if found is None else found[0]
     free = cm.act_output is not None  # act's output: the pre-conditions do not apply
     inputs = _samples(cm, "used")
-    used = list(itertools.islice(
-        (u for u in inputs
-         if inputs.readable(u[0]) and (free or _passes(pre, instance, u[1]))), 4))
-    if not used and not free:
-        found = _passing_sample(cm, "used", pre, instance, [(None, None)])
-        used = [] if found is None else [found[:2]]
+    known = cm.witnesses.get("pre")
+    used = [known] if known is not None and not free else []
+    # a few more inputs, among the first samples only (a rare one is not worth a scan)
+    used += itertools.islice(
+        (u for u in itertools.islice(inputs, _FIRST_SAMPLES)
+         if inputs.readable(u[0]) and (free or _passes(pre, instance, u[1]))
+         and (known is None or u[0] != known[0])), 4 - len(used))
     if not used:
         return None
     found = _passing_sample(cm, "output", [t.source for t in cm.post], instance, used)
