@@ -292,9 +292,9 @@ class _Falsifier:
             return seeds
         # (the type alone: the contract's samples already hold many valid values)
         groups = [[t] for t in translations if t.opaque is None][:4]
-        for group in groups:
+        for group in groups:  # (no readable-string preference: a seed is never shown)
             query = solve(type_assertions(typed) + predicate_assertions(group), self.options,
-                          _nice_strings(typed), self.cm.cache)
+                          cache=self.cm.cache)
             if query.status == "sat" and query.model is not None:
                 try:
                     seeds.append(_value(typed, query.model))

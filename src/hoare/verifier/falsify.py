@@ -89,10 +89,6 @@ class Constants:
 
     numbers: list[int | float] = field(default_factory=list)
     strings: list[str] = field(default_factory=list)
-    # a field's candidates, by (field, depth, how many constants): every sampler of a
-    # contract asks for the same fields with the same constants
-    memo: dict[tuple[int, int, int, int], list[Any]] = field(default_factory=dict,
-                                                             repr=False, compare=False)
 
     def add(self, value: object, depth: int = 0) -> None:
         if isinstance(value, enum.Enum):
@@ -300,13 +296,6 @@ class Sampler:
         return _unique(out)
 
     def field_values(self, info: Any, depth: int = 0) -> list[Any]:
-        key = (id(info), depth, len(self.constants.numbers), len(self.constants.strings))
-        found = self.constants.memo.get(key)
-        if found is None:
-            found = self.constants.memo[key] = self._field_values(info, depth)
-        return found
-
-    def _field_values(self, info: Any, depth: int) -> list[Any]:
         bounds: dict[str, Any] = {}
         for item in info.metadata:
             bounds.update(_bounds_of(item))
