@@ -1,9 +1,10 @@
 """A contract agent with two tools, offline: cyllama's ContractAgent API on hoare.
 
 Each tool carries contracts (`@pre`/`@post`, a `contract_assert` inside); the agent
-checks the task, every tool call and the final answer. The engine is a scripted
-stand-in for a model, so this runs with no API key (`--live` is not offered: point
-`engine=` at an `OpenAIEngine` to use a real one).
+checks the task, every tool call and the final answer. `make verify` (`hoare verify
+examples/`) checks the tools' conditions and the declared `ToolChain` with z3. The
+engine is a scripted stand-in for a model, so this runs with no API key (`--live` is
+not offered: point `engine=` at an `OpenAIEngine` to use a real one).
 
 Run: ``python examples/agent_tools.py``
 """
@@ -13,14 +14,23 @@ from __future__ import annotations
 import json
 import sys
 
-from hoare.agents import ContractAgent, ContractPolicy, contract_assert, post, pre, tool
+from hoare.agents import (
+    ContractAgent,
+    ContractPolicy,
+    ToolChain,
+    contract_assert,
+    post,
+    pre,
+    tool,
+)
 from hoare.engines import FunctionEngine, Request
 
 PRICES = {"kettle": 25.0, "toaster": 40.0}
+ITEMS = tuple(PRICES)  # a tuple: z3 models membership in it (a dict may change)
 
 
 @tool
-@pre(lambda item: item in PRICES, "a product of the catalogue")
+@pre(lambda item: item in ITEMS, "a product of the catalogue")
 @post(lambda price: price > 0, "prices are positive")
 def price_of(item: str) -> float:
     """The price of one item of the catalogue, in euros."""
@@ -28,12 +38,18 @@ def price_of(item: str) -> float:
 
 
 @tool
+@pre(lambda amount: amount > 0, "a positive amount")
 @pre(lambda amount, rate: 0 <= rate <= 0.5, "discounts of at most 50%")
 def discounted(amount: float, rate: float) -> float:
     """The amount after a discount rate between 0 and 0.5."""
     result = round(amount * (1 - rate), 2)
     contract_assert(result <= amount, "a discount never raises the price")
     return result
+
+
+# The order the agent calls them in: `hoare verify` checks that every price
+# `price_of` may return (a positive float) passes `discounted`'s conditions on `amount`.
+PRICE_THEN_DISCOUNT = ToolChain(price_of, discounted, feed={"discounted": "amount"})
 
 
 def scripted_model(request: Request) -> str:

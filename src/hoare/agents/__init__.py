@@ -4,6 +4,7 @@ imports. ``ContractAgent`` runs tools on any hoare engine (native tool calls or 
 """
 
 from .agent import AgentEvent, AgentResult, ContractAgent, EventType, IterationState
+from .chain import ToolChain
 from .conditions import ContractSpec, PostCondition, PreCondition, post, pre
 from .context import ContractContext, contract_assert, contract_context, current_context
 from .policy import ContractPolicy
@@ -13,6 +14,7 @@ from .violation import ContractTermination, ContractViolation, ViolationHandler
 __all__ = [
     "AgentEvent", "AgentResult", "ContractAgent", "ContractContext", "ContractPolicy",
     "ContractSpec", "ContractTermination", "ContractViolation", "EventType", "IterationState",
-    "PostCondition", "PreCondition", "Tool", "ViolationHandler", "contract_assert",
+    "PostCondition", "PreCondition", "Tool", "ToolChain", "ViolationHandler",
+    "contract_assert",
     "contract_context", "current_context", "post", "pre", "tool",
 ]

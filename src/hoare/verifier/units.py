@@ -14,6 +14,7 @@ its own (file, line, exception); the other units are still checked.
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -37,6 +38,7 @@ def run_unit(unit: Unit, options: SolverOptions,
     ``overrides``: per contract name, ``timeout_ms``/``rlimit`` of its queries."""
     from .checks import check_contract
     from .composition import check_pipeline
+    from .tools import check_chain, check_tool
     from .values import Z3_LOCK
 
     try:
@@ -46,10 +48,13 @@ def run_unit(unit: Unit, options: SolverOptions,
         return {"contracts": [], "pipelines": [],
                 "errors": [_problem(unit, cause, str(error)).to_json()]}
     contracts, pipelines = contracts_of(module)
+    tools, chains = tools_of(module)
     if unit.only is not None:
         contracts = [(n, c) for n, c in contracts if c.__qualname__ == unit.only]
         pipelines = [(n, p) for n, p in pipelines if n.rsplit(":", 1)[-1] == unit.only]
-        if not contracts and not pipelines:
+        tools = [(n, t) for n, t in tools if n.rsplit(":", 1)[-1] == unit.only]
+        chains = [(n, c) for n, c in chains if n.rsplit(":", 1)[-1] == unit.only]
+        if not contracts and not pipelines and not tools and not chains:
             return {"contracts": [], "pipelines": [], "errors": [ImportProblem(
                 unit.target, f"{module.__name__} has no @contract class or Pipeline named "
                              f"{unit.only}", str(unit.path)).to_json()]}
@@ -61,12 +66,22 @@ def run_unit(unit: Unit, options: SolverOptions,
                                     replace(options, **limits) if limits else options)
             _locate(report, cls)
             out["contracts"].append(report.to_json())
+        for name, tool in tools:
+            limits = (overrides or {}).get(name)
+            report = check_tool(tool, module.__name__,
+                                replace(options, **limits) if limits else options)
+            _locate_tool(report, tool)
+            out["contracts"].append(report.to_json())
         for name, pipeline in pipelines:
             report = check_pipeline(pipeline.stages, name, options)  # type: ignore[attr-defined]
             stage = type(pipeline.stages[0])  # type: ignore[attr-defined]
             report.file, report.line = _class_location(stage)
             for check in report.checks:
                 check.file, check.line = report.file, report.line
+            out["pipelines"].append(report.to_json())
+        for name, chain in chains:
+            report = check_chain(chain, name, options)
+            _locate_tool(report, chain.tools[0])  # type: ignore[attr-defined]
             out["pipelines"].append(report.to_json())
     return out
 
@@ -119,6 +134,61 @@ def contracts_of(module: Any) -> tuple[list[tuple[str, type]], list[tuple[str, o
             name = getattr(value, "name", None) or attribute
             pipelines.append((f"{module.__name__}:{name}", value))
     return contracts, pipelines
+
+
+def tools_of(module: Any) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """The tools with conditions (``@tool`` or plain ``@pre``/``@post`` functions, and
+    those of a ``ContractAgent``) that ``module`` defines, and its ``ToolChain``s."""
+    agents = sys.modules.get("hoare.agents")
+    if agents is None:  # nothing imported it: no tool anywhere
+        return [], []
+    tools: list[tuple[str, Any]] = []
+    chains: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+
+    def add(candidate: Any) -> None:
+        if not isinstance(candidate, agents.Tool):
+            if not getattr(candidate, "__hoare_checked__", False):
+                return
+            candidate = agents.Tool(candidate)
+        func = candidate.func
+        spec = getattr(func, "_contracts", None)
+        owner = getattr(inspect.unwrap(func), "__module__", None)
+        if spec is None or id(func) in seen or owner != module.__name__ or \
+                not (spec.preconditions or spec.postconditions):
+            return
+        seen.add(id(func))
+        tools.append((f"{module.__name__}:{candidate.name}", candidate))
+
+    for attribute, value in list(vars(module).items()):
+        if isinstance(value, agents.ToolChain):
+            chains.append((f"{module.__name__}:{value.name or attribute}", value))
+            for tool in value.tools:
+                add(tool)
+        elif isinstance(value, agents.ContractAgent):
+            for tool in value.tools:
+                add(tool)
+        elif callable(value):
+            add(value)
+    return tools, chains
+
+
+def _locate_tool(report: ContractReport, tool: Any) -> None:
+    """The tool function's file and line; each condition's check at its own line."""
+    target = inspect.unwrap(tool.func)
+    code = getattr(target, "__code__", None)
+    report.file = code.co_filename if code else None
+    report.line = code.co_firstlineno if code else None
+    spec = getattr(tool.func, "_contracts", None)
+    where: dict[str, tuple[str, int]] = {}
+    for kind, conditions in (("preconditions", spec.preconditions if spec else []),
+                             ("postconditions", spec.postconditions if spec else [])):
+        for index, condition in enumerate(conditions):
+            found = getattr(condition.predicate, "__code__", None)
+            if found is not None:
+                where[f"{kind}[{index}]"] = (found.co_filename, found.co_firstlineno)
+    for check in report.checks:
+        check.file, check.line = where.get(check.predicate or "", (report.file, report.line))
 
 
 def _classes(value: object) -> Iterator[type]:
