@@ -203,10 +203,12 @@ def main(argv: list[str]) -> int:
     print("\nEvidence:")
     for ev in result.evidence:
         print(f" • (Doc {ev.doc_id}) {ev.snippet}")
-    stats = agent.contract_perf_stats()
+    stats = agent.contract_perf_stats()  # SymbolicAI's aggregate, and the latest call's
+    latest = stats["contract_outcome"]
     print(f"\ncontract satisfied: {agent.contract_successful} after "
-          f"{stats['generation_attempts']} generation attempt(s); "
-          f"{stats['total_ms']:.2f} ms in all")
+          f"{latest['generation_attempts']} generation attempt(s); "
+          f"{latest['total_ms']:.2f} ms in all; output validation "
+          f"{stats['output_validation']['percentage']:.0f}% of the time")
     return 0 if agent.contract_successful else 1
 
 

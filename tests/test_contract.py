@@ -286,7 +286,7 @@ def test_usage_is_summed_over_every_attempt_on_success_and_failure() -> None:
     qa(Question(text="q"))
     assert qa.contract_successful
     assert qa.contract_outcome.usage == {"requests": 3, "input_tokens": 300, "output_tokens": 21}
-    assert qa.contract_perf_stats()["usage"]["input_tokens"] == 300
+    assert qa.contract_perf_stats()["contract_outcome"]["usage"]["input_tokens"] == 300
 
 
 def test_markdown_fenced_json_costs_no_retry() -> None:

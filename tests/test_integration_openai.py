@@ -129,7 +129,7 @@ def test_budget_cap_stops_the_remedy_loop_before_sending() -> None:
     assert outcome.generation_attempts == 3 and len(outcome.delays) == 2
     last = outcome.attempts[-1].violations[0]
     assert last.error_type == BudgetExceeded.__name__
-    assert triage.contract_perf_stats()["spend"]["requests"] == 2
+    assert triage.contract_perf_stats()["contract_outcome"]["spend"]["requests"] == 2
 
 
 def test_cost_cap_with_prices() -> None:
@@ -139,7 +139,7 @@ def test_cost_cap_with_prices() -> None:
                                budget=Budget(max_cost=2.0, prices=prices))
         assert triage(OUTAGE) == FALLBACK  # 3 input tokens cost 3.0 > 2.0: no second request
         assert len(server.bodies) == 1
-    assert triage.contract_perf_stats()["spend"]["cost"] == pytest.approx(3.0)
+    assert triage.contract_perf_stats()["contract_outcome"]["spend"]["cost"] == pytest.approx(3.0)
 
 
 def test_a_rejected_request_is_not_retried_by_remedies() -> None:

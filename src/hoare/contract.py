@@ -57,7 +57,15 @@ from .kernel import (
     run_call,
     run_sync,
 )
-from .models import TypeSpec, format_validation_error, redact, safe_repr, secret_values
+from .models import (
+    TypeSpec,
+    format_validation_error,
+    may_hold_secrets,
+    redact,
+    safe_repr,
+    secret_values,
+)
+from .perf_stats import PerfStats
 from .prompts import DEFAULT_FEEDBACK_CHARS, LRUCache, render_messages, system_text
 
 __all__ = ["Contract", "InvalidValue", "contract"]
@@ -175,42 +183,67 @@ def _predicate(source: PredicateSource, instance: object) -> Predicate:
     """A kernel predicate calling the user's function: a method gets the instance
     bound first; a condition without an input parameter gets no context."""
     fn = partial(source.fn, instance) if source.is_method else source.fn
-    return Predicate(source.id, _synchronous(fn, source.id), source.message, source.family,
-                     source.policy, source.takes_input)
+    return Predicate(source.id, _synchronous(fn, source.id, 2 if source.takes_input else 1),
+                     source.message, source.family, source.policy, source.takes_input)
 
 
-def _synchronous(fn: Callable[..., object], name: str) -> Callable[..., object]:
+def _synchronous(fn: Callable[..., object], name: str, arity: int) -> Callable[..., object]:
     """``fn`` whose awaitable verdicts fail instead of counting as true: an ``async def``
     predicate is refused at decoration, but a plain function may still return a
-    coroutine (a lambda calling an async function)."""
+    coroutine (a lambda calling an async function). One closure per arity: this runs
+    for every predicate of every call."""
 
-    def check(*args: object) -> object:
-        try:
-            verdict = fn(*args)
-        except Exception as error:
-            shown: Exception = error
-            secrets = secret_values(*args)
-            if secrets:
-                text = safe_text(error)
-                if redact(text, secrets) != text:
-                    shown = SecretRedacted(type(error).__name__, redact(text, secrets))
-            current = _CURRENT_CALL.get(None)
-            if current is not None:
-                current.last_error = shown  # never the unredacted original
-            if shown is not error:
+    if arity == 1:
+        def check1(value: object) -> object:
+            try:
+                verdict = fn(value)
+            except Exception as error:
+                shown = _raised(error, (value,))
+                if shown is error:
+                    raise
                 raise shown from None
-            raise
+            if verdict is True or verdict is False or verdict is None:
+                return verdict
+            return _verdict(verdict, name)
+        return check1
+
+    def check2(value: object, context: object) -> object:
+        try:
+            verdict = fn(value, context)
+        except Exception as error:
+            shown = _raised(error, (value, context))
+            if shown is error:
+                raise
+            raise shown from None
         if verdict is True or verdict is False or verdict is None:
             return verdict
-        if inspect.isawaitable(verdict):
-            close = getattr(verdict, "close", None)
-            if callable(close):
-                close()  # never awaited: close it so Python does not warn later
-            raise TypeError(f"predicate {name} returned a {type(verdict).__name__}, not a "
-                            f"truth value: predicates run synchronously (plain def)")
-        return verdict
+        return _verdict(verdict, name)
+    return check2
 
-    return check
+
+def _raised(error: Exception, args: tuple[object, ...]) -> Exception:
+    """What a predicate's exception becomes: recorded as the call's latest error (what
+    ``contract_exception`` carries), its text redacted of the call's secrets."""
+    shown: Exception = error
+    secrets = secret_values(*args)
+    if secrets:
+        text = safe_text(error)
+        if redact(text, secrets) != text:
+            shown = SecretRedacted(type(error).__name__, redact(text, secrets))
+    current = _CURRENT_CALL.get(None)
+    if current is not None:
+        current.last_error = shown  # never the unredacted original
+    return shown
+
+
+def _verdict(verdict: object, name: str) -> object:
+    if inspect.isawaitable(verdict):
+        close = getattr(verdict, "close", None)
+        if callable(close):
+            close()  # never awaited: close it so Python does not warn later
+        raise TypeError(f"predicate {name} returned a {type(verdict).__name__}, not a "
+                        f"truth value: predicates run synchronously (plain def)")
+    return verdict
 
 
 class _Bound:
@@ -258,7 +291,7 @@ class _Call:
     the latest ``_Call`` of the current thread or task."""
 
     __slots__ = ("engine", "forward_error", "instance", "last_error", "outcome", "previous",
-                 "rest", "running", "runtime", "spend")
+                 "rest", "running", "runtime", "spend", "started_ns")
 
     def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any]) -> None:
         self.instance = instance
@@ -270,6 +303,7 @@ class _Call:
         # contract_exception carries as .original / __cause__ (SymbolicAI code reads it)
         self.last_error: BaseException | None = None
         self.running = True
+        self.started_ns = 0  # perf_counter_ns() when the call began (``_begin``)
         self.previous: _Call | None = None  # the call of this instance this one is inside
         engine = instance._hoare_engine()
         budget = instance.__dict__.get("_hoare_budget_value")
@@ -320,7 +354,8 @@ class _Call:
         spec_in = description.input if repair else description.used_input
         target = description.input if repair else description.output
 
-        secrets = secret_values(effect.input)
+        secrets = secret_values(effect.input) if may_hold_secrets(spec_in.model) \
+            else frozenset()
         feedback = effect.feedback
         if feedback and (secrets or description.feedback == "messages"):
             feedback = tuple(runtime.shown(v, secrets) for v in feedback)
@@ -567,9 +602,23 @@ class Contract(Generic[In, Out]):
         return None if outcome is None else outcome.exception
 
     def contract_perf_stats(self) -> dict[str, Any]:
-        """Figures of the latest call in this thread or task: time per phase (ms),
-        engine calls, remedies, backoff time, token usage summed over attempts, and
-        what the call's budget meter spent (requests, tokens, cost), if it has one."""
+        """SymbolicAI's aggregate over every call of this instance: for
+        ``input_validation``, ``act_execution``, ``output_validation``,
+        ``forward_execution``, ``contract_execution`` (all but ``forward``),
+        ``overhead`` and ``total_execution``, the ``count``, ``total``, ``mean``,
+        ``std``, ``min``, ``max`` (seconds) and ``percentage`` of the total time. Under
+        ``contract_outcome``, the latest call in this thread or task: time per phase
+        (ms), engine calls, remedies, backoff time, token usage summed over attempts,
+        and what the call's budget meter spent (requests, tokens, cost), if any."""
+        return {**self._hoare_perf().as_dict(), "contract_outcome": self._latest_figures()}
+
+    def _hoare_perf(self) -> PerfStats:
+        stats = self.__dict__.get("_hoare_perf_value")
+        if stats is None:
+            stats = self.__dict__.setdefault("_hoare_perf_value", PerfStats())
+        return stats  # type: ignore[no-any-return]
+
+    def _latest_figures(self) -> dict[str, Any]:
         call = self._hoare_state().get()
         outcome = None if call is None else call.outcome
         if call is None or outcome is None:
@@ -621,10 +670,12 @@ def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[
 def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
            ) -> tuple[_Call, Any]:
     """Bind the input, make the call the instance's latest, and create the kernel call."""
+    started = time.perf_counter_ns()
     runtime = _runtime_of(instance)
     raw, rest = _bind(runtime.description, args, kwargs)
     _prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = _Call(instance, runtime, rest)
+    call.started_ns = started
     run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
     state = instance._hoare_state()
     previous = state.get()
@@ -680,6 +731,9 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         if raised is not None and recorded.success:  # forward did not return a checked value
             recorded = recorded._replace(success=False)
         call.runtime.tracker.record(recorded)
+        call.instance._hoare_perf().record(recorded.clock_marks,
+                                           time.perf_counter_ns() - call.started_ns,
+                                           call.runtime.description.act is not None)
         if call.runtime.description.verbose:
             _log_outcome(call.runtime, recorded)
     previous = call.previous
