@@ -33,3 +33,21 @@ def test_the_agent_example_runs_offline() -> None:
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "The kettle costs 20.0 euros" in done.stdout and "success: True" in done.stdout
+
+
+def test_the_stats_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    import re
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("HOARE_STATS", None)
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "stats_demo.py"),
+                           str(tmp_path / "calls.db")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"```\n(__main__:TriageTicket.*?)```", readme, re.S)
+
+    def stable(text: str) -> list[str]:  # latencies differ from run to run
+        return [line for line in text.strip().splitlines() if "latency" not in line]
+
+    assert stable(done.stdout) == stable(shown)

@@ -31,7 +31,7 @@ __all__ = [
     "ContractViolationError", "EngineError", "EngineNotConfigured", "FatalEngineError", "Field",
     "HoareError", "InvalidValue", "LLMDataModel", "Outcome", "Pipeline", "Policy", "Post", "Pre",
     "Report", "ResultTypeError", "RetryableEngineError", "UsageError", "__version__",
-    "configure", "contract", "verify",
+    "configure", "contract", "flush_stats", "verify",
 ]
 
 
@@ -42,6 +42,14 @@ def __getattr__(name: str) -> object:
 
         return Report
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def flush_stats(timeout: float = 10.0) -> bool:
+    """Wait until every recorded call is written to the stats store (also done at
+    interpreter exit); False when ``timeout`` seconds were not enough."""
+    from .stats_store import flush_all
+
+    return flush_all(timeout)
 
 
 def verify(target: object, **options: object) -> object:

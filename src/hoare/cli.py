@@ -84,6 +84,20 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("-v", "--verbose", action="store_true",
                         help="show witnesses and notes of passing checks too")
     verify.set_defaults(usage=verify.format_usage())
+    stats = commands.add_parser(
+        "stats", help="success statistics of the recorded calls",
+        description="P_succ with its Wilson 95% interval per contract and run label, per "
+                    "predicate family and at the first attempt; cost per success; latency "
+                    "percentiles; pre-flight refusals. Calls are recorded with "
+                    "hoare.configure(stats=PATH) or $HOARE_STATS.")
+    stats.add_argument("--db", required=True, metavar="PATH",
+                       help="the SQLite file the calls were recorded in")
+    stats.add_argument("--contract", metavar="MODULE:CLASS", default=None,
+                       help="only this contract")
+    stats.add_argument("--label", default=None, help="only this run label")
+    stats.add_argument("--since", default=None, metavar="T",
+                       help="only calls since T: an ISO 8601 time or a duration (24h, 7d)")
+    stats.add_argument("--json", action="store_true", help="the figures as JSON")
     return parser
 
 
@@ -115,10 +129,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as done:  # --help, --version
         return int(done.code or 0) if not isinstance(done.code, str) else 2
+    if args.command == "stats":
+        return _stats(args)
     if args.command != "verify":
         parser.print_help(sys.stderr)
         return 2
     return _verify(args)
+
+
+def _stats(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import sqlite3
+
+    from .stats_report import parse_since, render_table, summarize
+    from .stats_store import query
+
+    try:
+        since = parse_since(args.since) if args.since is not None else None
+    except ValueError as error:
+        print(f"hoare stats: error: {error}", file=sys.stderr)
+        return 2
+    if not os.path.isfile(args.db):
+        print(f"hoare stats: error: --db {args.db}: no such file", file=sys.stderr)
+        return 2
+    try:
+        rows = query(args.db, args.contract, args.label, since)
+    except sqlite3.Error as error:
+        print(f"hoare stats: error: --db {args.db}: not a hoare stats file ({error})",
+              file=sys.stderr)
+        return 2
+    summary = summarize(rows)
+    print(json.dumps(summary, indent=2) if args.json else render_table(summary))
+    return 0
 
 
 def _verify(args: argparse.Namespace) -> int:

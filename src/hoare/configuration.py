@@ -13,7 +13,8 @@ import threading
 from .engines.base import Engine
 from .errors import EngineNotConfigured
 
-__all__ = ["EngineNotConfigured", "cache_size", "configure", "default_engine"]
+__all__ = ["EngineNotConfigured", "cache_size", "configure", "default_engine", "label",
+           "stats_store"]
 
 DEFAULT_CACHE_SIZE = 256
 
@@ -23,13 +24,24 @@ _configured: Engine | None = None
 _from_environment: Engine | None = None
 _cache_size = DEFAULT_CACHE_SIZE
 _KEEP: object = object()
+_stats: str | object | None = _KEEP  # _KEEP: not set, read $HOARE_STATS on first use
+_label: str | None = None
 
 
-def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None = None) -> None:
+def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None = None,
+              stats: str | os.PathLike[str] | object | None = _KEEP,
+              label: str | object | None = _KEEP) -> None:
     """Set (or, with ``None``, clear) the engine used by contracts created without one;
     ``cache_size`` bounds each per-contract cache keyed by per-call values (the system
-    prompts of a ``prompt`` property), for contracts decorated afterwards."""
-    global _configured, _cache_size
+    prompts of a ``prompt`` property), for contracts decorated afterwards. ``stats``:
+    the SQLite file every contracted call is recorded in (``None``: none; default
+    ``$HOARE_STATS``, else none); ``label``: the run label of those records (default
+    ``$HOARE_LABEL``, else ``"default"``). A keyword left out keeps its setting."""
+    global _configured, _cache_size, _stats, _label
+    if stats is not _KEEP and stats is not None and not isinstance(stats, (str, os.PathLike)):
+        raise TypeError(f"stats must be a path (or None), got {stats!r}")
+    if label is not _KEEP and label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be a string (or None), got {label!r}")
     if engine is not _KEEP and engine is not None and not isinstance(engine, Engine):
         raise TypeError(f"engine must have complete() and acomplete(), got {engine!r}")
     if cache_size is not None and (isinstance(cache_size, bool)
@@ -40,6 +52,31 @@ def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None 
             _configured = engine  # type: ignore[assignment]
         if cache_size is not None:
             _cache_size = cache_size
+        if stats is not _KEEP:
+            _stats = None if stats is None else os.fspath(stats)  # type: ignore[arg-type]
+        if label is not _KEEP:
+            _label = label  # type: ignore[assignment]
+
+
+def stats_store() -> object | None:
+    """The ``StatsStore`` calls are recorded in, or None (the default: no I/O)."""
+    global _stats
+    path = _stats
+    if path is _KEEP:
+        with _lock:
+            if _stats is _KEEP:
+                _stats = os.environ.get("HOARE_STATS") or None
+            path = _stats
+    if path is None:
+        return None
+    from .stats_store import open_store
+
+    return open_store(str(path))
+
+
+def label() -> str:
+    """The run label of recorded calls."""
+    return _label or os.environ.get("HOARE_LABEL") or "default"
 
 
 def cache_size() -> int:

@@ -93,6 +93,23 @@ class _Runtime:
         self.sources = {(Phase(p.phase), p.id): p for p in (*description.pre, *description.post)}
         self._preflight: Any = None
         self._preflight_ready = False
+        self._definition_hash: str | None = None
+
+    def definition_hash(self) -> str:
+        """A hash of the contract's definition (its class's source, else its shape), so
+        that stored statistics of an edited contract are told apart."""
+        found = self._definition_hash
+        if found is None:
+            import hashlib
+
+            try:
+                text = inspect.getsource(self.description.cls)
+            except (OSError, TypeError):
+                d = self.description
+                text = repr((d.name, d.input.name, d.output.name,
+                             [(p.id, p.message) for p in (*d.pre, *d.post)]))
+            found = self._definition_hash = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return found
 
     # -- hooks that do not depend on the instance -------------------------------------
     def check_input(self, raw: object) -> object:
@@ -731,9 +748,12 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         if raised is not None and recorded.success:  # forward did not return a checked value
             recorded = recorded._replace(success=False)
         call.runtime.tracker.record(recorded)
-        call.instance._hoare_perf().record(recorded.clock_marks,
-                                           time.perf_counter_ns() - call.started_ns,
+        elapsed_ns = time.perf_counter_ns() - call.started_ns
+        call.instance._hoare_perf().record(recorded.clock_marks, elapsed_ns,
                                            call.runtime.description.act is not None)
+        store = configuration.stats_store()
+        if store is not None:
+            _store_call(store, call, recorded, elapsed_ns)
         if call.runtime.description.verbose:
             _log_outcome(call.runtime, recorded)
     previous = call.previous
@@ -742,6 +762,28 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         state.set(previous)
     elif state.get() is call:  # keep what the contract_* properties read, not the instance
         state.set(_Done(call.outcome, call.spend))
+
+
+def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int) -> None:
+    """One record for the stats store (``hoare.configure(stats=...)``); never raises."""
+    try:
+        from .stats_store import CallRecord
+
+        runtime = call.runtime
+        spent = call.spend.spent() if call.spend is not None else None
+        engine = call.engine
+        inner = getattr(engine, "engine", engine)  # a budget meter wraps the engine
+        store.record(CallRecord(
+            time.time(), runtime.description.name, runtime.definition_hash(),
+            configuration.label(), outcome.success,
+            outcome.success and outcome.generation_attempts <= 1,
+            outcome.generation_attempts, outcome.pre_remedies + outcome.post_remedies,
+            None if outcome.preflight is None else outcome.preflight.verdict.value,
+            outcome.usage.get("input_tokens"), outcome.usage.get("output_tokens"),
+            spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
+            type(inner).__name__, getattr(inner, "model", None), tuple(outcome.trials)))
+    except Exception:  # recording must never fail a call
+        logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 
 
 class _Done:

@@ -1,0 +1,279 @@
+"""The stats store (``hoare.configure(stats=...)``): every contracted call recorded in
+SQLite off the calling thread; several writing processes; a ``kill -9`` mid-batch;
+a read-only path; a full queue; retention; a newer schema; ``hoare stats`` against
+hand-computed figures."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hoare.kernel.stats import wilson_interval
+
+import hoare
+from hoare import Contract, LLMDataModel, Post, configure, contract
+from hoare.engines import FunctionEngine
+from hoare.stats_report import parse_since, summarize
+from hoare.stats_store import CallRecord, StatsStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Q(LLMDataModel):
+    text: str
+
+
+class A(LLMDataModel):
+    n: int
+
+
+@contract(remedy_retry_params={"delay": 0, "jitter": 0, "tries": 2})
+class Count(Contract):
+    prompt = "Count."
+    post_conditions = (Post(lambda a: a.n > 0, "positive"),)
+
+    def forward(self, q: Q) -> A:
+        return self.contract_result if self.contract_successful else A(n=0)
+
+
+@pytest.fixture
+def stats(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "stats.db"
+    configure(stats=path, label="run-1")
+    yield path
+    hoare.flush_stats()
+    configure(stats=None, label=None)
+
+
+def _rows(path: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute(
+            "SELECT contract, label, success, first_attempt, attempts, remedies FROM calls "
+            "ORDER BY id").fetchall()
+
+
+def test_calls_are_recorded_with_their_trials(stats: Path) -> None:
+    answers = iter(['{"n": 1}', '{"n": -1}', '{"n": 2}', '{"n": -1}', '{"n": -1}'])
+    count = Count(engine=FunctionEngine(lambda request: next(answers)))
+    for _ in range(3):
+        count(Q(text="x"))
+    assert hoare.flush_stats()
+    name = f"{__name__}:Count"
+    assert _rows(stats) == [(name, "run-1", 1, 1, 1, 0), (name, "run-1", 1, 0, 2, 1),
+                            (name, "run-1", 0, 0, 2, 1)]
+    with sqlite3.connect(stats) as connection:
+        trials = connection.execute("SELECT call_id, family, passed FROM trials "
+                                    "ORDER BY rowid").fetchall()
+    assert [t[2] for t in trials] == [1, 0, 1, 0, 0]
+    assert {t[1] for t in trials} == {"post_conditions[0]"}
+
+
+def test_nothing_is_written_unless_configured(tmp_path: Path) -> None:
+    configure(stats=None)
+    count = Count(engine=FunctionEngine(lambda request: '{"n": 1}'))
+    count(Q(text="x"))
+    assert hoare.configuration.stats_store() is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_summary_matches_hand_computed_figures() -> None:
+    def row(success: bool, first: bool, latency: float, cost: float | None,
+            trials: list[tuple[str, bool]]) -> dict[str, object]:
+        return {"contract": "m:C", "label": "L", "success": success, "first_attempt": first,
+                "latency_ms": latency, "cost": cost, "input_tokens": 10,
+                "output_tokens": 5, "preflight": None, "trials": trials}
+
+    rows = [row(True, True, 10.0, 0.5, [("a", True), ("b", True)]),
+            row(True, False, 20.0, 0.5, [("a", False), ("a", True), ("b", True)]),
+            row(False, False, 30.0, 1.0, [("a", True), ("b", False)]),
+            row(True, True, 40.0, None, [("a", True), ("b", True)])]
+    (item,) = summarize(rows)["contracts"]
+    assert item["calls"] == 4 and item["successes"] == 3 and item["p_succ"] == 0.75
+    assert item["interval"] == list(wilson_interval(3, 4))
+    assert item["families"]["a"] == {"calls": 5, "successes": 4, "p_succ": 0.8,
+                                     "interval": list(wilson_interval(4, 5))}
+    assert item["families"]["b"]["p_succ"] == 0.75
+    assert item["family_product"] == pytest.approx(0.8 * 0.75)
+    assert item["first_attempt_p_succ"] == 0.5
+    assert item["cost_per_success"] == pytest.approx(2.0 / 3)
+    assert item["tokens_per_success"] == pytest.approx(60 / 3)
+    assert item["latency_ms"] == {"p50": 20.0, "p95": 40.0, "p99": 40.0}
+
+
+def test_since_takes_iso_times_and_durations() -> None:
+    assert parse_since("24h", now=100_000.0) == 100_000.0 - 86_400
+    assert parse_since("90s", now=100.0) == 10.0
+    assert parse_since("2026-11-24T08:00:00+00:00") == 1795507200.0
+    with pytest.raises(ValueError, match="ISO 8601"):
+        parse_since("yesterday")
+
+
+def _record(label: str = "x", ts: float | None = None) -> CallRecord:
+    return CallRecord(time.time() if ts is None else ts, "m:C", "h", label, True, True, 1, 0,
+                      None, 1, 1, None, 1.0, "E", None, (("f", True),))
+
+
+def test_a_read_only_path_warns_once_and_never_fails_a_call(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    (directory / "stats.db").mkdir()  # a directory where the file should be: unwritable
+    with caplog.at_level(logging.WARNING, "hoare.stats"):
+        configure(stats=directory / "stats.db")
+        try:
+            count = Count(engine=FunctionEngine(lambda request: '{"n": 1}'))
+            for _ in range(3):
+                assert count(Q(text="x")) == A(n=1)
+            hoare.flush_stats()
+        finally:
+            configure(stats=None)
+    warnings = [r for r in caplog.records if r.name == "hoare.stats"]
+    assert len(warnings) == 1 and "calls are unaffected" in warnings[0].getMessage()
+
+
+def test_a_full_queue_drops_and_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    import hoare.stats_store as module
+
+    path = tmp_path / "busy.db"
+    StatsStore(path).close()  # create the schema
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # the writer waits (busy timeout) meanwhile
+    monkeypatch.setattr(module, "QUEUE_SIZE", 4)
+    store = StatsStore(path)
+    try:
+        for _ in range(100):
+            store.record(_record())
+        assert store.dropped >= 90  # never blocked: what does not fit is counted
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert store.flush()
+    assert store.written + store.dropped == 100
+    store.close()
+
+
+def test_retention_deletes_old_calls(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    store = StatsStore(path)
+    store.record(_record("old", ts=time.time() - 40 * 86_400))
+    store.record(_record("new"))
+    store.close()
+    StatsStore(path, retention_days=30).close()
+    with sqlite3.connect(path) as connection:
+        labels = [r[0] for r in connection.execute("SELECT label FROM calls")]
+        orphans = connection.execute("SELECT count(*) FROM trials WHERE call_id NOT IN "
+                                     "(SELECT id FROM calls)").fetchone()[0]
+    assert labels == ["new"] and orphans == 0
+
+
+def test_a_newer_schema_is_not_written(tmp_path: Path,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "future.db"
+    StatsStore(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with caplog.at_level(logging.WARNING, "hoare.stats"):
+        store = StatsStore(path)
+        store.record(_record())
+        store.flush()
+        store.close()
+    assert store.dropped == 1 and "upgrade hoare" in (store.broken or "")
+
+
+WRITER = textwrap.dedent(r'''
+    import sys, time
+    from hoare.stats_store import CallRecord, StatsStore
+    store = StatsStore(sys.argv[1])
+    label, count = sys.argv[2], int(sys.argv[3])
+    print("ready", flush=True)
+    for index in range(count):
+        store.record(CallRecord(time.time(), "m:C", "h", label, index % 3 != 0, True, 1, 0,
+                                None, 1, 1, None, 1.0, "E", None, (("f", True),)))
+    store.close()
+    print(store.written, store.dropped, flush=True)
+''')
+
+
+def _env() -> dict[str, str]:
+    return {"PYTHONPATH": str(ROOT / "src"), "PATH": os.environ.get("PATH", "")}
+
+
+def test_four_processes_write_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    StatsStore(path).close()
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"p{i}", "500"],
+                                stdout=subprocess.PIPE, text=True, env=_env())
+               for i in range(4)]
+    outputs = [w.communicate(timeout=300)[0].split() for w in writers]
+    assert all(w.returncode == 0 for w in writers)
+    assert all(out[1:] == ["500", "0"] for out in outputs)  # written, dropped
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        counts = dict(connection.execute("SELECT label, count(*) FROM calls GROUP BY label"))
+        trials = connection.execute("SELECT count(*) FROM trials").fetchone()[0]
+    assert counts == {f"p{i}": 500 for i in range(4)} and trials == 2000
+
+
+def test_kill_9_mid_batch_leaves_a_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "killed.db"
+    StatsStore(path).close()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), "k", "200000"],
+                              stdout=subprocess.PIPE, text=True, env=_env())
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until some batches are committed
+        with sqlite3.connect(path, timeout=30) as connection:
+            if connection.execute("SELECT count(*) FROM calls").fetchone()[0] > 1000:
+                break
+        time.sleep(0.05)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait(timeout=60)
+    with sqlite3.connect(path, timeout=30) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        calls = connection.execute("SELECT count(*) FROM calls").fetchone()[0]
+        trials = connection.execute("SELECT count(*) FROM trials").fetchone()[0]
+    assert 1000 < calls < 200_000 and trials == calls  # whole batches only
+    store = StatsStore(path)  # and the file takes new records
+    store.record(_record("after"))
+    store.close()
+    assert store.written == 1
+
+
+def test_hoare_stats_prints_the_figures(stats: Path) -> None:
+    answers = iter(['{"n": 1}', '{"n": -1}', '{"n": 2}'])
+    count = Count(engine=FunctionEngine(lambda request: next(answers)))
+    count(Q(text="x"))
+    count(Q(text="y"))
+    hoare.flush_stats()
+    done = subprocess.run([sys.executable, "-m", "hoare.cli", "stats", "--db", str(stats),
+                           "--json"], capture_output=True, text=True, env=_env(),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    (item,) = json.loads(done.stdout)["contracts"]
+    assert item["name"] == f"{__name__}:Count" and item["label"] == "run-1"
+    assert item["calls"] == 2 and item["successes"] == 2
+    assert item["first_attempt_p_succ"] == 0.5
+    assert item["families"]["post_conditions[0]"]["calls"] == 3
+    table = subprocess.run([sys.executable, "-m", "hoare.cli", "stats", "--db", str(stats),
+                            "--label", "run-1"], capture_output=True, text=True, env=_env(),
+                           timeout=120)
+    assert "P_succ 1.000" in table.stdout and "first attempt 0.500" in table.stdout
+    empty = subprocess.run([sys.executable, "-m", "hoare.cli", "stats", "--db", str(stats),
+                            "--label", "other"], capture_output=True, text=True, env=_env(),
+                           timeout=120)
+    assert empty.stdout.strip() == "no recorded call matches"
+    missing = subprocess.run([sys.executable, "-m", "hoare.cli", "stats", "--db",
+                              str(stats.parent / "none.db")], capture_output=True, text=True,
+                             env=_env(), timeout=120)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
