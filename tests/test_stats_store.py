@@ -277,3 +277,40 @@ def test_hoare_stats_prints_the_figures(stats: Path) -> None:
                               str(stats.parent / "none.db")], capture_output=True, text=True,
                              env=_env(), timeout=120)
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+THREADS = textwrap.dedent(r'''
+    import sys, threading
+    import hoare
+    from hoare import Contract, LLMDataModel, contract
+    from hoare.engines import FunctionEngine
+
+    class Q(LLMDataModel):
+        text: str
+
+    @contract()
+    class Echo(Contract):
+        prompt = "Echo."
+        def forward(self, q: Q) -> Q:
+            return self.contract_result
+
+    hoare.configure(stats=sys.argv[1], label="threads")
+    echo = Echo(engine=FunctionEngine(lambda request: '{"text": "x"}'))
+    def work():
+        for _ in range(100):
+            echo(Q(text="x"))
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    print(hoare.flush_stats())
+''')
+
+
+def test_one_instance_in_many_threads_records_every_call(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    done = subprocess.run([sys.executable, "-c", THREADS, str(path)], capture_output=True,
+                          text=True, env=_env(), timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT count(*), sum(success) FROM calls").fetchone() \
+            == (800, 800)
