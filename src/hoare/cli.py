@@ -98,7 +98,46 @@ def _parser() -> argparse.ArgumentParser:
     stats.add_argument("--since", default=None, metavar="T",
                        help="only calls since T: an ISO 8601 time or a duration (24h, 7d)")
     stats.add_argument("--json", action="store_true", help="the figures as JSON")
+    compare = commands.add_parser(
+        "compare", help="compare two run labels on P_succ (an anytime-valid gate)",
+        description="Compare the calls recorded under two run labels, per contract, with "
+                    "time-uniform confidence sequences: looking after every batch does "
+                    "not inflate false verdicts. Exit 0: the candidate is shown no worse "
+                    "than the baseline by more than --max-drop; 1: shown worse by more; "
+                    "3: not shown either way yet; 2: usage error.")
+    compare.add_argument("--db", required=True, metavar="PATH",
+                         help="the SQLite file the calls were recorded in")
+    compare.add_argument("--baseline", required=True, metavar="LABEL")
+    compare.add_argument("--candidate", required=True, metavar="LABEL")
+    compare.add_argument("--contract", metavar="MODULE:CLASS", default=None,
+                         help="only this contract (default: each contract both ran)")
+    compare.add_argument("--max-drop", type=_fraction, default=0.0, metavar="D",
+                         help="the largest drop of P_succ the gate accepts (default 0)")
+    compare.add_argument("--confidence", type=_open_fraction, default=0.95, metavar="C",
+                         help="the confidence of the verdicts (default 0.95)")
+    compare.add_argument("--json", action="store_true", help="the comparison as JSON")
+    compare.add_argument("--junit", metavar="FILE", default=None,
+                         help="also write a JUnit XML file (one testcase per contract)")
     return parser
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") \
+            from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def _open_fraction(text: str) -> float:
+    value = _fraction(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got "
+                                         f"{text!r}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -131,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(done.code or 0) if not isinstance(done.code, str) else 2
     if args.command == "stats":
         return _stats(args)
+    if args.command == "compare":
+        return _compare(args)
     if args.command != "verify":
         parser.print_help(sys.stderr)
         return 2
@@ -162,6 +203,72 @@ def _stats(args: argparse.Namespace) -> int:
     summary = summarize(rows)
     print(json.dumps(summary, indent=2) if args.json else render_table(summary))
     return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import sqlite3
+
+    from .stats_compare import compare, render_table, verdict_status
+    from .stats_store import query
+
+    if not os.path.isfile(args.db):
+        print(f"hoare compare: error: --db {args.db}: no such file", file=sys.stderr)
+        return 2
+    try:
+        a_rows = query(args.db, args.contract, args.baseline)
+        b_rows = query(args.db, args.contract, args.candidate)
+    except sqlite3.Error as error:
+        print(f"hoare compare: error: --db {args.db}: not a hoare stats file ({error})",
+              file=sys.stderr)
+        return 2
+    contracts = sorted({r["contract"] for r in a_rows} & {r["contract"] for r in b_rows})
+    if not contracts:
+        print(f"hoare compare: error: no contract has calls under both {args.baseline!r} "
+              f"and {args.candidate!r}", file=sys.stderr)
+        return 2
+    results = [{"contract": name, **compare(
+        [r for r in a_rows if r["contract"] == name],
+        [r for r in b_rows if r["contract"] == name], args.max_drop, args.confidence)}
+        for name in contracts]
+    status = verdict_status(results)
+    if args.junit:
+        try:
+            with open(args.junit, "w", encoding="utf-8") as handle:
+                handle.write(_junit(results, args.baseline, args.candidate))
+        except OSError as error:
+            print(f"hoare compare: error: cannot write {args.junit}: {error}",
+                  file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps({"baseline": args.baseline, "candidate": args.candidate,
+                          "status": status, "contracts": results}, indent=2))
+    else:
+        print(render_table(results, args.baseline, args.candidate))
+    return status
+
+
+def _junit(results: list[dict[str, object]], baseline: str, candidate: str) -> str:
+    from xml.sax.saxutils import quoteattr
+
+    failures = sum(1 for r in results if r["gate"] == "worse")
+    skipped = sum(1 for r in results if r["gate"] == "cannot tell yet")
+    lines = ['<?xml version="1.0" encoding="utf-8"?>',
+             f'<testsuite name={quoteattr(f"hoare compare {baseline} -> {candidate}")} '
+             f'tests="{len(results)}" failures="{failures}" skipped="{skipped}">']
+    for result in results:
+        lines.append(f'  <testcase classname="hoare.compare" '
+                     f'name={quoteattr(str(result["contract"]))}>')
+        text = f"{result['verdict']}; difference {result['difference']}"
+        if result["gate"] == "worse":
+            message = quoteattr("candidate worse by more than the margin")
+            lines.append(f"    <failure message={message}>{quoteattr(text)[1:-1]}</failure>")
+        elif result["gate"] == "cannot tell yet":
+            lines.append(f'    <skipped message={quoteattr("cannot tell yet")}/>')
+        lines.append("  </testcase>")
+    lines.append("</testsuite>")
+    return "\n".join(lines) + "\n"
 
 
 def _verify(args: argparse.Namespace) -> int:
