@@ -72,10 +72,11 @@ def test_calls_are_recorded_with_their_trials(stats: Path) -> None:
     assert _rows(stats) == [(name, "run-1", 1, 1, 1, 0), (name, "run-1", 1, 0, 2, 1),
                             (name, "run-1", 0, 0, 2, 1)]
     with sqlite3.connect(stats) as connection:
-        trials = connection.execute("SELECT call_id, family, passed FROM trials "
-                                    "ORDER BY rowid").fetchall()
-    assert [t[2] for t in trials] == [1, 0, 1, 0, 0]
-    assert {t[1] for t in trials} == {"post_conditions[0]"}
+        stored = [json.loads(t) for (t,) in connection.execute(
+            "SELECT trials FROM calls ORDER BY id")]
+    assert stored == [[["post_conditions[0]", True]],
+                      [["post_conditions[0]", False], ["post_conditions[0]", True]],
+                      [["post_conditions[0]", False], ["post_conditions[0]", False]]]
 
 
 def test_nothing_is_written_unless_configured(tmp_path: Path) -> None:
@@ -172,9 +173,7 @@ def test_retention_deletes_old_calls(tmp_path: Path) -> None:
     StatsStore(path, retention_days=30).close()
     with sqlite3.connect(path) as connection:
         labels = [r[0] for r in connection.execute("SELECT label FROM calls")]
-        orphans = connection.execute("SELECT count(*) FROM trials WHERE call_id NOT IN "
-                                     "(SELECT id FROM calls)").fetchone()[0]
-    assert labels == ["new"] and orphans == 0
+    assert labels == ["new"]
 
 
 def test_a_newer_schema_is_not_written(tmp_path: Path,
@@ -221,8 +220,8 @@ def test_four_processes_write_one_file(tmp_path: Path) -> None:
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         counts = dict(connection.execute("SELECT label, count(*) FROM calls GROUP BY label"))
-        trials = connection.execute("SELECT count(*) FROM trials").fetchone()[0]
-    assert counts == {f"p{i}": 500 for i in range(4)} and trials == 2000
+        trials = {t for (t,) in connection.execute("SELECT trials FROM calls")}
+    assert counts == {f"p{i}": 500 for i in range(4)} and trials == {'[["f", true]]'}
 
 
 def test_kill_9_mid_batch_leaves_a_whole_file(tmp_path: Path) -> None:
@@ -242,8 +241,7 @@ def test_kill_9_mid_batch_leaves_a_whole_file(tmp_path: Path) -> None:
     with sqlite3.connect(path, timeout=30) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         calls = connection.execute("SELECT count(*) FROM calls").fetchone()[0]
-        trials = connection.execute("SELECT count(*) FROM trials").fetchone()[0]
-    assert 1000 < calls < 200_000 and trials == calls  # whole batches only
+    assert 1000 < calls < 200_000  # some committed, not all: it was killed mid-run
     store = StatsStore(path)  # and the file takes new records
     store.record(_record("after"))
     store.close()

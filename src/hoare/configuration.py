@@ -58,25 +58,44 @@ def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None 
             _label = label  # type: ignore[assignment]
 
 
+_store: tuple[object, object | None] = (_KEEP, None)  # (path, its store): per call, one read
+
+
 def stats_store() -> object | None:
-    """The ``StatsStore`` calls are recorded in, or None (the default: no I/O)."""
-    global _stats
+    """The ``StatsStore`` calls are recorded in, or None (the default: no I/O). Called
+    on every contracted call: the common case is one global read and a comparison."""
+    global _stats, _store
     path = _stats
+    cached_path, store = _store
+    if path is cached_path and path is not _KEEP:
+        return store
     if path is _KEEP:
         with _lock:
             if _stats is _KEEP:
                 _stats = os.environ.get("HOARE_STATS") or None
             path = _stats
     if path is None:
+        _store = (None, None)
         return None
     from .stats_store import open_store
 
-    return open_store(str(path))
+    store = open_store(str(path))
+    _store = (path, store)
+    return store
+
+
+_env_label: str | None = None
 
 
 def label() -> str:
-    """The run label of recorded calls."""
-    return _label or os.environ.get("HOARE_LABEL") or "default"
+    """The run label of recorded calls (``configure(label=...)``, else ``$HOARE_LABEL``
+    as it was at the first recorded call, else ``"default"``)."""
+    global _env_label
+    if _label:
+        return _label
+    if _env_label is None:
+        _env_label = os.environ.get("HOARE_LABEL") or "default"
+    return _env_label
 
 
 def cache_size() -> int:

@@ -764,24 +764,33 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         state.set(_Done(call.outcome, call.spend))
 
 
-def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int) -> None:
-    """One record for the stats store (``hoare.configure(stats=...)``); never raises."""
-    try:
-        from .stats_store import CallRecord
+_CallRecord: Any = None  # hoare.stats_store.CallRecord, imported on first use
 
+
+def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int) -> None:
+    """One record for the stats store (``hoare.configure(stats=...)``); never raises.
+    On every recorded call: the fields are gathered in one pass."""
+    global _CallRecord
+    try:
+        if _CallRecord is None:
+            from .stats_store import CallRecord
+
+            _CallRecord = CallRecord
         runtime = call.runtime
+        phases = [a.phase for a in outcome.attempts]
+        generations = phases.count(Phase.POST)
         spent = call.spend.spent() if call.spend is not None else None
-        engine = call.engine
-        inner = getattr(engine, "engine", engine)  # a budget meter wraps the engine
-        store.record(CallRecord(
+        inner = getattr(call.engine, "engine", call.engine)  # a budget meter wraps it
+        usage = outcome.usage
+        store.record(_CallRecord(
             time.time(), runtime.description.name, runtime.definition_hash(),
             configuration.label(), outcome.success,
-            outcome.success and outcome.generation_attempts <= 1,
-            outcome.generation_attempts, outcome.pre_remedies + outcome.post_remedies,
+            outcome.success and generations <= 1, generations,
+            phases.count(Phase.PRE) + max(0, generations - 1),
             None if outcome.preflight is None else outcome.preflight.verdict.value,
-            outcome.usage.get("input_tokens"), outcome.usage.get("output_tokens"),
+            usage.get("input_tokens"), usage.get("output_tokens"),
             spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
-            type(inner).__name__, getattr(inner, "model", None), tuple(outcome.trials)))
+            type(inner).__name__, getattr(inner, "model", None), outcome.trials))
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 

@@ -1,35 +1,37 @@
 """Success statistics that outlive the process: every contracted call recorded in a
 SQLite file (``hoare.configure(stats=PATH)`` or ``$HOARE_STATS``; off by default).
 
-Writes never block or fail a call. A call puts one record on a bounded queue
-(``record``: no I/O); a daemon thread writes batches of up to 256 records, one
-transaction each, in WAL mode with a busy timeout, so several processes can write the
-same file. A full queue drops the record and counts it (``dropped``); a file that
-cannot be written (read-only, a directory) logs one WARNING and the records are
-dropped and counted, never raised. ``flush`` waits until every queued record is
-written (``hoare.flush_stats()``, also run at interpreter exit). A ``kill -9`` loses
-at most the records not yet committed; SQLite's journal keeps the file whole.
-``retention_days`` deletes older records when the store opens.
+Writes never block or fail a call. A call appends one record to a bounded queue
+(``record``: one atomic append, no lock, no I/O); a daemon thread writes batches of
+up to 256 records, one transaction and one ``executemany`` each, in WAL mode with a
+busy timeout, so several processes can write the same file. A full queue drops the
+record and counts it (``dropped``); a file that cannot be written (read-only, a
+directory) logs one WARNING and the records are dropped and counted, never raised.
+``flush`` waits until every queued record is written (``hoare.flush_stats()``, also
+run at interpreter exit). A ``kill -9`` loses at most the records not yet committed;
+SQLite's journal keeps the file whole. ``retention_days`` deletes older records when
+the store opens.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import logging
-import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["SCHEMA_VERSION", "CallRecord", "StatsStore", "open_store"]
 
 SCHEMA_VERSION = 1
 BATCH = 256
 QUEUE_SIZE = 10_000
+POLL = 0.05  # seconds between the writer's looks at the queue
 
 _log = logging.getLogger("hoare.stats")
 
@@ -51,21 +53,17 @@ CREATE TABLE IF NOT EXISTS calls (
     cost REAL,
     latency_ms REAL NOT NULL,
     engine TEXT,
-    model TEXT
+    model TEXT,
+    trials TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS trials (
-    call_id INTEGER NOT NULL REFERENCES calls(id) ON DELETE CASCADE,
-    family TEXT NOT NULL,
-    passed INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS calls_by_contract ON calls (contract, label, ts);
-CREATE INDEX IF NOT EXISTS trials_by_call ON trials (call_id);
 """
+# ``trials``: the call's predicate-family trials as JSON, [[family, passed], ...]: one
+# row per call keeps a batch to one executemany. No index: inserts stay cheap, and
+# ``hoare stats`` reads the calls it reports on anyway.
 
 
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    """One contracted call, as stored."""
+class CallRecord(NamedTuple):
+    """One contracted call, as stored (a tuple: cheap to make on the calling thread)."""
 
     ts: float
     contract: str
@@ -94,7 +92,13 @@ class StatsStore:
         self.dropped = 0
         self.written = 0
         self.broken: str | None = None  # why writing stopped, once it has
-        self._queue: queue.Queue[CallRecord | None] = queue.Queue(QUEUE_SIZE)
+        # A deque, not a queue.Queue: an append is one atomic C call on the calling
+        # thread (no lock, no wake-up); the writer looks every POLL seconds, or at once
+        # when ``flush`` asks.
+        self._pending: deque[CallRecord] = deque()
+        self._busy = False  # a batch is taken and not yet written
+        self._wake = threading.Event()
+        self._stop = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="hoare-stats", daemon=True)
         self._thread.start()
@@ -102,59 +106,48 @@ class StatsStore:
     # -- the calling side ------------------------------------------------------------
     def record(self, item: CallRecord) -> None:
         """Queue ``item``; never blocks, never raises (a full queue drops it)."""
-        if self.broken is not None:
-            with self._lock:
-                self.dropped += 1
+        if self.broken is None and len(self._pending) < QUEUE_SIZE:
+            self._pending.append(item)
             return
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            with self._lock:
-                self.dropped += 1
+        with self._lock:
+            self.dropped += 1
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued record is written (or dropped); False on timeout."""
         deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
+        while self._pending or self._busy:
             if time.monotonic() > deadline or not self._thread.is_alive():
                 return False
+            self._wake.set()
             time.sleep(0.002)
         return True
 
     def close(self) -> None:
         self.flush()
-        try:
-            self._queue.put_nowait(None)
-        except queue.Full:  # pragma: no cover - flushed just before
-            pass
+        self._stop = True
+        self._wake.set()
         self._thread.join(timeout=5)
 
     # -- the writing thread ----------------------------------------------------------
     def _run(self) -> None:
         connection = self._open()
         while True:
-            first = self._queue.get()
-            if first is None:
-                self._queue.task_done()
-                break
-            batch = [first]
-            while len(batch) < BATCH:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
+            if not self._pending:
+                if self._stop:
                     break
-                if item is None:
-                    self._queue.put_nowait(None)  # stop after this batch
-                    self._queue.task_done()
-                    break
-                batch.append(item)
+                self._wake.wait(POLL)
+                self._wake.clear()
+                continue
+            self._busy = True
+            batch = []
+            while self._pending and len(batch) < BATCH:
+                batch.append(self._pending.popleft())
             if connection is not None:
                 connection = self._write(connection, batch)
             else:
                 with self._lock:
                     self.dropped += len(batch)
-            for _ in batch:
-                self._queue.task_done()
+            self._busy = False
         if connection is not None:
             connection.close()
 
@@ -164,15 +157,10 @@ class StatsStore:
                                          check_same_thread=False)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute("PRAGMA foreign_keys=ON")
             migrate(connection)
             if self.retention_days is not None:
                 cutoff = time.time() - self.retention_days * 86_400
-                connection.execute("BEGIN IMMEDIATE")
-                connection.execute("DELETE FROM trials WHERE call_id IN "
-                                   "(SELECT id FROM calls WHERE ts < ?)", (cutoff,))
                 connection.execute("DELETE FROM calls WHERE ts < ?", (cutoff,))
-                connection.execute("COMMIT")
             return connection
         except (sqlite3.Error, OSError) as error:
             self._fail(f"cannot open {self.path}: {error}")
@@ -182,24 +170,17 @@ class StatsStore:
                ) -> sqlite3.Connection | None:
         try:
             connection.execute("BEGIN IMMEDIATE")
-            for item in batch:
-                cursor = connection.execute(
-                    "INSERT INTO calls (ts, contract, contract_hash, label, success, "
-                    "first_attempt, attempts, remedies, preflight, input_tokens, "
-                    "output_tokens, cost, latency_ms, engine, model) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (item.ts, item.contract, item.contract_hash, item.label, item.success,
-                     item.first_attempt, item.attempts, item.remedies, item.preflight,
-                     item.input_tokens, item.output_tokens, item.cost, item.latency_ms,
-                     item.engine, item.model))
-                connection.executemany(
-                    "INSERT INTO trials (call_id, family, passed) VALUES (?, ?, ?)",
-                    [(cursor.lastrowid, family, passed) for family, passed in item.trials])
+            connection.executemany(
+                "INSERT INTO calls (ts, contract, contract_hash, label, success, "
+                "first_attempt, attempts, remedies, preflight, input_tokens, output_tokens, "
+                "cost, latency_ms, engine, model, trials) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*item[:15], _encoded(item.trials)) for item in batch])
             connection.execute("COMMIT")
             with self._lock:
                 self.written += len(batch)
             return connection
-        except (sqlite3.Error, OSError) as error:
+        except (sqlite3.Error, OSError, TypeError, ValueError) as error:
             try:
                 connection.execute("ROLLBACK")
             except sqlite3.Error:
@@ -215,6 +196,20 @@ class StatsStore:
             self.broken = why
             _log.warning("hoare stats: %s; call statistics are not recorded (the calls "
                          "are unaffected)", why)
+
+
+_ENCODED: dict[tuple[tuple[str, bool], ...], str] = {}
+
+
+def _encoded(trials: tuple[tuple[str, bool], ...]) -> str:
+    """``trials`` as JSON; the same few tuples recur call after call, so the text is
+    kept (bounded) rather than encoded again."""
+    text = _ENCODED.get(trials)
+    if text is None:
+        text = json.dumps(trials)
+        if len(_ENCODED) < 4096:
+            _ENCODED[trials] = text
+    return text
 
 
 def migrate(connection: sqlite3.Connection) -> None:
@@ -277,15 +272,17 @@ def query(path: str, contract: str | None = None, label: str | None = None,
             args.append(since)
         rows = connection.execute(
             f"SELECT id, ts, contract, label, success, first_attempt, cost, latency_ms, "
-            f"input_tokens, output_tokens, preflight FROM calls WHERE {' AND '.join(where)} "
-            f"ORDER BY ts, id", args).fetchall()
-        trials: dict[int, list[tuple[str, bool]]] = {}
-        for call_id, family, passed in connection.execute(
-                "SELECT call_id, family, passed FROM trials"):
-            trials.setdefault(call_id, []).append((family, bool(passed)))
+            f"input_tokens, output_tokens, preflight, trials FROM calls "
+            f"WHERE {' AND '.join(where)} ORDER BY ts, id", args).fetchall()
     finally:
         connection.close()
     keys = ("id", "ts", "contract", "label", "success", "first_attempt", "cost",
             "latency_ms", "input_tokens", "output_tokens", "preflight")
-    return [{**dict(zip(keys, row, strict=True)), "trials": trials.get(row[0], [])}
-            for row in rows]
+    out = []
+    for row in rows:
+        try:
+            trials = [(str(f), bool(p)) for f, p in json.loads(row[-1])]
+        except (ValueError, TypeError):
+            trials = []
+        out.append({**dict(zip(keys, row[:-1], strict=True)), "trials": trials})
+    return out
