@@ -2,11 +2,11 @@
 an anytime-valid test, so a team may look after every batch without inflating false
 verdicts.
 
-Each label's P_succ gets a time-uniform confidence sequence (the normal-mixture
-boundary for a mean of [0, 1] outcomes, which are sub-Gaussian with variance 1/4:
-Howard, Ramdas, McAuliffe and Sekhon, "Time-uniform, nonparametric, nonasymptotic
-confidence sequences", 2021). At every number of calls at once, with probability at
-least ``1 - alpha/2``, the sequence holds the true rate; the difference
+Each label's P_succ gets a time-uniform confidence sequence (the method of
+mixtures over the Bernoulli likelihood ratio; Robbins 1970, and as used by Howard,
+Ramdas, McAuliffe and Sekhon, "Time-uniform, nonparametric, nonasymptotic confidence
+sequences", 2021). At every number of calls at once, with probability at least
+``1 - alpha/2``, the sequence holds the true rate; the difference
 ``candidate - baseline`` is then inside ``[lo_B - hi_A, hi_B - lo_A]`` with
 probability at least ``1 - alpha``, however often one looks. The gate:
 
@@ -22,22 +22,44 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["RHO", "compare", "confidence_sequence", "render_table", "verdict_status"]
+__all__ = ["compare", "confidence_sequence", "render_table", "verdict_status"]
 
-RHO = 25.0  # the mixture's tuning: tightest around ~100 calls; any RHO > 0 stays valid
+def confidence_sequence(successes: int, calls: int, alpha: float) -> tuple[float, float]:
+    """A ``1 - alpha`` time-uniform confidence sequence for a rate, at ``calls``
+    observations with ``successes`` of them 1: ``(0, 1)`` before any call.
 
-
-def confidence_sequence(successes: int, calls: int, alpha: float, rho: float = RHO
-                        ) -> tuple[float, float]:
-    """A ``1 - alpha`` time-uniform two-sided confidence sequence for a rate, at
-    ``calls`` observations with ``successes`` of them 1: ``(0, 1)`` before any call."""
+    The method of mixtures: for each candidate rate ``m``, the likelihood ratio of the
+    data under a rate ``p`` against ``m``, averaged over a uniform prior on ``p``, is a
+    nonnegative martingale of mean 1 when ``m`` is the true rate; by Ville's
+    inequality it ever reaches ``1/alpha`` with probability at most ``alpha``. The
+    sequence keeps the ``m`` where it has not. The average is ``C * exp(-l(m))`` with
+    ``l(m) = s log m + f log(1 - m)`` (``C`` does not depend on ``m``), so the kept
+    ``m`` are an interval around ``s / n``, found by bisection. The ratio adapts to the
+    variance: near 0 or 1 the interval is much narrower than a variance-free bound."""
     if calls <= 0:
         return 0.0, 1.0
-    variance = calls / 4
-    radius = math.sqrt((variance + rho) * (math.log((variance + rho) / rho)
-                                           + 2 * math.log(2 / alpha))) / calls
-    estimate = successes / calls
-    return max(0.0, estimate - radius), min(1.0, estimate + radius)
+    s, f = successes, calls - successes
+    # C = the integral of p^s (1-p)^f over a uniform prior: the Beta function B(s+1, f+1)
+    log_c = math.lgamma(s + 1) + math.lgamma(f + 1) - math.lgamma(calls + 2)
+    threshold = log_c + math.log(alpha)  # keep m while l(m) > threshold
+
+    def loglik(m: float) -> float:
+        return (s * math.log(m) if s else 0.0) + (f * math.log1p(-m) if f else 0.0)
+
+    estimate = s / calls
+
+    def root(inside: float, outside: float) -> float:
+        for _ in range(60):
+            middle = (inside + outside) / 2
+            if loglik(middle) > threshold:
+                inside = middle
+            else:
+                outside = middle
+        return outside  # the side that is excluded: conservative by < 1e-15
+
+    low = 0.0 if s == 0 else root(estimate, 0.0) if loglik(1e-300) <= threshold else 0.0
+    high = 1.0 if f == 0 else root(estimate, 1.0) if loglik(1 - 1e-16) <= threshold else 1.0
+    return low, high
 
 
 def _side(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -69,8 +91,10 @@ def _more_calls(a: dict[str, Any], b: dict[str, Any], alpha: float, max_drop: fl
 
 
 def compare(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, Any]],
-            max_drop: float = 0.0, confidence: float = 0.95) -> dict[str, Any]:
-    """The comparison of one contract's calls under two labels (rows of ``query``)."""
+            max_drop: float = 0.0, confidence: float = 0.95, *,
+            estimate_more: bool = True) -> dict[str, Any]:
+    """The comparison of one contract's calls under two labels (rows of ``query``);
+    ``estimate_more``: also estimate how many more calls an undecided gate needs."""
     alpha = 1 - confidence
     a, b = _side(baseline), _side(candidate)
     lo_a, hi_a = confidence_sequence(a["successes"], a["calls"], alpha / 2)
@@ -91,7 +115,7 @@ def compare(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, An
                            "sequence": [low, high]},
             "max_drop": max_drop, "confidence": confidence, "gate": gate,
             "verdict": better,
-            "more_calls": None if gate != "cannot tell yet" else
+            "more_calls": None if gate != "cannot tell yet" or not estimate_more else
             _more_calls(a, b, alpha, max_drop)}
 
 
