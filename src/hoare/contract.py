@@ -57,14 +57,7 @@ from .kernel import (
     run_call,
     run_sync,
 )
-from .models import (
-    TypeSpec,
-    format_validation_error,
-    may_hold_secrets,
-    redact,
-    safe_repr,
-    secret_values,
-)
+from .models import TypeSpec, format_validation_error, redact, safe_repr, secret_values
 from .perf_stats import PerfStats
 from .prompts import DEFAULT_FEEDBACK_CHARS, LRUCache, render_messages, system_text
 
@@ -371,8 +364,7 @@ class _Call:
         spec_in = description.input if repair else description.used_input
         target = description.input if repair else description.output
 
-        secrets = secret_values(effect.input) if may_hold_secrets(spec_in.model) \
-            else frozenset()
+        secrets = secret_values(effect.input)
         feedback = effect.feedback
         if feedback and (secrets or description.feedback == "messages"):
             feedback = tuple(runtime.shown(v, secrets) for v in feedback)

@@ -9,13 +9,8 @@ single ``value`` field and unwrapped again, so user code (``pre``, ``act``,
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import enum
 import json
 import threading
-import typing
-import uuid
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -196,49 +191,6 @@ def safe_repr(value: object) -> str:
 
 
 _MAX_SECRET_DEPTH = 32
-_PLAIN_TYPES = (str, int, float, bool, bytes, type(None), enum.Enum, decimal.Decimal,
-                datetime.date, datetime.time, datetime.timedelta, uuid.UUID)
-_HOLDS_SECRETS: dict[Any, bool] = {}  # by model class (a benign race: same answer)
-
-
-def may_hold_secrets(model: type[BaseModel]) -> bool:
-    """Whether a value of ``model`` can contain a ``SecretStr``/``SecretBytes``, from its
-    field annotations alone (``Any``, ``object`` or an unknown type: yes). A request
-    then skips the walk ``secret_values`` makes over the input on every call."""
-    found = _HOLDS_SECRETS.get(model)
-    if found is None:
-        found = _HOLDS_SECRETS[model] = _annotation_holds(model, set())
-    return found
-
-
-def _annotation_holds(annotation: Any, seen: set[int]) -> bool:
-    if annotation is Any or annotation is object:
-        return True
-    origin = typing.get_origin(annotation)
-    if origin is typing.Literal:
-        return False
-    if origin is typing.Annotated:
-        return _annotation_holds(typing.get_args(annotation)[0], seen)
-    if origin is not None:
-        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-        known = origin in (list, tuple, set, frozenset, dict, typing.Union) or \
-            type(annotation).__name__ == "UnionType"
-        return not known or any(_annotation_holds(a, seen) for a in args)
-    if type(annotation).__name__ == "UnionType":
-        return any(_annotation_holds(a, seen) for a in typing.get_args(annotation))
-    if not isinstance(annotation, type):
-        return True  # a TypeVar, a forward reference, ...: cannot tell
-    if issubclass(annotation, (SecretStr, SecretBytes)):
-        return True
-    if issubclass(annotation, BaseModel):
-        if id(annotation) in seen:
-            return False  # a recursive model: its other fields decide
-        seen.add(id(annotation))
-        return any(_annotation_holds(f.annotation, seen)
-                   for f in annotation.model_fields.values())
-    return not issubclass(annotation, _PLAIN_TYPES)
-
-
 def secret_values(*values: object) -> frozenset[str]:
     """The texts of every ``SecretStr``/``SecretBytes`` inside ``values`` (models, lists,
     tuples, sets, dicts), to be redacted from prompts, logs and errors."""

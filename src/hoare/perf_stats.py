@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .kernel import Phase
+
 __all__ = ["OPERATIONS", "PerfStats"]
 
 # SymbolicAI's operations, as the kernel's phases (spec §1) make them up.
@@ -31,6 +33,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
 
 _NAMES = (*OPERATIONS, "contract_execution", "overhead", "total_execution")
 _INDEX = {phase: index for index, parts in enumerate(OPERATIONS.values()) for phase in parts}
+_ACT = _INDEX["act"]
 
 
 class _Sums:
@@ -94,12 +97,12 @@ class PerfStats:
                     break
                 ops = [0, 0, 0, 0]
                 phases = 0
-                previous, start = marks[0]
+                previous, start = marks[0] if marks else (None, 0)
                 for phase, now in marks[1:]:
                     if previous is not None:
-                        name = previous._value_
-                        if act or name != "act":
-                            ops[index[name]] += now - start
+                        position = index.get(previous._value_)  # enum's own attribute: fast
+                        if position is not None and (act or position != _ACT):
+                            ops[position] += now - start
                             phases += now - start
                     previous, start = phase, now
                 for position in range(4):
@@ -117,7 +120,7 @@ class PerfStats:
         marks: list[tuple[Any, int]] = []
         now = 0
         for phase, nanos in timings_ns.items():
-            marks.append((_Phase(phase), now))
+            marks.append((Phase(phase), now))
             now += nanos
         marks.append((None, now))
         self.record(marks, total_ns, True)
@@ -129,11 +132,3 @@ class PerfStats:
             whole = self._sums["total_execution"].total
             return {name: sums.as_dict(whole) for name, sums in self._sums.items()}
 
-
-class _Phase:
-    """A phase named by its value (what ``add`` is given)."""
-
-    __slots__ = ("_value_",)
-
-    def __init__(self, value: str) -> None:
-        self._value_ = value

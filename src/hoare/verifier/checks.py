@@ -822,11 +822,9 @@ def _sampled_failing(cm: ContractModel, t: Translation) -> Any:
     if instance is _NO_INSTANCE:
         return None
     role = "input" if t.source.phase == "pre" else "output"
-    used: list[tuple[Any, Any]] = [(None, None)]
-    if t.source.takes_input:
-        used = list(itertools.islice(_samples(cm, "used"), 4))
-        if not used:
-            return None
+    used = _inputs_for(cm, t)
+    if not used:
+        return None
     samples = _samples(cm, role)
     first: Any = None
     for index, (value, validated) in enumerate(itertools.islice(samples, _FIRST_SAMPLES)):
@@ -861,14 +859,20 @@ def _sampled_example(cm: ContractModel, t: Translation) -> Any:
     instance = _sampling_instance(cm)
     if instance is _NO_INSTANCE:
         return None
-    used: list[tuple[Any, Any]] = [(None, None)]
-    if t.source.takes_input:
-        used = list(itertools.islice(_samples(cm, "used"), 4))
-        if not used:
-            return None
+    used = _inputs_for(cm, t)
+    if not used:
+        return None
     role = "input" if t.source.phase == "pre" else "output"
     found = _passing_sample(cm, role, [t.source], instance, used)
     return None if found is None else _shown(cm, t, found[0], found[2])
+
+
+def _inputs_for(cm: ContractModel, t: Translation) -> list[tuple[Any, Any]]:
+    """The (json, validated) inputs ``t`` is tried with: none needed (``(None, None)``)
+    unless it is a post-condition reading the input; then four samples of it."""
+    if not t.source.takes_input:
+        return [(None, None)]
+    return list(itertools.islice(_samples(cm, "used"), 4))
 
 
 def _shown(cm: ContractModel, t: Translation, value: Any, used_json: Any) -> Any:

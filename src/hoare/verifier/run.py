@@ -21,7 +21,7 @@ from .report import ContractReport, ImportProblem, Report
 from .result_cache import VerdictCache, default_directory
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 from .targets import Unit, plan
-from .units import Dispatch, Workers, run_units
+from .units import Dispatch, run_units
 
 __all__ = ["Outcome", "VerifyError", "assemble", "run_verify"]
 
@@ -137,7 +137,6 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
     # first miss. Each miss is then checked while the other files' keys are made.
     parallel = _cores() if jobs == 0 else jobs
     threshold = 16 if jobs == 0 else 1
-    pool = Workers()
     dispatch: Dispatch | None = None
     missing: list[int] = []
     try:
@@ -151,25 +150,27 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
             if dispatch is not None:
                 dispatch.send(index)
             elif len(missing) == threshold and parallel > 1:
-                dispatch = Dispatch(units, options, parallel, overrides, pool)
+                dispatch = Dispatch(units, options, parallel, overrides)
                 for waiting in missing:
                     dispatch.send(waiting)
+    except BaseException:
         if dispatch is not None:
-            dispatch.close()
-            checked: Iterator[tuple[int, dict[str, Any]]] = (
-                (index, dispatch.result(index)) for index in missing)
-        else:
-            checked = ((missing[position], result) for position, result in run_units(
-                [units[i] for i in missing], options, 1, overrides))
-        for index, result in checked:
-            results[index] = result
-            key = keys[index]
-            if store is not None and key is not None and _cacheable(result):
-                store.put(key, result)
-        if dispatch is not None:
-            dispatch.join()
-    finally:
-        pool.close()
+            dispatch.close()  # the workers stop after what was sent
+        raise
+    if dispatch is not None:
+        dispatch.close()
+        checked: Iterator[tuple[int, dict[str, Any]]] = (
+            (index, dispatch.result(index)) for index in missing)
+    else:
+        checked = ((missing[position], result) for position, result in run_units(
+            [units[i] for i in missing], options, 1, overrides))
+    for index, result in checked:
+        results[index] = result
+        key = keys[index]
+        if store is not None and key is not None and _cacheable(result):
+            store.put(key, result)
+    if dispatch is not None:
+        dispatch.join()
     cached = len(units) - len(missing)
     if store is not None:
         store.save_imports(keep=max(PRUNE_FLOOR, 4 * len(units)))

@@ -231,33 +231,6 @@ def _locate(report: ContractReport, cls: type) -> None:
 # -- many units --------------------------------------------------------------------------
 
 
-class Workers:
-    """Worker processes, some started ahead of the work: each takes ~0.5 s to import
-    Python, pydantic and z3, time that overlaps whatever the caller does meanwhile
-    (computing the other files' cache keys)."""
-
-    def __init__(self) -> None:
-        self._ready: list[subprocess.Popen[str]] = []
-        self._lock = threading.Lock()
-
-    def start(self, count: int) -> None:
-        with self._lock:
-            self._ready += [_spawn() for _ in range(count)]
-
-    def take(self) -> subprocess.Popen[str]:
-        with self._lock:
-            if self._ready:
-                return self._ready.pop(0)
-        return _spawn()
-
-    def close(self) -> None:
-        """Stop the workers never used (they exit at the end of their input)."""
-        with self._lock:
-            ready, self._ready = self._ready, []
-        for process in ready:
-            _finish(process)
-
-
 def _spawn() -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     return subprocess.Popen([sys.executable, "-m", "hoare.verifier.worker"],
@@ -275,26 +248,21 @@ def _finish(process: subprocess.Popen[str]) -> None:
 
 
 def run_units(units: Sequence[Unit], options: SolverOptions, jobs: int,
-              overrides: dict[str, dict[str, int]] | None = None,
-              workers: Workers | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+              overrides: dict[str, dict[str, int]] | None = None
+              ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(index, result)`` of every unit, in ``units`` order. ``jobs`` > 1: in worker
-    processes that each import their own units (imports are a large part of the work);
-    ``workers``: where to take them from (some may be started already)."""
+    processes that each import their own units (imports are a large part of the work)."""
     if jobs <= 1 or len(units) <= 1:
         for index, unit in enumerate(units):
             yield index, _safe_run(unit, options, overrides)
         return
-    pool = workers or Workers()
-    try:
-        yield from _subprocesses(units, options, min(jobs, len(units)), overrides, pool)
-    finally:
-        pool.close()
+    yield from _subprocesses(units, options, min(jobs, len(units)), overrides)
 
 
 def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
-                  overrides: dict[str, dict[str, int]] | None, pool: Workers
+                  overrides: dict[str, dict[str, int]] | None
                   ) -> Iterator[tuple[int, dict[str, Any]]]:
-    dispatch = Dispatch(units, options, workers, overrides, pool)
+    dispatch = Dispatch(units, options, workers, overrides)
     for index in range(len(units)):
         dispatch.send(index)
     dispatch.close()
@@ -314,13 +282,12 @@ class Dispatch:
     ``multiprocessing.Pool`` would wait forever."""
 
     def __init__(self, units: Sequence[Unit], options: SolverOptions, workers: int,
-                 overrides: dict[str, dict[str, int]] | None, pool: Workers) -> None:
+                 overrides: dict[str, dict[str, int]] | None) -> None:
         import queue
 
         self._units = units
         self._options = options
         self._overrides = overrides or {}
-        self._pool = pool
         self._todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         self._results: dict[int, dict[str, Any]] = {}
         self._done = threading.Condition()
@@ -370,7 +337,7 @@ class Dispatch:
         """Run units until told to stop; a worker that dies is replaced, and the unit
         it died on is reported as that unit's error."""
         while True:
-            process = self._pool.take()
+            process = _spawn()
             try:
                 while True:
                     index = self._todo.get()
