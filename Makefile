@@ -10,7 +10,7 @@ all: test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,dev,plots,otel,sql]'
 	touch $(STAMP)
 
 ## The main job: prove the example contract set consistent with z3 (offline, no API key).

@@ -45,12 +45,14 @@ class TriageTicket(Contract[Ticket, Triage]):
         return Triage(label="question", urgency=1)
 
 
-def flaky_model(seed: int) -> FunctionEngine:
+def flaky_model(seed: int, off_rules: float = 0.3) -> FunctionEngine:
+    """Answers a random label, and a random urgency ``off_rules`` of the time (else 1),
+    so some answers break the contract's rules."""
     rng = random.Random(seed)
 
     def answer(request: Request) -> str:
         label = rng.choice(["bug", "question", "praise"])
-        urgency = rng.choice([1, 2, 3, 4, 5]) if rng.random() < 0.3 else 1
+        urgency = rng.choice([1, 2, 3, 4, 5]) if rng.random() < off_rules else 1
         return json.dumps({"label": label, "urgency": urgency})
 
     return FunctionEngine(answer)

@@ -308,3 +308,31 @@ def test_tool_calls_are_recorded_and_replayed_by_the_cache(tmp_path: Any) -> Non
     recorded = CachedEngine(inner, tmp_path / "cache.json").complete(request)
     replayed = CachedEngine(None, tmp_path / "cache.json", mode="replay").complete(request)
     assert recorded.tool_calls == replayed.tool_calls == calls and replayed.cached
+
+
+def test_agent_runs_and_tool_calls_are_recorded_in_the_stats_store(tmp_path: Any) -> None:
+    """kind "tool" per tool call (a success: no contract violation), kind "agent" per
+    run (a success: it answered), beside contracted calls in the same store."""
+    import hoare
+    from hoare import configure
+    from hoare.stats_store import query
+
+    path = str(tmp_path / "agents.db")
+    configure(stats=path, label="agents")
+    try:
+        engine, _ = scripted({"tool": "divide", "args": {"a": 6, "b": 4}},
+                             {"tool": "shout", "args": {"text": "x" * 30}},
+                             {"answer": "1.5"})
+        agent = constrained(engine, tools=[divide, shout], policy=ContractPolicy.OBSERVE)
+        assert agent.run("6 / 4, then shout").success
+        engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 0}})
+        assert not constrained(engine, tools=[divide]).run("divide by zero").success
+        assert hoare.flush_stats()
+    finally:
+        configure(stats=None, label=None)
+    rows = [(r["kind"], r["contract"], r["success"]) for r in query(path)]
+    assert rows == [("tool", "tool:divide", True), ("tool", "tool:shout", False),
+                    ("agent", "agent:constrained[divide,shout]", True),
+                    ("tool", "tool:divide", False),
+                    ("agent", "agent:constrained[divide]", False)]
+    assert {r["label"] for r in query(path)} == {"agents"}

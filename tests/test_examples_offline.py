@@ -51,3 +51,25 @@ def test_the_stats_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
         return [line for line in text.strip().splitlines() if "latency" not in line]
 
     assert stable(done.stdout) == stable(shown)
+
+
+def test_the_compare_example_gates_and_plots_what_the_readme_shows(tmp_path: Path) -> None:
+    import re
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("HOARE_STATS", None)
+    png = tmp_path / "compare.png"
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "compare_demo.py"),
+                           str(tmp_path / "calls.db"), str(png)], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr  # the candidate is worse
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"```\n(stats_demo:TriageTicket: .*?)```", readme, re.S)
+
+    def stable(text: str) -> list[str]:  # latencies differ from run to run
+        return [re.sub(r"latency p50 [\d.]+ ms", "latency p50 _ ms", line)
+                for line in text.strip().splitlines()]
+
+    assert stable(done.stdout) == stable(shown)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    assert (ROOT / "examples" / "compare_demo.png").is_file()  # the README's picture

@@ -115,3 +115,78 @@ def test_hoare_compare_exit_codes_json_and_junit(tmp_path: Path) -> None:
                     "--confidence", "1.5").returncode == 2
     assert _compare(tmp_path / "missing.db", "--baseline", "a",
                     "--candidate", "b").returncode == 2
+
+
+@pytest.mark.parametrize("draw", ["lognormal", "discrete"])
+def test_the_median_sequence_holds_the_true_median_at_every_look(draw: str) -> None:
+    """200 streams of up to 1000 values, looked at after every 25: the fraction of
+    streams where any look's sequence missed the true median stays under alpha, for a
+    continuous distribution and for one with ties (where P(X = median) > 0)."""
+    from hoare.stats_compare import quantile_sequence
+
+    rng = random.Random(11)
+    alpha, streams, missed = 0.05, 200, 0
+    sample = {"lognormal": lambda: rng.lognormvariate(3.0, 1.0),
+              "discrete": lambda: float(rng.choice([1, 2, 2, 3, 5]))}[draw]
+    true_median = {"lognormal": 20.085536923187668, "discrete": 2.0}[draw]
+    widths = []
+    for _ in range(streams):
+        values: list[float] = []
+        for _look in range(40):
+            values += [sample() for _ in range(25)]
+            low, high = quantile_sequence(values, 0.5, alpha)
+            if (low is not None and low > true_median) or \
+                    (high is not None and high < true_median):
+                missed += 1
+                break
+        widths.append((low, high))
+    assert missed / streams <= alpha, missed
+    # and it is informative: after 1000 values both ends are finite and near the median
+    low, high = widths[-1]
+    assert low is not None and high is not None
+    assert (low <= true_median <= high) and (high - low) < true_median
+
+
+def test_the_median_gates_find_a_slower_or_dearer_candidate() -> None:
+    rng = random.Random(5)
+
+    def rows(latency: float, cost: float, count: int) -> list[dict[str, Any]]:
+        return [{"success": True, "cost": cost * rng.uniform(0.8, 1.2),
+                 "latency_ms": latency * rng.lognormvariate(0, 0.3)} for _ in range(count)]
+
+    base = rows(100.0, 0.010, 600)
+    slower = compare(base, rows(200.0, 0.010, 600), 0.05, 0.95,
+                     max_latency_increase=0.2, max_cost_increase=0.2)
+    assert slower["gates"] == {"p_succ": "not worse", "cost": "not worse",
+                               "latency": "worse"} and slower["gate"] == "worse"
+    dearer = compare(base, rows(100.0, 0.013, 600), 0.05, 0.95, max_cost_increase=0.1)
+    assert dearer["gates"]["cost"] == "worse" and "latency" not in dearer["gates"]
+    same = compare(base, rows(100.0, 0.010, 600), 0.05, 0.95, max_latency_increase=0.5)
+    assert same["gates"]["latency"] == "not worse" and same["gate"] == "not worse"
+    few = compare(base[:5], rows(100.0, 0.010, 5), 0.05, 0.95, max_latency_increase=0.1)
+    assert few["gates"]["latency"] == "cannot tell yet"
+
+
+def test_hoare_compare_gates_cost_and_latency_on_request(tmp_path: Path) -> None:
+    db = tmp_path / "calls.db"
+    store = StatsStore(db)
+    rng = random.Random(3)
+    for label, latency in (("old", 50.0), ("slow", 90.0)):
+        for _ in range(500):
+            store.record(CallRecord(time.time(), "m:C", "h", label, True, True, 1, 0, None,
+                                    None, None, 0.01, latency * rng.uniform(0.9, 1.1), "E",
+                                    None, ()))
+    store.close()
+    plain = _compare(db, "--baseline", "old", "--candidate", "slow", "--max-drop", "0.05")
+    assert plain.returncode == 0, plain.stdout + plain.stderr  # latency is only reported
+    gated = _compare(db, "--baseline", "old", "--candidate", "slow", "--max-drop", "0.05",
+                     "--max-latency-increase", "0.25", "--max-cost-increase", "0.1",
+                     "--junit", str(tmp_path / "gate.xml"))
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert "latency gate (median at most 1.25x the baseline's): worse" in gated.stdout
+    assert "cost gate (median at most 1.1x the baseline's): not worse" in gated.stdout
+    failure = ET.parse(tmp_path / "gate.xml").getroot().find("testcase/failure")
+    assert failure is not None and "(latency)" in (failure.get("message") or "")
+    bad = _compare(db, "--baseline", "old", "--candidate", "slow",
+                   "--max-latency-increase", "-1")
+    assert bad.returncode == 2 and "expected a finite number >= 0" in bad.stderr

@@ -312,3 +312,52 @@ def test_one_instance_in_many_threads_records_every_call(tmp_path: Path) -> None
     with sqlite3.connect(path) as connection:
         assert connection.execute("SELECT count(*), sum(success) FROM calls").fetchone() \
             == (800, 800)
+
+
+SQLITE_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE calls (id INTEGER PRIMARY KEY, ts REAL NOT NULL, contract TEXT NOT NULL,
+  contract_hash TEXT NOT NULL, label TEXT NOT NULL, success INTEGER NOT NULL,
+  first_attempt INTEGER NOT NULL, attempts INTEGER NOT NULL, remedies INTEGER NOT NULL,
+  preflight TEXT, input_tokens INTEGER, output_tokens INTEGER, cost REAL,
+  latency_ms REAL NOT NULL, engine TEXT, model TEXT, trials TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO calls (ts, contract, contract_hash, label, success, first_attempt, attempts,
+  remedies, latency_ms, trials) VALUES (1.0, 'old:C', 'h', 'v1', 1, 1, 1, 0, 2.0,
+  '[["f", true]]');
+"""
+
+
+def test_a_version_1_file_is_read_and_migrated(tmp_path: Path) -> None:
+    """A store written by the first schema: read as it is (its calls are contracts),
+    then migrated in place when a store opens it, keeping its rows."""
+    from hoare.stats_store import SCHEMA_VERSION, query
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as connection:
+        connection.executescript(SQLITE_V1)
+    assert [(r["contract"], r["kind"], r["trials"]) for r in query(str(path))] == [
+        ("old:C", "contract", [("f", True)])]
+    store = StatsStore(path)
+    store.record(_record("v2")._replace(kind="agent"))
+    store.close()
+    assert (store.written, store.broken) == (1, None)
+    with sqlite3.connect(path) as connection:
+        version = connection.execute(
+            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert version == str(SCHEMA_VERSION) == "2"
+    assert [(r["label"], r["kind"]) for r in query(str(path))] == [
+        ("v1", "contract"), ("v2", "agent")]
+
+
+def test_stats_names_what_is_wrong_with_the_store(tmp_path: Path) -> None:
+    not_a_store = tmp_path / "other.db"
+    with sqlite3.connect(not_a_store) as connection:
+        connection.execute("CREATE TABLE t (x)")
+    for target, expected in ((tmp_path / "missing.db", "no such file"),
+                             (not_a_store, "not a hoare stats store"),
+                             ("nosuchdialect://u@h/db", "not a usable SQLAlchemy URL")):
+        shown = subprocess.run([sys.executable, "-m", "hoare", "stats", "--db", str(target)],
+                               capture_output=True, text=True, timeout=120, env=_env())
+        assert shown.returncode == 2 and expected in shown.stderr, shown.stderr

@@ -49,16 +49,28 @@ def run(ctx: Context) -> Report:
 
     def recorded_batch(n: int) -> tuple[float, float]:
         """``n`` calls recorded in a stats store, then the wait until they are written:
-        the writer thread's work counts (it shares the interpreter with the calls)."""
+        wall time per call, and the CPU time of the whole process (the calling thread
+        and the writer thread) per call, so the writing counts."""
         hoare.configure(stats=str(stats_path))
         try:
-            cpu = time.thread_time_ns()
+            cpu = time.process_time_ns()
             start = time.perf_counter_ns()
             for _ in range(n):
                 recording(TICKET)
             hoare.flush_stats()
             wall = time.perf_counter_ns() - start
-            return wall / n, (time.thread_time_ns() - cpu) / n
+            return wall / n, (time.process_time_ns() - cpu) / n
+        finally:
+            hoare.configure(stats=None)
+
+    def calling_side(n: int) -> tuple[float, float]:
+        """The calling thread alone: its CPU time per recorded call (the records are
+        written after the timing)."""
+        hoare.configure(stats=str(stats_path))
+        try:
+            timed = measure.time_batch(lambda: recording(TICKET), n)
+            hoare.flush_stats()
+            return timed
         finally:
             hoare.configure(stats=None)
 
@@ -66,6 +78,7 @@ def run(ctx: Context) -> Report:
     variants = {
         "floor": lambda n: measure.time_batch(lambda: floor(TICKET), n),
         "hoare_stats_on": recorded_batch,
+        "hoare_stats_calling_thread": calling_side,
         "hoare_preflight_off": lambda n: measure.time_batch(lambda: off(TICKET), n),
         "hoare_preflight_on": lambda n: measure.time_batch(lambda: on(TICKET), n),
         "hoare_rendering_engine": lambda n: measure.time_batch(lambda: rendering(TICKET), n),
@@ -97,17 +110,25 @@ def run(ctx: Context) -> Report:
                                                      "cpu_budget_us": round(cpu_budget, 3)}
         report.row("  same goal in CPU time (cross-check)", f"{cpu:.1f} µs",
                    f"<= {cpu_budget:.1f} µs", cpu <= cpu_budget)
-    added = results["hoare_stats_on"]["median"] - results["hoare_preflight_off"]["median"]
+    # Recording's cost in CPU time: all threads (the writer's work included) against
+    # the same calls unrecorded (single-threaded: its thread time is the process's)
+    added = results["hoare_stats_on"]["cpu_median"] - \
+        results["hoare_preflight_off"]["cpu_median"]
     report.figures["stats_recording_added_us"] = round(added, 3)
-    report.goal("stats recording adds <= 5 µs per call (writing included)", round(added, 3),
-                "<= 5 µs", added <= 5)
+    report.goal("stats recording adds <= 5 µs per call (CPU, writing included)",
+                round(added, 3), "<= 5 µs", added <= 5)
     report.row("hoare, pre-flight off, calls recorded (hoare stats), writing included",
-               us(results["hoare_stats_on"]))
-    report.row("  added by recording", f"{added:.1f} µs", "<= 5 µs", added <= 5)
-    calling = results["hoare_stats_on"]["cpu_median"] - \
+               f"{results['hoare_stats_on']['cpu_median']:.1f} µs CPU (all threads)")
+    report.row("  added by recording (CPU, all threads)", f"{added:.1f} µs", "<= 5 µs",
+               added <= 5)
+    calling = results["hoare_stats_calling_thread"]["cpu_median"] - \
         results["hoare_preflight_off"]["cpu_median"]
     report.figures["stats_recording_calling_thread_us"] = round(calling, 3)
     report.row("  of which on the calling thread (CPU, info)", f"{calling:.1f} µs")
+    wall = results["hoare_stats_on"]["median"] - results["hoare_preflight_off"]["median"]
+    report.figures["stats_recording_wall_added_us"] = round(wall, 3)
+    report.row("  wall time added, the wait for the last batch included (info)",
+               f"{wall:.1f} µs")
     report.row("  pre-flight in the 'on' variant", preflight_on_state)
     report.row("hoare, engine renders the messages (info)", us(results["hoare_rendering_engine"]))
     report.ratios["hoare_rendering_engine/floor"] = {

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .verifier.project_config import FORMATS
 
@@ -89,15 +90,42 @@ def _parser() -> argparse.ArgumentParser:
         description="P_succ with its Wilson 95% interval per contract and run label, per "
                     "predicate family and at the first attempt; cost per success; latency "
                     "percentiles; pre-flight refusals. Calls are recorded with "
-                    "hoare.configure(stats=PATH) or $HOARE_STATS.")
-    stats.add_argument("--db", required=True, metavar="PATH",
-                       help="the SQLite file the calls were recorded in")
+                    "hoare.configure(stats=PATH_OR_URL), $HOARE_STATS or [tool.hoare] "
+                    "stats.")
+    stats.add_argument("--db", required=True, metavar="PATH_OR_URL",
+                       help="the store the calls were recorded in: a SQLite file or a "
+                            "SQLAlchemy URL")
     stats.add_argument("--contract", metavar="MODULE:CLASS", default=None,
                        help="only this contract")
     stats.add_argument("--label", default=None, help="only this run label")
     stats.add_argument("--since", default=None, metavar="T",
                        help="only calls since T: an ISO 8601 time or a duration (24h, 7d)")
     stats.add_argument("--json", action="store_true", help="the figures as JSON")
+    stats.add_argument("--plot", metavar="FILE.png", default=None,
+                       help="also draw P_succ over time and per family (hoare[plots])")
+    evaluate = commands.add_parser(
+        "eval", help="run a contract over a dataset and record P_succ before deploying",
+        description="Call a contract on each input of a JSON Lines dataset, record every "
+                    "call in the stats store and print its figures (as hoare stats). A "
+                    "line that is not a valid input is reported and skipped.")
+    evaluate.add_argument("contract", metavar="MODULE:CONTRACT",
+                          help="the @contract class (imported from the current directory "
+                               "too)")
+    evaluate.add_argument("dataset", metavar="DATASET.jsonl",
+                          help="one input per line, as JSON (or {\"input\": ...})")
+    evaluate.add_argument("--engine", default=None, metavar="ENGINE",
+                          help="'openai' (OPENAI_API_KEY/OPENAI_BASE_URL, --model) or "
+                               "MODULE:ATTR naming an engine or a function making one "
+                               "(default: the configured engine)")
+    evaluate.add_argument("--model", default=None, help="the model of --engine openai")
+    evaluate.add_argument("--db", default=None, metavar="PATH_OR_URL",
+                          help="the stats store (default: $HOARE_STATS or [tool.hoare] "
+                               "stats)")
+    evaluate.add_argument("--label", default=None,
+                          help="the run label (default: $HOARE_LABEL, else 'eval')")
+    evaluate.add_argument("--jobs", type=_positive, default=1, metavar="N",
+                          help="calls at once, on one shared instance (default 1)")
+    evaluate.add_argument("--json", action="store_true", help="the figures as JSON")
     compare = commands.add_parser(
         "compare", help="compare two run labels on P_succ (an anytime-valid gate)",
         description="Compare the calls recorded under two run labels, per contract, with "
@@ -105,8 +133,9 @@ def _parser() -> argparse.ArgumentParser:
                     "not inflate false verdicts. Exit 0: the candidate is shown no worse "
                     "than the baseline by more than --max-drop; 1: shown worse by more; "
                     "3: not shown either way yet; 2: usage error.")
-    compare.add_argument("--db", required=True, metavar="PATH",
-                         help="the SQLite file the calls were recorded in")
+    compare.add_argument("--db", required=True, metavar="PATH_OR_URL",
+                         help="the store the calls were recorded in: a SQLite file or a "
+                              "SQLAlchemy URL")
     compare.add_argument("--baseline", required=True, metavar="LABEL")
     compare.add_argument("--candidate", required=True, metavar="LABEL")
     compare.add_argument("--contract", metavar="MODULE:CLASS", default=None,
@@ -115,9 +144,18 @@ def _parser() -> argparse.ArgumentParser:
                          help="the largest drop of P_succ the gate accepts (default 0)")
     compare.add_argument("--confidence", type=_open_fraction, default=0.95, metavar="C",
                          help="the confidence of the verdicts (default 0.95)")
+    compare.add_argument("--max-cost-increase", type=_nonnegative, default=None, metavar="F",
+                         help="also gate the median cost per call: at most (1 + F) times "
+                              "the baseline's (0.1: 10%% more)")
+    compare.add_argument("--max-latency-increase", type=_nonnegative, default=None,
+                         metavar="F", help="also gate the median latency: at most (1 + F) "
+                                           "times the baseline's")
     compare.add_argument("--json", action="store_true", help="the comparison as JSON")
     compare.add_argument("--junit", metavar="FILE", default=None,
                          help="also write a JUnit XML file (one testcase per contract)")
+    compare.add_argument("--plot", metavar="FILE.png", default=None,
+                         help="also draw the two labels' confidence sequences as they "
+                              "narrow (hoare[plots])")
     return parser
 
 
@@ -129,6 +167,16 @@ def _fraction(text: str) -> float:
             from None
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def _nonnegative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
     return value
 
 
@@ -172,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stats(args)
     if args.command == "compare":
         return _compare(args)
+    if args.command == "eval":
+        return _eval(args)
     if args.command != "verify":
         parser.print_help(sys.stderr)
         return 2
@@ -180,48 +230,150 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     import json
-    import os
-    import sqlite3
 
     from .stats_report import parse_since, render_table, summarize
-    from .stats_store import query
+    from .stats_store import StoreError, query
 
     try:
         since = parse_since(args.since) if args.since is not None else None
     except ValueError as error:
         print(f"hoare stats: error: {error}", file=sys.stderr)
         return 2
-    if not os.path.isfile(args.db):
-        print(f"hoare stats: error: --db {args.db}: no such file", file=sys.stderr)
-        return 2
     try:
         rows = query(args.db, args.contract, args.label, since)
-    except sqlite3.Error as error:
-        print(f"hoare stats: error: --db {args.db}: not a hoare stats file ({error})",
-              file=sys.stderr)
+    except (StoreError, ImportError) as error:
+        print(f"hoare stats: error: --db {_shown_db(args.db)}: {error}", file=sys.stderr)
         return 2
     summary = summarize(rows)
+    print(json.dumps(summary, indent=2) if args.json else render_table(summary))
+    if args.plot:
+        return _plot("stats", lambda plots: plots.plot_stats(rows, args.plot), args.plot)
+    return 0
+
+
+def _plot(command: str, draw: Callable[[Any], int], path: str) -> int:
+    """Run ``draw`` with ``hoare.stats_plot``; 2 when matplotlib is missing or the file
+    cannot be written, each said on stderr."""
+    try:
+        from . import stats_plot
+    except ImportError as error:
+        print(f"hoare {command}: error: --plot: {error}", file=sys.stderr)
+        return 2
+    try:
+        draw(stats_plot)
+    except (OSError, ValueError) as error:
+        print(f"hoare {command}: error: --plot {path}: {error}", file=sys.stderr)
+        return 2
+    print(f"hoare {command}: plot written to {path}", file=sys.stderr)
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import json
+    import os
+    from pathlib import Path
+
+    from . import configuration
+    from .evaluate import EvalError, run_eval
+    from .stats_report import render_table, summarize
+    from .stats_store import StoreError, flush_all, query
+
+    if args.db is not None:
+        target = args.db
+    else:  # $HOARE_STATS or [tool.hoare] stats
+        configured = configuration.stats_store()
+        target = getattr(configured, "path", None)
+    if not isinstance(target, str):
+        print("hoare eval: error: no stats store: give --db PATH_OR_URL, or set "
+              "HOARE_STATS or [tool.hoare] stats", file=sys.stderr)
+        return 2
+    label = args.label or os.environ.get("HOARE_LABEL") or "eval"
+    try:
+        engine = _engine(args.engine, args.model)
+        configuration.configure(stats=target, label=label)
+        store = configuration.stats_store()
+        name, run = run_eval(args.contract, Path(args.dataset), engine, args.jobs)
+    except EvalError as error:
+        print(f"hoare eval: error: {error}", file=sys.stderr)
+        return 2
+    flush_all(timeout=60)
+    for line in run.skipped:
+        print(f"hoare eval: skipped {line}", file=sys.stderr)
+    broken = getattr(store, "broken", None) or getattr(store, "last_error", None)
+    if broken:
+        print(f"hoare eval: error: the calls were not all recorded: {broken}",
+              file=sys.stderr)
+        return 1
+    if not run.calls:
+        print(f"hoare eval: error: {args.dataset} has no valid input", file=sys.stderr)
+        return 1
+    try:
+        rows = query(target, name, label, run.started)
+    except (StoreError, ImportError) as error:
+        print(f"hoare eval: error: --db {_shown_db(target)}: {error}", file=sys.stderr)
+        return 1
+    summary = summarize(rows)
+    summary["run"] = {"calls": run.calls, "successes": run.successes, "raised": run.raised,
+                      "skipped": run.skipped}
     print(json.dumps(summary, indent=2) if args.json else render_table(summary))
     return 0
 
 
+def _engine(choice: str | None, model: str | None) -> object:
+    """The engine ``hoare eval --engine`` names (None: the contract's default)."""
+    from .evaluate import EvalError, resolve
+
+    if choice is None:
+        if model is not None:
+            raise EvalError("--model goes with --engine openai")
+        return None
+    if choice == "openai":
+        from .engines.openai_engine import OpenAIEngine
+
+        try:
+            return OpenAIEngine(model=model)
+        except Exception as error:
+            raise EvalError(f"--engine openai: {error}") from error
+    found = resolve(choice, "engine")
+    if not (hasattr(found, "complete") and hasattr(found, "acomplete")) and callable(found):
+        try:
+            found = found()
+        except Exception as error:
+            raise EvalError(f"engine {choice!r}: calling it failed: "
+                            f"{type(error).__name__}: {error}") from error
+    if not (hasattr(found, "complete") and hasattr(found, "acomplete")):
+        raise EvalError(f"engine {choice!r} is not an engine (it needs complete() and "
+                        f"acomplete())")
+    return found
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _shown_db(target: str) -> str:
+    from .stats_store import shown_target
+
+    return shown_target(target)
+
+
 def _compare(args: argparse.Namespace) -> int:
     import json
-    import os
-    import sqlite3
 
     from .stats_compare import compare, render_table, verdict_status
-    from .stats_store import query
+    from .stats_store import StoreError, query
 
-    if not os.path.isfile(args.db):
-        print(f"hoare compare: error: --db {args.db}: no such file", file=sys.stderr)
-        return 2
     try:
         a_rows = query(args.db, args.contract, args.baseline)
         b_rows = query(args.db, args.contract, args.candidate)
-    except sqlite3.Error as error:
-        print(f"hoare compare: error: --db {args.db}: not a hoare stats file ({error})",
-              file=sys.stderr)
+    except (StoreError, ImportError) as error:
+        print(f"hoare compare: error: --db {_shown_db(args.db)}: {error}", file=sys.stderr)
         return 2
     contracts = sorted({r["contract"] for r in a_rows} & {r["contract"] for r in b_rows})
     if not contracts:
@@ -230,7 +382,9 @@ def _compare(args: argparse.Namespace) -> int:
         return 2
     results = [{"contract": name, **compare(
         [r for r in a_rows if r["contract"] == name],
-        [r for r in b_rows if r["contract"] == name], args.max_drop, args.confidence)}
+        [r for r in b_rows if r["contract"] == name], args.max_drop, args.confidence,
+        max_cost_increase=args.max_cost_increase,
+        max_latency_increase=args.max_latency_increase)}
         for name in contracts]
     status = verdict_status(results)
     if args.junit:
@@ -246,6 +400,11 @@ def _compare(args: argparse.Namespace) -> int:
                           "status": status, "contracts": results}, indent=2))
     else:
         print(render_table(results, args.baseline, args.candidate))
+    if args.plot:
+        drawn = _plot("compare", lambda plots: plots.plot_compare(
+            results, a_rows, b_rows, args.baseline, args.candidate, args.plot), args.plot)
+        if drawn:
+            return drawn
     return status
 
 
@@ -260,9 +419,12 @@ def _junit(results: list[dict[str, object]], baseline: str, candidate: str) -> s
     for result in results:
         lines.append(f'  <testcase classname="hoare.compare" '
                      f'name={quoteattr(str(result["contract"]))}>')
-        text = f"{result['verdict']}; difference {result['difference']}"
+        gates = result["gates"]
+        text = f"{result['verdict']}; gates {gates}; difference {result['difference']}"
         if result["gate"] == "worse":
-            message = quoteattr("candidate worse by more than the margin")
+            shown = ", ".join(name for name, gate in gates.items()  # type: ignore[attr-defined]
+                              if gate == "worse")
+            message = quoteattr(f"candidate worse by more than the margin ({shown})")
             lines.append(f"    <failure message={message}>{quoteattr(text)[1:-1]}</failure>")
         elif result["gate"] == "cannot tell yet":
             lines.append(f'    <skipped message={quoteattr("cannot tell yet")}/>')

@@ -7,6 +7,7 @@ built from the environment; else ``EngineNotConfigured`` says how to set one.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -34,8 +35,9 @@ def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None 
     """Set (or, with ``None``, clear) the engine used by contracts created without one;
     ``cache_size`` bounds each per-contract cache keyed by per-call values (the system
     prompts of a ``prompt`` property), for contracts decorated afterwards. ``stats``:
-    the SQLite file every contracted call is recorded in (``None``: none; default
-    ``$HOARE_STATS``, else none); ``label``: the run label of those records (default
+    the store every contracted call is recorded in, a SQLite file or a SQLAlchemy URL
+    (``None``: none; default ``$HOARE_STATS``, else ``[tool.hoare] stats``, else
+    none); ``label``: the run label of those records (default
     ``$HOARE_LABEL``, else ``"default"``). A keyword left out keeps its setting."""
     global _configured, _cache_size, _stats, _label
     if stats is not _KEEP and stats is not None and not isinstance(stats, (str, os.PathLike)):
@@ -72,7 +74,7 @@ def stats_store() -> object | None:
     if path is _KEEP:
         with _lock:
             if _stats is _KEEP:
-                _stats = os.environ.get("HOARE_STATS") or None
+                _stats = os.environ.get("HOARE_STATS") or _project_stats()
             path = _stats
     if path is None:
         _store = (None, None)
@@ -82,6 +84,36 @@ def stats_store() -> object | None:
     store = open_store(str(path))
     _store = (path, store)
     return store
+
+
+def _project_stats() -> str | None:
+    """``[tool.hoare] stats`` of the nearest pyproject.toml (a relative path is taken
+    from that file's directory), or None. Read once, at the first contracted call; a
+    file that cannot be read is warned about and ignored: it must not fail a call."""
+    import tomllib
+
+    from .verifier.project_config import find_pyproject
+
+    try:
+        found = find_pyproject()
+        if found is None:
+            return None
+        with found.open("rb") as handle:
+            value = tomllib.load(handle).get("tool", {}).get("hoare", {}).get("stats")
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        logging.getLogger("hoare.stats").warning(
+            "hoare stats: cannot read [tool.hoare] stats: %s; calls are not recorded", error)
+        return None
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        logging.getLogger("hoare.stats").warning(
+            "hoare stats: %s: [tool.hoare] stats must be a path or a URL, got %r; calls "
+            "are not recorded", found, value)
+        return None
+    if "://" in value:
+        return value
+    return str(found.parent / value)
 
 
 _env_label: str | None = None

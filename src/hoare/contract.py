@@ -25,8 +25,9 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from pydantic import ValidationError
 
 from . import configuration
+from . import telemetry as _telemetry
 from .description import ContractDescription, PredicateSource, describe
-from .engines.base import ONE_REQUEST, Engine, Options, Request, Response, Usage
+from .engines.base import ONE_REQUEST, Engine, Options, Request, Response, Usage, innermost
 from .engines.budget import Budget, BudgetedEngine, Spend
 from .errors import (
     ContractCallError,
@@ -259,7 +260,7 @@ def _verdict(verdict: object, name: str) -> object:
 class _Bound:
     """Hooks of one instance (predicates see ``self``), built on its first call."""
 
-    __slots__ = ("handler", "hooks", "post", "pre", "preflight")
+    __slots__ = ("handler", "hooks", "post", "pre", "preflight", "recorded_as")
 
     def __init__(self, instance: Contract, runtime: _Runtime) -> None:
         description = runtime.description
@@ -272,6 +273,8 @@ class _Bound:
         method = getattr(instance, "on_violation", None)
         self.handler = runtime.handler or method or _log_violation
         self.hooks: Hooks | None = None  # the hooks of a call without extra kwargs
+        # (engine, name, definition hash, engine class, model) of its stats records
+        self.recorded_as: tuple[Any, str, str, str, str | None] | None = None
 
 
 def _log_violation(outcome: Outcome) -> None:
@@ -301,7 +304,7 @@ class _Call:
     the latest ``_Call`` of the current thread or task."""
 
     __slots__ = ("engine", "forward_error", "instance", "last_error", "outcome", "previous",
-                 "rest", "running", "runtime", "spend", "started_ns")
+                 "rest", "running", "runtime", "spend", "started_ns", "telemetry")
 
     def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any]) -> None:
         self.instance = instance
@@ -314,6 +317,7 @@ class _Call:
         self.last_error: BaseException | None = None
         self.running = True
         self.started_ns = 0  # perf_counter_ns() when the call began (``_begin``)
+        self.telemetry: tuple[Any, Any] | None = None  # its span, when instrumented
         self.previous: _Call | None = None  # the call of this instance this one is inside
         engine = instance._hoare_engine()
         budget = instance.__dict__.get("_hoare_budget_value")
@@ -391,11 +395,17 @@ class _Call:
         request = self.request(effect)
         if self.runtime.description.verbose:
             _log_request(self.runtime, request, effect)
+        span = None if self.telemetry is None else \
+            _telemetry.start_engine(self.engine, effect.attempt)
         try:
             response = self.engine.complete(request)
         except Exception as error:
             self.last_error = error
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
             raise
+        if span is not None:
+            _telemetry.finish_engine(span, response, None)
         if self.runtime.description.verbose:
             _log_answer(self.runtime, response, request)
         return Reply(response, _usage(response))
@@ -407,11 +417,17 @@ class _Call:
         request = self.request(effect)
         if self.runtime.description.verbose:
             _log_request(self.runtime, request, effect)
+        span = None if self.telemetry is None else \
+            _telemetry.start_engine(self.engine, effect.attempt)
         try:
             response = await self.engine.acomplete(request)
         except Exception as error:
             self.last_error = error
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
             raise
+        if span is not None:
+            _telemetry.finish_engine(span, response, None)
         if self.runtime.description.verbose:
             _log_answer(self.runtime, response, request)
         return Reply(response, _usage(response))
@@ -690,6 +706,8 @@ def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
     previous = state.get()
     if isinstance(previous, _Call) and previous.running:  # a call nested in one of ours
         call.previous = previous
+    if _telemetry.tracer is not None:  # made current: _finish always follows
+        call.telemetry = _telemetry.start_call(runtime.description.name)
     state.set(call)  # last: nothing below can fail, so _finish always follows
     return call, run
 
@@ -748,6 +766,8 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
             _store_call(store, call, recorded, elapsed_ns)
         if call.runtime.description.verbose:
             _log_outcome(call.runtime, recorded)
+    if call.telemetry is not None:
+        _end_span(call, recorded, raised)
     previous = call.previous
     state = call.instance._hoare_state()
     if previous is not None and previous.running:
@@ -756,33 +776,52 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         state.set(_Done(call.outcome, call.spend))
 
 
-_CallRecord: Any = None  # hoare.stats_store.CallRecord, imported on first use
+def _end_span(call: _Call, outcome: Outcome | None, raised: BaseException | None) -> None:
+    """Close the call's OpenTelemetry span (``hoare.telemetry``); never raises."""
+    handle, call.telemetry = call.telemetry, None
+    try:
+        generations = remedies = 0
+        if outcome is not None:
+            phases = [a.phase for a in outcome.attempts]
+            generations = phases.count(Phase.POST)
+            remedies = phases.count(Phase.PRE) + max(0, generations - 1)
+        _telemetry.finish_call(handle, outcome, raised, generations, remedies,  # type: ignore[arg-type]
+                               configuration.label(), call.engine)
+    except Exception:  # tracing must never fail a call
+        logging.getLogger("hoare.telemetry").debug("span not closed", exc_info=True)
 
 
 def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int) -> None:
-    """One record for the stats store (``hoare.configure(stats=...)``); never raises.
-    On every recorded call: the fields are gathered in one pass."""
-    global _CallRecord
+    """Queue the call's record for the stats store (``hoare.configure(stats=...)``):
+    a plain tuple of ``CallRecord``'s fields, values only; never raises."""
     try:
-        if _CallRecord is None:
-            from .stats_store import CallRecord
-
-            _CallRecord = CallRecord
         runtime = call.runtime
-        phases = [a.phase for a in outcome.attempts]
-        generations = phases.count(Phase.POST)
+        engine = call.engine
+        bound = call.instance._hoare_bound()
+        fixed = bound.recorded_as
+        if fixed is None or fixed[0] is not engine:  # per engine: name, hash, engine, model
+            inner = innermost(engine)
+            fixed = bound.recorded_as = (
+                engine, runtime.description.name, runtime.definition_hash(),
+                type(inner).__name__, getattr(inner, "model", None))
+        generations = remedies = 0
+        for attempt in outcome.attempts:
+            if attempt.phase is Phase.POST:
+                generations += 1
+            elif attempt.phase is Phase.PRE:
+                remedies += 1
+        if generations > 1:
+            remedies += generations - 1
         spent = call.spend.spent() if call.spend is not None else None
-        inner = getattr(call.engine, "engine", call.engine)  # a budget meter wraps it
         usage = outcome.usage
-        store.record(_CallRecord(
-            time.time(), runtime.description.name, runtime.definition_hash(),
-            configuration.label(), outcome.success,
-            outcome.success and generations <= 1, generations,
-            phases.count(Phase.PRE) + max(0, generations - 1),
-            None if outcome.preflight is None else outcome.preflight.verdict.value,
+        preflight = outcome.preflight
+        store.record((
+            time.time(), fixed[1], fixed[2], configuration.label(), outcome.success,
+            outcome.success and generations <= 1, generations, remedies,
+            None if preflight is None else preflight.verdict.value,
             usage.get("input_tokens"), usage.get("output_tokens"),
             spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
-            type(inner).__name__, getattr(inner, "model", None), outcome.trials))
+            fixed[3], fixed[4], outcome.trials, "contract"))
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 

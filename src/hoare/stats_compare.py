@@ -14,6 +14,17 @@ probability at least ``1 - alpha``, however often one looks. The gate:
   ``max_drop`` (``lo_B - hi_A > -max_drop``);
 * exit 1: it is shown to be worse by more (``hi_B - lo_A < -max_drop``);
 * exit 3: neither is shown yet (with an estimate of how many more calls would do).
+
+Cost and latency are reported; they are gated only when asked
+(``max_cost_increase``, ``max_latency_increase``), on the *median* cost per call and
+median latency: a mean of unbounded values has no distribution-free confidence
+sequence, a quantile has. The median's sequence (``quantile_sequence``) comes from the
+same Bernoulli sequences, applied to the indicators ``x <= q``. The gate compares the
+candidate's median with ``(1 + increase)`` times the baseline's: exit 1 when it is
+shown above, 0 when shown at or below. With several gates, ``alpha`` is split evenly
+between them (Bonferroni), so the chance of any false verdict stays under ``alpha``;
+the command's status is 1 when any gate is shown worse, else 3 when any cannot tell
+yet, else 0.
 """
 
 from __future__ import annotations
@@ -22,7 +33,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["compare", "confidence_sequence", "render_table", "verdict_status"]
+__all__ = ["compare", "confidence_sequence", "quantile_sequence", "render_table",
+           "verdict_status"]
+
 
 def confidence_sequence(successes: int, calls: int, alpha: float) -> tuple[float, float]:
     """A ``1 - alpha`` time-uniform confidence sequence for a rate, at ``calls``
@@ -62,6 +75,66 @@ def confidence_sequence(successes: int, calls: int, alpha: float) -> tuple[float
     return low, high
 
 
+def quantile_sequence(values: Sequence[float], p: float, alpha: float
+                      ) -> tuple[float | None, float | None]:
+    """A ``1 - alpha`` time-uniform confidence sequence for the ``p``-quantile of the
+    distribution ``values`` are drawn from (``None``: unbounded on that side).
+
+    For the true quantile ``q*``, ``P(X < q*) <= p <= P(X <= q*)``. The indicators
+    ``x < q*`` and ``x <= q*`` are Bernoulli trials, so their rates have confidence
+    sequences (each at ``alpha/2``); keep every ``q`` whose counts are compatible with
+    ``p``: ``lower(#{x < q}) <= p <= upper(#{x <= q})``. Both counts grow with ``q``,
+    so the kept ``q`` are an interval between two of the sorted values; the bounds
+    are found by bisection on the rank."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return None, None
+
+    def upper(k: int) -> float:
+        return confidence_sequence(k, n, alpha / 2)[1]
+
+    def lower(k: int) -> float:
+        return confidence_sequence(k, n, alpha / 2)[0]
+
+    # the smallest k with upper(k) >= p: q below ordered[k-1] has #{x <= q} < k
+    low_k, high_k = 0, n
+    while low_k < high_k:
+        middle = (low_k + high_k) // 2
+        if upper(middle) >= p:
+            high_k = middle
+        else:
+            low_k = middle + 1
+    start = None if low_k == 0 else ordered[low_k - 1]
+    # the largest k with lower(k) <= p: q above ordered[k] has #{x < q} > k
+    low_k, high_k = 0, n
+    while low_k < high_k:
+        middle = (low_k + high_k + 1) // 2
+        if lower(middle) <= p:
+            low_k = middle
+        else:
+            high_k = middle - 1
+    end = None if low_k == n else ordered[low_k]
+    return start, end
+
+
+def _ratio_gate(baseline: Sequence[float], candidate: Sequence[float], increase: float,
+                alpha: float) -> dict[str, Any]:
+    """The median gate: is the candidate's median shown above ``(1 + increase)`` times
+    the baseline's (``worse``), shown at or below it (``not worse``), or neither?"""
+    lo_a, hi_a = quantile_sequence(baseline, 0.5, alpha / 2)
+    lo_b, hi_b = quantile_sequence(candidate, 0.5, alpha / 2)
+    factor = 1 + increase
+    if lo_b is not None and hi_a is not None and lo_b > hi_a * factor:
+        gate = "worse"
+    elif hi_b is not None and lo_a is not None and hi_b <= lo_a * factor:
+        gate = "not worse"
+    else:
+        gate = "cannot tell yet"
+    return {"max_increase": increase, "baseline_median": [lo_a, hi_a],
+            "candidate_median": [lo_b, hi_b], "gate": gate}
+
+
 def _side(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     successes = sum(1 for r in rows if r["success"])
     costs = [r["cost"] for r in rows if r["cost"] is not None]
@@ -92,10 +165,15 @@ def _more_calls(a: dict[str, Any], b: dict[str, Any], alpha: float, max_drop: fl
 
 def compare(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, Any]],
             max_drop: float = 0.0, confidence: float = 0.95, *,
+            max_cost_increase: float | None = None,
+            max_latency_increase: float | None = None,
             estimate_more: bool = True) -> dict[str, Any]:
     """The comparison of one contract's calls under two labels (rows of ``query``);
-    ``estimate_more``: also estimate how many more calls an undecided gate needs."""
-    alpha = 1 - confidence
+    ``max_cost_increase``/``max_latency_increase``: also gate the median cost per call
+    and median latency (fractions: 0.1 allows 10% more); ``estimate_more``: also
+    estimate how many more calls an undecided P_succ gate needs."""
+    gates = 1 + (max_cost_increase is not None) + (max_latency_increase is not None)
+    alpha = (1 - confidence) / gates
     a, b = _side(baseline), _side(candidate)
     lo_a, hi_a = confidence_sequence(a["successes"], a["calls"], alpha / 2)
     lo_b, hi_b = confidence_sequence(b["successes"], b["calls"], alpha / 2)
@@ -108,13 +186,26 @@ def compare(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, An
         gate = "cannot tell yet"
     better = "candidate better" if low > 0 else "baseline better" if high < 0 else \
         "cannot tell yet"
+    extra: dict[str, Any] = {}
+    if max_cost_increase is not None:
+        extra["cost"] = _ratio_gate(
+            [r["cost"] for r in baseline if r["cost"] is not None],
+            [r["cost"] for r in candidate if r["cost"] is not None], max_cost_increase, alpha)
+    if max_latency_increase is not None:
+        extra["latency"] = _ratio_gate([r["latency_ms"] for r in baseline],
+                                       [r["latency_ms"] for r in candidate],
+                                       max_latency_increase, alpha)
+    every = [gate, *(g["gate"] for g in extra.values())]
+    overall = "worse" if "worse" in every else "cannot tell yet" \
+        if "cannot tell yet" in every else "not worse"
     return {"baseline": {**a, "sequence": [lo_a, hi_a]},
             "candidate": {**b, "sequence": [lo_b, hi_b]},
             "difference": {"estimate": (b["p_succ"] - a["p_succ"])
                            if a["calls"] and b["calls"] else None,
                            "sequence": [low, high]},
-            "max_drop": max_drop, "confidence": confidence, "gate": gate,
-            "verdict": better,
+            "max_drop": max_drop, "confidence": confidence, "gate": overall,
+            "gates": {"p_succ": gate, **{name: g["gate"] for name, g in extra.items()}},
+            **extra, "verdict": better,
             "more_calls": None if gate != "cannot tell yet" or not estimate_more else
             _more_calls(a, b, alpha, max_drop)}
 
@@ -127,6 +218,11 @@ def verdict_status(results: Sequence[dict[str, Any]]) -> int:
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
+
+
+def _range(bounds: Sequence[float | None]) -> str:
+    low, high = bounds
+    return f"[{'–' if low is None else f'{low:.4g}'}, {'∞' if high is None else f'{high:.4g}'}]"
 
 
 def render_table(results: Sequence[dict[str, Any]], baseline: str, candidate: str) -> str:
@@ -146,4 +242,10 @@ def render_table(results: Sequence[dict[str, Any]], baseline: str, candidate: st
         lines.append(f"  difference {_pct(d['estimate'])}  [{lo:.3f}, {hi:.3f}]"
                      + (f"; about {item['more_calls']} more call(s) would settle it"
                         if item["more_calls"] else ""))
+        for name, unit in (("cost", ""), ("latency", " ms")):
+            if name in item:
+                g = item[name]
+                lines.append(f"  {name} gate (median at most {1 + g['max_increase']:g}x the "
+                             f"baseline's): {g['gate']}; medians {_range(g['baseline_median'])}"
+                             f"{unit} vs {_range(g['candidate_median'])}{unit}")
     return "\n".join(lines) or "no calls of these labels"

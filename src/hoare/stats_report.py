@@ -74,7 +74,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         latencies = [c["latency_ms"] for c in calls]
         overall = _rate(successes, len(calls))
         out.append({
-            "name": name, "label": label, "calls": len(calls), "successes": successes,
+            "name": name, "label": label, "kind": calls[0].get("kind", "contract"),
+            "calls": len(calls), "successes": successes,
             "p_succ": overall["p_succ"], "interval": overall["interval"],
             "families": family_rates,
             "family_product": product,

@@ -21,11 +21,13 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import telemetry as _telemetry
 from ..engines.base import Engine, Message, Request
 from ..json_text import extract_json
 from .conditions import _source
 from .context import ContractContext, contract_context, current_context, default_handler
 from .policy import ContractPolicy
+from .recording import record_agent_call
 from .tool import Tool, tool
 from .violation import ContractTermination, ContractViolation, ViolationHandler
 
@@ -160,6 +162,30 @@ class ContractAgent:
         self._violations = 0
         # per tool: [calls, calls without a contract violation, violations]
         self._per_tool: dict[str, list[int]] = {t.name: [0, 0, 0] for t in self.tools}
+        # how its runs are named and told apart in the stats store
+        self._name = f"agent:{agent_type}[{','.join(t.name for t in self.tools)}]"
+
+    def _complete(self, request: Request) -> Any:
+        """One engine call, in a ``chat`` span when traced (``hoare.telemetry``)."""
+        span = None if _telemetry.tracer is None else \
+            _telemetry.start_engine(self.engine, request.attempt)
+        try:
+            response = self.engine.complete(request)
+        except Exception as error:
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
+            raise
+        if span is not None:
+            _telemetry.finish_engine(span, response, None)
+        return response
+
+    def _definition(self) -> str:
+        """What the stats store hashes to tell this agent's definition apart."""
+        return json.dumps(
+            [self.agent_type, self.max_iterations,
+             [(t.name, t.description, t.parameters) for t in self.tools],
+             [_source(c) for c in (*self._task_pre, *self._answer_post, *self._invariants)]],
+            default=str, sort_keys=True)
 
     def list_tools(self) -> list[str]:
         return [t.name for t in self.tools]
@@ -198,14 +224,30 @@ class ContractAgent:
         """The run's events as they happen. The run executes in a private copy of the
         caller's ``contextvars`` context, so the agent's ``ContractContext`` is bound for
         its tools only, never for the caller's code between two events."""
-        inner = self._stream(task, state if state is not None else IterationState())
+        state = state if state is not None else IterationState()
+        inner = self._stream(task, state)
         private = contextvars.copy_context()
-        while True:
-            try:
-                event = private.run(next, inner)
-            except StopIteration:
-                return
-            yield event
+        started = time.perf_counter_ns()
+        span = None
+        if _telemetry.tracer is not None:  # current in the private context only
+            span = private.run(_telemetry.start_agent, "invoke_agent", self._name,
+                               {"gen_ai.agent.name": self._name})
+        try:
+            while True:
+                try:
+                    event = private.run(next, inner)
+                except StopIteration:
+                    break
+                yield event
+        except BaseException as error:
+            if span is not None:
+                private.run(_telemetry.finish_agent, span, False, error)
+            raise
+        answered = bool(state.events) and state.events[-1].type is EventType.ANSWER
+        if span is not None:
+            private.run(_telemetry.finish_agent, span, answered)
+        record_agent_call("agent", self._name, self._definition, answered,
+                          started, self.engine, max(1, state.iterations))
 
     def _stream(self, task: str, state: IterationState) -> Iterator[AgentEvent]:
         pending: list[AgentEvent] = []
@@ -269,7 +311,7 @@ class ContractAgent:
         by_name = {t.name: t for t in self.tools}
         for _ in range(self.max_iterations):
             yield from self._step(state, emit, pending, messages)
-            text = self.engine.complete(Request(messages=tuple(messages))).text
+            text = self._complete(Request(messages=tuple(messages))).text
             action, problem = _parse_action(text, by_name)
             if problem is not None:
                 yield emit(AgentEvent(EventType.ERROR, problem, {"raw": text}))
@@ -306,7 +348,7 @@ class ContractAgent:
         by_name = {t.name: t for t in self.tools}
         for _ in range(self.max_iterations):
             yield from self._step(state, emit, pending, messages)
-            response = self.engine.complete(Request(messages=tuple(messages), tools=specs))
+            response = self._complete(Request(messages=tuple(messages), tools=specs))
             if not response.tool_calls:
                 value: Any = response.text
                 if self._answer_spec is not None and not self._answer_spec.wrapped:
@@ -380,26 +422,47 @@ class ContractAgent:
         counts = self._per_tool.setdefault(name, [0, 0, 0])
         counts[0] += 1
         before = self._violations
+        started = time.perf_counter_ns()
+        span = None if _telemetry.tracer is None else _telemetry.start_agent(
+            "execute_tool", name, {"gen_ai.tool.name": name})
         with contract_context(ContractContext(self.policy, _current_handler(), name)):
             try:
                 raw = chosen(**args)
-            except ContractTermination:
+            except ContractTermination as stop:
                 counts[2] += self._violations - before
+                _record_tool(chosen, False, started)
+                if span is not None:
+                    _telemetry.finish_agent(span, False, stop)
                 raise
             except Exception as error:
                 counts[2] += self._violations - before
                 counts[1] += self._violations == before
+                _record_tool(chosen, False, started)
+                if span is not None:
+                    _telemetry.finish_agent(span, False, error)
                 yield from (emit(e) for e in _drain(pending))
                 problem = f"{name} raised {type(error).__name__}: {error}"
                 yield emit(AgentEvent(EventType.ERROR, problem, {"tool_name": name}))
                 return f"error: {problem}"
         counts[2] += self._violations - before
         counts[1] += self._violations == before
+        _record_tool(chosen, self._violations == before, started)
+        if span is not None:
+            _telemetry.finish_agent(span, self._violations == before)
         yield from (emit(e) for e in _drain(pending))
         observation = str(raw)
         yield emit(AgentEvent(EventType.OBSERVATION, observation,
                               {"tool_name": name, "tool_args": args, "raw_result": raw}))
         return observation
+
+
+def _record_tool(chosen: Tool, success: bool, started_ns: int) -> None:
+    """A tool call in the stats store: a success when it returned with no contract
+    violation (the figure ``tool_stats`` reports)."""
+    record_agent_call(
+        "tool", f"tool:{chosen.name}",
+        lambda: f"{chosen.description}\n{json.dumps(chosen.parameters, sort_keys=True)}",
+        success, started_ns, None)
 
 
 def _arguments(text: str) -> Any:

@@ -193,7 +193,18 @@ class Engine(Protocol):
 # ``FatalEngineError``; budget refusals ``BudgetError`` (see ``hoare.errors``).
 __all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "Engine", "EngineAnswerError",
            "EngineError", "FatalEngineError", "Message", "Options", "Request", "Response",
-           "RetryableEngineError", "ToolCall", "Usage"]
+           "RetryableEngineError", "ToolCall", "Usage", "innermost"]
+
+
+def innermost(engine: object) -> object:
+    """The engine under its wrappers (a budget meter, a cache, a deadline each keep
+    theirs as ``inner``): what the stats store and the spans name and ask the model of."""
+    for _ in range(8):
+        inner = getattr(engine, "inner", None)
+        if inner is None or inner is engine:
+            break
+        engine = inner
+    return engine
 
 
 class BudgetExceeded(BudgetError):

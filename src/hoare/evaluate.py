@@ -1,0 +1,167 @@
+"""``hoare eval``: run a contract over a dataset of inputs before deploying, record
+every call in the stats store, and print the figures ``hoare stats`` gives.
+
+The dataset is JSON Lines: each line is one input, as JSON the contract's input type
+validates, or ``{"input": ...}`` around it (other keys are ignored). A line that is
+not JSON or not a valid input is reported with its number and skipped; it is never
+sent to the model and never recorded. A call that raises (its ``forward`` gave up)
+counts as a failed call, as the store records it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["EvalError", "EvalRun", "load_dataset", "resolve", "run_eval"]
+
+
+class EvalError(Exception):
+    """A usage error: a target that is not a contract, an unreadable dataset."""
+
+
+@dataclass
+class EvalRun:
+    """What one evaluation did: calls made, their successes, the skipped lines."""
+
+    calls: int = 0
+    successes: int = 0
+    raised: int = 0
+    skipped: list[str] = field(default_factory=list)  # "line N: why"
+    started: float = 0.0
+
+
+def resolve(target: str, what: str) -> Any:
+    """``module:attribute`` (the module imported from the current directory too)."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise EvalError(f"{what} {target!r}: give module:attribute (e.g. "
+                        f"myapp.contracts:Triage)")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise EvalError(f"{what} {target!r}: cannot import {module_name}: "
+                        f"{type(error).__name__}: {error}") from error
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise EvalError(f"{what} {target!r}: {module_name} has no {attribute}") from None
+    return value
+
+
+def load_dataset(path: Path, validate: Callable[[object], Any], run: EvalRun
+                 ) -> Iterator[Any]:
+    """The valid inputs of ``path``, in order; the others are noted in ``run``."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as error:
+        raise EvalError(f"dataset {path}: cannot be read: {error}") from error
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError as error:
+                run.skipped.append(f"line {number}: not JSON ({error})")
+                continue
+            candidates = [item]
+            if isinstance(item, dict) and "input" in item:
+                candidates.insert(0, item["input"])
+            problem = ""
+            for candidate in candidates:
+                try:
+                    yield validate(candidate)
+                    break
+                except Exception as error:
+                    problem = problem or " ".join(str(error).split())[:300]
+            else:
+                run.skipped.append(f"line {number}: not a valid input: {problem}")
+
+
+class _Progress:
+    """A one-line progress bar on a terminal; nothing otherwise."""
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.stream, self.total = stream, total
+        self.shown = stream.isatty()
+        self.lock = threading.Lock()
+        self.last = 0.0
+
+    def update(self, run: EvalRun, final: bool = False) -> None:
+        if not self.shown:
+            return
+        now = time.monotonic()
+        with self.lock:
+            if not final and now - self.last < 0.1:
+                return
+            self.last = now
+            width = 30
+            done = run.calls
+            filled = width * done // self.total if self.total else width
+            rate = f"{run.successes / done:.3f}" if done else "–"
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/"
+                              f"{self.total}  P_succ {rate}" + ("\n" if final else ""))
+            self.stream.flush()
+
+
+def run_eval(target: str, dataset: Path, engine: Any = None, jobs: int = 1,
+             progress: TextIO | None = None) -> tuple[str, EvalRun]:
+    """Call the contract ``target`` on each input of ``dataset`` (``jobs`` threads,
+    one shared instance); return the contract's name and what was done. The calls are
+    recorded by the store configured beforehand (``hoare.configure(stats=...)``)."""
+    from .contract import Contract, _runtime_of
+
+    found = resolve(target, "contract")
+    if isinstance(found, type) and issubclass(found, Contract):
+        try:
+            instance = found(engine=engine) if engine is not None else found()
+        except Exception as error:
+            raise EvalError(f"contract {target!r}: cannot be created: "
+                            f"{type(error).__name__}: {error}") from error
+    elif isinstance(found, Contract):
+        if engine is not None:
+            raise EvalError(f"{target!r} is a contract instance with its own engine; give "
+                            f"the class to use --engine")
+        instance = found
+    else:
+        raise EvalError(f"{target!r} is not a hoare contract (a @contract class)")
+    description = _runtime_of(instance).description
+    run = EvalRun(started=time.time())
+    inputs = list(load_dataset(dataset, description.input.validate, run))
+    bar = _Progress(progress or sys.stderr, len(inputs))
+    lock = threading.Lock()
+
+    def one(value: Any) -> None:
+        ok = False
+        try:
+            instance(value)
+            ok = bool(instance.contract_successful)
+        except Exception:
+            with lock:
+                run.raised += 1
+        with lock:
+            run.calls += 1
+            run.successes += ok
+        bar.update(run)
+
+    if jobs <= 1:
+        for value in inputs:
+            one(value)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hoare-eval") as pool:
+            list(pool.map(one, inputs))
+    bar.update(run, final=True)
+    return description.name, run
