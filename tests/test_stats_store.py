@@ -361,3 +361,130 @@ def test_stats_names_what_is_wrong_with_the_store(tmp_path: Path) -> None:
         shown = subprocess.run([sys.executable, "-m", "hoare", "stats", "--db", str(target)],
                                capture_output=True, text=True, timeout=120, env=_env())
         assert shown.returncode == 2 and expected in shown.stderr, shown.stderr
+
+
+def test_retention_from_configure_and_the_environment(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``configure(stats_retention_days=...)`` prunes the open store at its next look;
+    ``$HOARE_STATS_RETENTION_DAYS`` is read on first use; a bad value is refused."""
+    from hoare import configuration
+
+    path = tmp_path / "kept.db"
+    store = StatsStore(path)
+    for days in (100, 20, 0):
+        store.record(_record(f"{days}d", ts=time.time() - days * 86_400))
+    store.close()
+    configure(stats=path)
+    try:
+        Count(engine=FunctionEngine(lambda request: '{"n": 1}'))(Q(text="x"))
+        assert hoare.flush_stats()
+        assert len(_rows(path)) == 4  # nothing pruned: no retention set
+        configure(stats_retention_days=30)
+        Count(engine=FunctionEngine(lambda request: '{"n": 1}'))(Q(text="x"))
+        assert hoare.flush_stats()
+        deadline = time.monotonic() + 10
+        while len(_rows(path)) != 4 and time.monotonic() < deadline:
+            time.sleep(0.02)  # pruned by the writer at its next look
+        labels = [label for _, label, *_ in _rows(path)]
+        assert "100d" not in labels and labels.count("default") == 2
+    finally:
+        configure(stats=None, stats_retention_days=None)
+    with pytest.raises(ValueError, match="number of days > 0"):
+        configure(stats_retention_days=0)
+    with pytest.raises(ValueError, match="number of days > 0"):
+        configure(stats_retention_days=True)
+    monkeypatch.setenv("HOARE_STATS_RETENTION_DAYS", "10")
+    monkeypatch.setattr(configuration, "_retention", configuration._KEEP)
+    assert configuration._retention_days() == 10.0
+    monkeypatch.setenv("HOARE_STATS_RETENTION_DAYS", "soon")
+    monkeypatch.setattr(configuration, "_retention", configuration._KEEP)
+    assert configuration._retention_days() is None  # warned, not raised
+    monkeypatch.setattr(configuration, "_retention", None)
+
+
+def test_pyproject_names_the_store(tmp_path: Path) -> None:
+    """``[tool.hoare] stats`` (relative to the pyproject.toml) when nothing else says."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.hoare]\nstats = "data/calls.db"\nstats_retention_days = 7\n')
+    (tmp_path / "data").mkdir()
+    (tmp_path / "sub").mkdir()
+    script = textwrap.dedent('''
+        import hoare
+        from hoare import configuration
+        store = configuration.stats_store()
+        print(store.path, store.retention_days)
+    ''')
+    env = {**_env(), "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path / "sub",
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(tmp_path / "data" / "calls.db"), "7.0"]
+    overridden = subprocess.run([sys.executable, "-c", script], cwd=tmp_path / "sub",
+                                capture_output=True, text=True, timeout=120,
+                                env={**env, "HOARE_STATS": str(tmp_path / "env.db")})
+    assert overridden.stdout.split()[0] == str(tmp_path / "env.db")
+
+
+FORKED = textwrap.dedent(r'''
+    import os, sys
+    import hoare
+    from hoare import Contract, LLMDataModel, contract
+    from hoare.engines import FunctionEngine
+
+    class Q(LLMDataModel):
+        text: str
+
+    class A(LLMDataModel):
+        n: int
+
+    @contract()
+    class One(Contract[Q, A]):
+        prompt = "One."
+        def forward(self, q: Q) -> A:
+            return self.contract_result
+
+    hoare.configure(stats=sys.argv[1], label="parent")
+    one = One(engine=FunctionEngine(lambda request: '{"n": 1}'))
+    one(Q(text="before the fork"))
+    assert hoare.flush_stats()
+    child = os.fork()
+    if child == 0:
+        hoare.configure(label="child")
+        for _ in range(5):
+            one(Q(text="in the child"))
+        os._exit(0 if hoare.flush_stats() else 3)
+    _, status = os.waitpid(child, 0)
+    one(Q(text="after the fork"))
+    assert hoare.flush_stats()
+    print(os.waitstatus_to_exitcode(status))
+''')
+
+
+def test_a_forked_child_records_its_own_calls(tmp_path: Path) -> None:
+    path = tmp_path / "forked.db"
+    done = subprocess.run([sys.executable, "-c", FORKED, str(path)], capture_output=True,
+                          text=True, timeout=120, env=_env())
+    assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
+    labels = [label for _, label, *_ in _rows(path)]
+    assert sorted(labels) == ["child"] * 5 + ["parent"] * 2
+
+
+def test_dropped_records_are_reported_at_exit(tmp_path: Path) -> None:
+    script = textwrap.dedent(r'''
+        import sys, time
+        from hoare import stats_store
+        from hoare.stats_store import CallRecord, open_store
+        stats_store.QUEUE_SIZE = 5
+        store = open_store(sys.argv[1])
+        store._stop = True  # keep the writer from emptying the queue
+        time.sleep(0.2)
+        for _ in range(8):
+            store.record(CallRecord(time.time(), "m:C", "h", "x", True, True, 1, 0, None,
+                                    None, None, None, 1.0, "E", None, ()))
+    ''')
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "d.db")],
+                          capture_output=True, text=True, timeout=120, env=_env())
+    assert done.returncode == 0, done.stderr
+    # 3 refused by the full queue, 5 queued and never written (the writer was stopped)
+    assert "8 call record(s) were dropped" in done.stderr
+    assert "the queue was full" in done.stderr

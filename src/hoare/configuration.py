@@ -27,25 +27,32 @@ _cache_size = DEFAULT_CACHE_SIZE
 _KEEP: object = object()
 _stats: str | object | None = _KEEP  # _KEEP: not set, read $HOARE_STATS on first use
 _label: str | None = None
+_retention: float | object | None = _KEEP  # days; _KEEP: read the environment first
 
 
 def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None = None,
               stats: str | os.PathLike[str] | object | None = _KEEP,
-              label: str | object | None = _KEEP) -> None:
+              label: str | object | None = _KEEP,
+              stats_retention_days: float | object | None = _KEEP) -> None:
     """Set (or, with ``None``, clear) the engine used by contracts created without one;
     ``cache_size`` bounds each per-contract cache keyed by per-call values (the system
     prompts of a ``prompt`` property), for contracts decorated afterwards. ``stats``:
     the store every contracted call is recorded in, a SQLite file or a SQLAlchemy URL
     (``None``: none; default ``$HOARE_STATS``, else ``[tool.hoare] stats``, else
     none); ``label``: the run label of those records (default
-    ``$HOARE_LABEL``, else ``"default"``). A keyword left out keeps its setting."""
-    global _configured, _cache_size, _stats, _label
+    ``$HOARE_LABEL``, else ``"default"``); ``stats_retention_days``: calls older than
+    that are deleted from the store, when it opens and every hour (default
+    ``$HOARE_STATS_RETENTION_DAYS``, else ``[tool.hoare] stats_retention_days``, else
+    kept forever). A keyword left out keeps its setting."""
+    global _configured, _cache_size, _stats, _label, _retention, _store
     if stats is not _KEEP and stats is not None and not isinstance(stats, (str, os.PathLike)):
         raise TypeError(f"stats must be a path (or None), got {stats!r}")
     if label is not _KEEP and label is not None and not isinstance(label, str):
         raise TypeError(f"label must be a string (or None), got {label!r}")
     if engine is not _KEEP and engine is not None and not isinstance(engine, Engine):
         raise TypeError(f"engine must have complete() and acomplete(), got {engine!r}")
+    if stats_retention_days is not _KEEP and stats_retention_days is not None:
+        _check_days(stats_retention_days, "stats_retention_days")
     if cache_size is not None and (isinstance(cache_size, bool)
                                    or not isinstance(cache_size, int) or cache_size < 1):
         raise ValueError(f"cache_size must be an integer >= 1, got {cache_size!r}")
@@ -58,6 +65,34 @@ def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None 
             _stats = None if stats is None else os.fspath(stats)  # type: ignore[arg-type]
         if label is not _KEEP:
             _label = label  # type: ignore[assignment]
+        if stats_retention_days is not _KEEP:
+            _retention = stats_retention_days
+            _store = (_KEEP, None)  # the next call hands the store its retention
+
+
+def _check_days(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
+            or value == float("inf"):
+        raise ValueError(f"{what} must be a number of days > 0, got {value!r}")
+    return float(value)
+
+
+def _retention_days() -> float | None:
+    """The configured retention, else ``$HOARE_STATS_RETENTION_DAYS``, else
+    ``[tool.hoare] stats_retention_days`` (a bad value is warned about, not raised:
+    it must not fail a call), else None."""
+    global _retention
+    if _retention is _KEEP:
+        found: object = os.environ.get("HOARE_STATS_RETENTION_DAYS") or \
+            _project_setting("stats_retention_days")
+        try:
+            _retention = None if found is None else _check_days(
+                float(found) if isinstance(found, str) else found,
+                "HOARE_STATS_RETENTION_DAYS / [tool.hoare] stats_retention_days")
+        except ValueError as error:
+            logging.getLogger("hoare.stats").warning("hoare stats: %s; calls are kept", error)
+            _retention = None
+    return _retention  # type: ignore[return-value]
 
 
 _store: tuple[object, object | None] = (_KEEP, None)  # (path, its store): per call, one read
@@ -81,15 +116,14 @@ def stats_store() -> object | None:
         return None
     from .stats_store import open_store
 
-    store = open_store(str(path))
+    store = open_store(str(path), _retention_days())
     _store = (path, store)
     return store
 
 
-def _project_stats() -> str | None:
-    """``[tool.hoare] stats`` of the nearest pyproject.toml (a relative path is taken
-    from that file's directory), or None. Read once, at the first contracted call; a
-    file that cannot be read is warned about and ignored: it must not fail a call."""
+def _project_setting(key: str) -> object:
+    """``[tool.hoare] <key>`` of the nearest pyproject.toml (None when absent or the
+    file cannot be read, which is warned about: it must not fail a call)."""
     import tomllib
 
     from .verifier.project_config import find_pyproject
@@ -99,21 +133,27 @@ def _project_stats() -> str | None:
         if found is None:
             return None
         with found.open("rb") as handle:
-            value = tomllib.load(handle).get("tool", {}).get("hoare", {}).get("stats")
+            value = tomllib.load(handle).get("tool", {}).get("hoare", {}).get(key)
     except (OSError, tomllib.TOMLDecodeError) as error:
         logging.getLogger("hoare.stats").warning(
-            "hoare stats: cannot read [tool.hoare] stats: %s; calls are not recorded", error)
+            "hoare stats: cannot read [tool.hoare] %s: %s", key, error)
         return None
+    if key == "stats" and isinstance(value, str) and value and "://" not in value:
+        return str(found.parent / value)  # relative to the pyproject.toml
+    return value
+
+
+def _project_stats() -> str | None:
+    """``[tool.hoare] stats``: a path (from the pyproject.toml's directory) or a URL."""
+    value = _project_setting("stats")
     if value is None:
         return None
     if not isinstance(value, str) or not value:
         logging.getLogger("hoare.stats").warning(
-            "hoare stats: %s: [tool.hoare] stats must be a path or a URL, got %r; calls "
-            "are not recorded", found, value)
+            "hoare stats: [tool.hoare] stats must be a path or a URL, got %r; calls are "
+            "not recorded", value)
         return None
-    if "://" in value:
-        return value
-    return str(found.parent / value)
+    return value
 
 
 _env_label: str | None = None
@@ -128,6 +168,15 @@ def label() -> str:
     if _env_label is None:
         _env_label = os.environ.get("HOARE_LABEL") or "default"
     return _env_label
+
+
+def _forget_store() -> None:
+    """In a forked child: look the store up again (the child opens its own)."""
+    global _store
+    _store = (_KEEP, None)
+
+
+os.register_at_fork(after_in_child=_forget_store)
 
 
 def cache_size() -> int:

@@ -89,17 +89,17 @@ def _migrate(engine: sa.Engine) -> None:
 class SqlAlchemyBackend:
     """The writing side: one pooled connection, one transaction per batch."""
 
-    def __init__(self, url: str, retention_days: float | None) -> None:
+    def __init__(self, url: str) -> None:
         self.engine = _engine(url)
         try:
             _migrate(self.engine)
-            if retention_days is not None:
-                cutoff = time.time() - retention_days * 86_400
-                with self.engine.begin() as connection:
-                    connection.execute(sa.delete(_calls).where(_calls.c.ts < cutoff))
         except BaseException:
             self.engine.dispose()
             raise
+
+    def prune(self, cutoff: float) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(sa.delete(_calls).where(_calls.c.ts < cutoff))
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
         params = [dict(zip(COLUMNS, row, strict=True)) for row in rows]

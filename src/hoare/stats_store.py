@@ -16,7 +16,9 @@ a batch that cannot be written is dropped and counted, and the next batch tries
 again. ``flush`` waits until every queued record is written (``hoare.flush_stats()``,
 also run at interpreter exit). A ``kill -9`` loses at most the records not yet
 committed; SQLite's journal keeps the file whole. ``retention_days`` deletes older
-records when the store opens.
+records when the store opens and every hour after. A forked child opens its own
+store on its first record (the parent's writer thread does not survive a fork). At
+exit, a WARNING says how many records were dropped, if any.
 
 Schema versions: 1, the first; 2 adds ``kind`` (``contract``, ``tool`` or ``agent``;
 older rows are contracts). Opening an older store migrates it in one transaction; a
@@ -28,6 +30,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -52,6 +55,7 @@ SCHEMA_VERSION = 2
 BATCH = 256
 QUEUE_SIZE = 10_000
 POLL = 0.05  # seconds between the writer's looks at the queue
+PRUNE_EVERY = 3600.0  # seconds between two deletions of calls older than the retention
 
 _log = logging.getLogger("hoare.stats")
 
@@ -127,25 +131,26 @@ def _sqlite_path(target: str) -> str:
 
 class _Backend(Protocol):
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None: ...
+    def prune(self, cutoff: float) -> None: ...
     def close(self) -> None: ...
 
 
 class _SqliteBackend:
     """The embedded store: one connection, owned by the writing thread."""
 
-    def __init__(self, path: str, retention_days: float | None) -> None:
+    def __init__(self, path: str) -> None:
         self.connection = sqlite3.connect(path, timeout=30, isolation_level=None,
                                           check_same_thread=False)
         try:
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
             _migrate_sqlite(self.connection)
-            if retention_days is not None:
-                cutoff = time.time() - retention_days * 86_400
-                self.connection.execute("DELETE FROM calls WHERE ts < ?", (cutoff,))
         except BaseException:
             self.connection.close()
             raise
+
+    def prune(self, cutoff: float) -> None:
+        self.connection.execute("DELETE FROM calls WHERE ts < ?", (cutoff,))
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """One transaction; the rows in multi-row INSERTs of power-of-two sizes (one
@@ -232,6 +237,7 @@ class StatsStore:
         # when ``flush`` asks.
         self._pending: deque[tuple[Any, ...]] = deque()
         self._busy = False  # a batch is taken and not yet written
+        self._prune_soon = False  # the retention changed: prune at the next look
         self._wake = threading.Event()
         self._stop = False
         self._lock = threading.Lock()
@@ -273,8 +279,13 @@ class StatsStore:
     def _run(self) -> None:
         self._busy = True  # until the store is open: flush() waits for the verdict
         backend = self._open()
+        pruned = self._prune(backend)
         self._busy = False
         while True:
+            if backend is not None and (self._prune_soon
+                                        or time.monotonic() - pruned > PRUNE_EVERY):
+                self._prune_soon = False
+                pruned = self._prune(backend)
             if not self._pending:
                 if self._stop:
                     break
@@ -297,13 +308,24 @@ class StatsStore:
         if backend is not None:
             backend.close()
 
+    def _prune(self, backend: _Backend | None) -> float:
+        """Delete the calls older than ``retention_days`` (when set); return when."""
+        days = self.retention_days
+        if backend is not None and days is not None:
+            try:
+                backend.prune(time.time() - days * 86_400)
+            except Exception as error:  # retention must not stop the recording
+                _log.warning("hoare stats: cannot delete old calls from %s: %s",
+                             shown_target(self.path), error)
+        return time.monotonic()
+
     def _open(self) -> _Backend | None:
         try:
             if is_url(self.path):
                 from .stats_sql import SqlAlchemyBackend
 
-                return SqlAlchemyBackend(self.path, self.retention_days)
-            return _SqliteBackend(_sqlite_path(self.path), self.retention_days)
+                return SqlAlchemyBackend(self.path)
+            return _SqliteBackend(_sqlite_path(self.path))
         except Exception as error:  # any driver's error: the calls go on unrecorded
             self.broken = f"cannot open {shown_target(self.path)}: {error}"
             _log.warning("hoare stats: %s; call statistics are not recorded (the calls "
@@ -360,11 +382,16 @@ _stores_lock = threading.Lock()
 
 
 def open_store(target: str, retention_days: float | None = None) -> StatsStore:
-    """The one store of ``target`` (a path or URL) in this process, made on first use."""
+    """The one store of ``target`` (a path or URL) in this process, made on first use;
+    ``retention_days`` applies from its next pruning (at once for a new store)."""
     with _stores_lock:
         store = _stores.get(target)
         if store is None:
             store = _stores[target] = StatsStore(target, retention_days)
+        elif store.retention_days != retention_days:
+            store.retention_days = retention_days
+            store._prune_soon = True
+            store._wake.set()
         return store
 
 
@@ -374,7 +401,29 @@ def flush_all(timeout: float = 10.0) -> bool:
     return all(store.flush(timeout) for store in stores)
 
 
-atexit.register(flush_all)
+def _at_exit() -> None:
+    """Write what is queued, and say how many records were lost, if any."""
+    flush_all()
+    with _stores_lock:
+        stores = list(_stores.values())
+    for store in stores:
+        store.dropped += len(store._pending)  # not written in time: lost with the process
+        if store.dropped:
+            _log.warning("hoare stats: %d call record(s) were dropped in this process, not "
+                         "written to %s (%s)", store.dropped, shown_target(store.path),
+                         store.broken or store.last_error or "the queue was full")
+
+
+def _forget_stores() -> None:
+    """In a forked child: the parent's writer threads did not come along, so the child
+    opens its own stores (and writes its records) on first use."""
+    global _stores_lock
+    _stores.clear()
+    _stores_lock = threading.Lock()
+
+
+atexit.register(_at_exit)
+os.register_at_fork(after_in_child=_forget_stores)
 
 _READ = ("id", "ts", "contract", "label", "success", "first_attempt", "cost", "latency_ms",
          "input_tokens", "output_tokens", "preflight", "kind", "trials")

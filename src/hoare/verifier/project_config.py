@@ -11,6 +11,7 @@
     cache = true                        # the verdict cache (false: like --no-cache)
     cache_dir = ".hoare_cache"
     stats = ".hoare/stats.db"           # the library's stats store (not used by verify)
+    stats_retention_days = 90           # calls older than this are deleted from it
 
     [tool.hoare.ignore]                 # check id = reason (a reason is required)
     "myapp.rules:Refund.predicate_vacuous[post]" = "kept as documentation of intent"
@@ -36,7 +37,7 @@ __all__ = ["ConfigError", "ProjectConfig", "find_pyproject", "load"]
 FORMATS = ("table", "json", "sarif", "junit")
 _KEYS = {"targets", "strict", "timeout_ms", "timeout", "rlimit", "jobs", "exclude", "format",
          "cache", "cache_dir", "ignore", "overrides",
-         "stats"}  # read by the library (hoare.configuration), not by verify
+         "stats", "stats_retention_days"}  # read by the library, not by verify
 _OVERRIDE_KEYS = {"timeout_ms", "timeout", "rlimit"}
 
 
