@@ -97,7 +97,15 @@ def json_candidates(text: str) -> Iterator[str]:
 
 def _spans(text: str) -> Iterator[tuple[int, int]]:
     """Where the top-level JSON objects and arrays of ``text`` that parse stand, left
-    to right (at most ``_MAX_CANDIDATES`` tries)."""
+    to right (at most ``_MAX_CANDIDATES`` tries).
+
+    A value nested in a malformed or truncated one is never a candidate: it is a
+    fragment of the answer, not the answer (``{"title": "Title"}`` copied from the
+    schema inside a cut-off object would otherwise pass as a success). So when a
+    bracket that opens like JSON does not parse, the search goes on after its closing
+    bracket, or stops when it never closes (the rest of the text is inside it). A
+    bracket that does not open like JSON (``[see below]``) is prose: the search goes
+    on right after it."""
     position = _find_start(text)
     tried = 0
     while position is not None and tried < _MAX_CANDIDATES:
@@ -105,10 +113,30 @@ def _spans(text: str) -> Iterator[tuple[int, int]]:
         try:
             _, end = _DECODER.raw_decode(text, position)
         except (ValueError, RecursionError):
-            position = _find_start(text, position + 1)
+            if not _opens_json(text, position):
+                position = _find_start(text, position + 1)
+                continue
+            closing = _balanced_end(text, position)
+            if closing is None:
+                return  # truncated: everything after is inside it
+            position = _find_start(text, closing)
             continue
         yield position, end
         position = _find_start(text, end)
+
+
+_VALUE_START = frozenset('{["-0123456789tfn')
+
+
+def _opens_json(text: str, at: int) -> bool:
+    """Whether the bracket at ``at`` starts like a JSON value: ``{`` then a key or
+    ``}``; ``[`` then a value or ``]``."""
+    rest = text[at + 1:at + 64].lstrip()
+    if not rest:
+        return True  # the text ends right after it: a truncated value
+    if text[at] == "{":
+        return rest[0] in '"}'
+    return rest[0] in _VALUE_START or rest[0] == "]"
 
 
 def _values(text: str) -> Iterator[str]:
@@ -152,7 +180,8 @@ def _find_start(text: str, start: int = 0) -> int | None:
 def _from_prose(text: str) -> str:
     """The longest ``{…}``/``[…]`` in ``text`` that parses as JSON (so a stray ``[1]``
     in the prose does not win over the object), else the first balanced bracket span,
-    else everything from the first opening bracket (truncated JSON)."""
+    else everything from the first opening bracket (truncated JSON): what the parser's
+    error should be about."""
     first_start = _find_start(text)
     if first_start is None:
         return text

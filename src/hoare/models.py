@@ -92,12 +92,12 @@ class TypeSpec:
             return self.model.model_validate_json(text)
         try:
             return self.model.model_validate_json(text).value  # type: ignore[attr-defined]
-        except ValidationError:
+        except ValidationError as error:
             # An LLM may answer a bare value (``42``) instead of ``{"value": 42}``.
             try:
                 bare = json.loads(text)
             except ValueError:
-                raise
+                raise error from None  # not JSON: pydantic's error says so, by the type
             return self.model.model_validate({"value": bare}).value  # type: ignore[attr-defined]
 
     def is_instance(self, value: object) -> bool:
@@ -172,13 +172,23 @@ def _build(annotation: Any) -> TypeSpec:
                 f"(str, int, list[str], Literal[...])") from error
         raise TypeError(f"{safe_repr(annotation)} is not a type hoare can validate: "
                         f"{exception_text(error)}") from error
-    name = "".join(ch for ch in repr(annotation).replace("typing.", "").title() if ch.isalnum())
+    # Shown to the model in the schema: a readable name ("int", "list[str]"), never a
+    # repr such as "<class 'int'>" (a small model copies what it is shown)
+    readable = _readable(annotation)
+    name = "".join(ch for ch in readable.title() if ch.isalnum())
     model = create_model(
-        f"{name or 'Native'}Value",
+        f"{name or 'Native'}Answer",
         __base__=LLMDataModel,
-        value=(annotation, Field(description=f"the value, of type {annotation!r}")),
+        value=(annotation, Field(description=f"the answer, of type {readable}")),
     )
     return TypeSpec(annotation, model, wrapped=True)
+
+
+def _readable(annotation: Any) -> str:
+    """``int``, ``list[str]``, ``Literal['a', 'b']``: how a type is written in code."""
+    if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
+        return annotation.__name__
+    return repr(annotation).replace("typing.", "")
 
 
 def safe_repr(value: object) -> str:
