@@ -157,13 +157,26 @@ def _as_reply(item: Any, body: dict[str, Any]) -> Reply:
     return reply
 
 
+def _forget_formats(url: str) -> None:
+    """A new server on a port an earlier one used: engines start from json_schema
+    (``structured="auto"`` remembers per base URL what a server rejected)."""
+    from hoare.engines import openai_engine
+
+    with openai_engine._LEARNED_LOCK:
+        openai_engine._LEARNED.pop(url, None)
+
+
 class OpenAIServer:
     """A scripted OpenAI-compatible server on 127.0.0.1; a context manager."""
 
     def __init__(self, script: Iterable[Any] = (), *, default: Any = None,
-                 reject_response_format: bool | Collection[str] = False) -> None:
+                 reject_response_format: bool | Collection[str] = False,
+                 dialect: str | None = None) -> None:
         self.script: list[Any] = list(script)
         self.default = default
+        # dialect="llama_cpp": like llama.cpp's server, HTTP 500 naming response_format.type
+        # for json_schema, and {"type": "json_object", "schema": ...} accepted
+        self.dialect = dialect
         if reject_response_format is True:
             self.rejected_formats: Collection[str] = {"json_schema", "json_object"}
         else:
@@ -196,6 +209,10 @@ class OpenAIServer:
         with self._lock:
             self.received.append(Received(path, headers, body))
             fmt = body.get("response_format")
+            if self.dialect == "llama_cpp" and isinstance(fmt, dict) \
+                    and fmt.get("type") not in ("json_object", "text"):
+                return error(500, "Unsupported param: response_format.type must be one of "
+                                  "'text' or 'json_object'", type="server_error")
             if isinstance(fmt, dict) and fmt.get("type") in self.rejected_formats:
                 return error(400, f"response_format type '{fmt.get('type')}' is not supported "
                                   "by this server", type="invalid_request_error")
@@ -267,6 +284,7 @@ class OpenAIServer:
         self._thread = threading.Thread(target=httpd.serve_forever, name="openai-test-server",
                                          daemon=True)
         self._thread.start()
+        _forget_formats(self.url)
         return self
 
     def stop(self) -> None:
@@ -395,6 +413,7 @@ class FaultServer:
         thread = threading.Thread(target=self._accept, daemon=True, name="FaultServer")
         thread.start()
         self._threads.append(thread)
+        _forget_formats(self.url)
         return self
 
     def _accept(self) -> None:

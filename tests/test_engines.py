@@ -198,7 +198,9 @@ def test_auto_falls_back_to_json_object_and_remembers(caplog: pytest.LogCaptureF
         types = [b.get("response_format", {}).get("type") for b in s.bodies]
     assert (first.text, second.text) == ('{"x": 1}', '{"x": 2}')
     assert types == ["json_schema", "json_object", "json_object"]  # remembered: 3 sends, not 4
-    assert engine.format_in_use == "json_object"
+    # the step is llama.cpp's dialect: json_object with the schema attached
+    assert engine.format_in_use == "json_object_schema"
+    assert s.bodies[1]["response_format"]["schema"] == SCHEMA
     warnings = [r for r in caplog.records if r.name == "hoare.engines.openai"]
     assert len(warnings) == 1
     assert "json_schema" in warnings[0].getMessage()
@@ -213,7 +215,8 @@ def test_auto_falls_back_to_text_when_no_response_format_is_supported() -> None:
         engine.complete(req(schema=SCHEMA))
         formats = [b.get("response_format", {}).get("type") for b in server.bodies]
         sent_messages = server.bodies[-1]["messages"]
-    assert formats == ["json_schema", "json_object", None, None]
+    # json_schema, llama.cpp's json_object + schema, bare json_object, then text
+    assert formats == ["json_schema", "json_object", "json_object", None, None]
     assert engine.format_in_use == "text"
     assert sent_messages[-1] == {"role": "user", "content": "Return JSON."}
 

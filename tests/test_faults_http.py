@@ -169,8 +169,8 @@ def test_server_500_naming_response_format_steps_down_instead_of_retrying() -> N
         bodies = server.bodies
     assert len(bodies) == 2  # no transport retry of the rejected shape
     assert bodies[0]["response_format"]["type"] == "json_schema"
-    assert bodies[1]["response_format"]["type"] == "json_object"
-    assert eng.format_in_use == "json_object"
+    assert bodies[1]["response_format"] == {"type": "json_object", "schema": schema}
+    assert eng.format_in_use == "json_object_schema"  # llama.cpp's dialect
 
 
 def test_server_500_about_something_else_is_retried() -> None:

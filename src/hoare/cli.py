@@ -103,6 +103,20 @@ def _parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true", help="the figures as JSON")
     stats.add_argument("--plot", metavar="FILE.png", default=None,
                        help="also draw P_succ over time and per family (hoare[plots])")
+    schema = commands.add_parser(
+        "schema", help="the structured-output schema a contract compiles to, with proofs",
+        description="Fold the post-conditions that JSON Schema can express into the output "
+                    "type's schema (each proved by z3 to be implied by them), for a "
+                    "provider dialect, and prove which post-conditions the schema "
+                    "enforces: enforced_by_schema (proved), residual (an output the schema "
+                    "allows fails it), unknown (not proved: stays residual).")
+    schema.add_argument("contract", metavar="MODULE:CONTRACT",
+                        help="the @contract class (imported from the current directory too)")
+    schema.add_argument("--dialect", default="json_schema",
+                        choices=("json_schema", "openai_strict", "llama_cpp"),
+                        help="what the decoder honours (default json_schema: a full JSON "
+                             "Schema decoder such as vLLM's)")
+    schema.add_argument("--json", action="store_true", help="the result as JSON")
     evaluate = commands.add_parser(
         "eval", help="run a contract over a dataset and record P_succ before deploying",
         description="Call a contract on each input of a JSON Lines dataset, record every "
@@ -222,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _compare(args)
     if args.command == "eval":
         return _eval(args)
+    if args.command == "schema":
+        return _schema(args)
     if args.command != "verify":
         parser.print_help(sys.stderr)
         return 2
@@ -265,6 +281,44 @@ def _plot(command: str, draw: Callable[[Any], int], path: str) -> int:
         print(f"hoare {command}: error: --plot {path}: {error}", file=sys.stderr)
         return 2
     print(f"hoare {command}: plot written to {path}", file=sys.stderr)
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    import json
+
+    from .contract import Contract, _runtime_of
+    from .evaluate import EvalError, resolve
+    from .verifier.decoding import compile_contract
+
+    try:
+        found = resolve(args.contract, "contract")
+    except EvalError as error:
+        print(f"hoare schema: error: {error}", file=sys.stderr)
+        return 2
+    if not (isinstance(found, type) and issubclass(found, Contract)
+            and getattr(found, "__hoare__", None) is not None):
+        print(f"hoare schema: error: {args.contract!r} is not a hoare contract (a @contract "
+              f"class)", file=sys.stderr)
+        return 2
+    compiled = compile_contract(_runtime_of(found).description, args.dialect)
+    if args.json:
+        print(json.dumps(compiled.as_dict(), indent=2))
+        return 0
+    print(f"{compiled.contract} for {compiled.dialect}:")
+    print(json.dumps(compiled.schema, indent=2))
+    for title, items in (("folded", [f.text() + f"  (from {f.predicate})"
+                                     for f in compiled.folded]),
+                         ("dropped", compiled.dropped),
+                         ("enforced_by_schema", [f"{k}: {v}" for k, v in
+                                                 compiled.enforced.items()]),
+                         ("residual", [f"{k}: {v}" for k, v in compiled.residual.items()]),
+                         ("unknown (stays residual)", [f"{k}: {v}" for k, v in
+                                                       compiled.unknown.items()])):
+        if items:
+            print(f"{title}:")
+            for item in items:
+                print(f"  - {item}")
     return 0
 
 

@@ -86,6 +86,8 @@ class _Runtime:
         self.systems: LRUCache[tuple[str, str], str] = LRUCache(configuration.cache_size())
         self.sources = {(Phase(p.phase), p.id): p for p in (*description.pre, *description.post)}
         self._preflight: Any = None
+        self._decoding: dict[str, Any] | None = None
+        self._decoding_lock = threading.Lock()
         self._preflight_ready = False
         self._definition_hash: str | None = None
 
@@ -128,6 +130,36 @@ class _Runtime:
             raise TypeError(f"{self.description.cls.__qualname__}.forward must return "
                             f"{spec.name}, got {type(value).__name__}: "
                             f"{safe_repr(value)[:200]}")
+
+    def decoding_schema(self) -> dict[str, Any] | None:
+        """The schema generation requests carry (``@contract(decoding=...)``), compiled
+        once: with ``"schema"``, the post-conditions that JSON Schema can say and z3
+        proves implied are folded in; a contract whose posts are ignored, or that cannot
+        be compiled (said once, at WARNING), gets its type's schema."""
+        mode = self.description.decoding
+        if mode == "none":
+            return None
+        if mode == "types" or self.config.policy is Policy.IGNORE \
+                or not self.description.post:
+            return self.description.output.schema
+        found = self._decoding
+        if found is None:
+            with self._decoding_lock:
+                found = self._decoding
+                if found is None:
+                    found = self._decoding = self._compile_decoding()
+        return found
+
+    def _compile_decoding(self) -> dict[str, Any]:
+        try:
+            from .verifier.decoding import compile_contract
+
+            return compile_contract(self.description, "json_schema").schema
+        except Exception as error:  # never let the optimisation break a call
+            logger.warning("hoare: %s: decoding='schema' could not fold the post-conditions "
+                           "(%s); sending the output type's schema", self.description.name,
+                           safe_text(error, 300))
+            return self.description.output.schema
 
     def preflight_checker(self) -> Any:
         """The z3 pre-flight for this class, built on first use (None: not available)."""
@@ -383,7 +415,8 @@ class _Call:
                                  for m in messages)
             return messages
 
-        return Request(render=render, schema=target.schema, schema_name=target.name,
+        schema = target.schema if repair else runtime.decoding_schema()
+        return Request(render=render, schema=schema, schema_name=target.name,
                        options=instance._hoare_options(), task=task, input=effect.input,
                        feedback=tuple(v.message for v in feedback),
                        attempt=effect.attempt, contract=description.name)
@@ -937,6 +970,7 @@ def contract(
     preflight: bool = True, on_violation: Callable[[Outcome], object] | None = None,
     options: Options | None = None, feedback: Literal["errors", "messages"] = "errors",
     feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
+    decoding: Literal["schema", "types", "none"] = "schema",
 ) -> Any:
     """Turn a ``Contract`` subclass into a contracted component (spec/pipeline.md).
 
@@ -947,8 +981,14 @@ def contract(
     ``feedback`` chooses what corrective prompts quote of a predicate that raised:
     ``"errors"`` its exception text, ``"messages"`` only texts the author wrote.
     ``feedback_chars`` caps the rejected answer and the errors block of a corrective
-    prompt (each), saying so in the prompt when it cuts.
+    prompt (each), saying so in the prompt when it cuts. ``decoding`` chooses the schema
+    the engine is asked to decode against: ``"schema"`` the output type's with the
+    post-conditions JSON Schema can express folded in (each proved implied by them, see
+    ``hoare schema``), ``"types"`` the type's alone, ``"none"`` no schema.
     """
+    if decoding not in ("schema", "types", "none"):
+        raise ValueError(f"decoding must be 'schema' (the type and the post-conditions "
+                         f"folded in), 'types' or 'none', got {decoding!r}")
     if feedback not in ("errors", "messages"):
         raise ValueError(f"feedback must be 'errors' (exception texts reach the model) or "
                          f"'messages' (only texts the author wrote), got {feedback!r}")
@@ -979,7 +1019,7 @@ def contract(
                 f"instance.acall(...)` for asynchronous engine I/O")
         _check_prompt(target)
         description = describe(target, config, preflight=preflight, verbose=verbose,
-                               forward=original, feedback=feedback)
+                               forward=original, feedback=feedback, decoding=decoding)
         target.__hoare__ = description
         target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options(),
                                             feedback_chars)

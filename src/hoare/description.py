@@ -72,6 +72,9 @@ class ContractDescription:
     pre: tuple[PredicateSource, ...]
     post: tuple[PredicateSource, ...]
     feedback: Literal["errors", "messages"] = "errors"  # what corrective prompts may quote
+    # what the engine is asked to decode against: "schema" (the output type with the
+    # post-conditions JSON Schema can say folded in), "types" (the type's schema), "none"
+    decoding: Literal["schema", "types", "none"] = "schema"
 
     @property
     def used_input(self) -> TypeSpec:
@@ -113,7 +116,8 @@ def _annotated_spec(hints: dict[str, Any], key: str, where: str, what: str) -> T
 
 def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
              verbose: bool = False, forward: Callable[..., object] | None = None,
-             feedback: Literal["errors", "messages"] = "errors") -> ContractDescription:
+             feedback: Literal["errors", "messages"] = "errors",
+             decoding: Literal["schema", "types", "none"] = "schema") -> ContractDescription:
     """Read a contract class. Raises ``ContractDefinitionError`` naming what to fix."""
     name = f"{cls.__module__}:{cls.__qualname__}"
     forward = forward or getattr(cls, "forward", None)
@@ -145,7 +149,7 @@ def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
     post = _method_predicates(cls, "post") + _declared(cls, "post_conditions", Post, "post")
     return ContractDescription(cls, name, config, preflight, verbose, forward, first.name,
                                input_spec, output_spec, act, act_input, act_output, pre, post,
-                               feedback)
+                               feedback, decoding)
 
 
 def _method_predicates(cls: type, phase: Literal["pre", "post"]) -> tuple[PredicateSource, ...]:

@@ -8,10 +8,11 @@ with OpenAI, vLLM, llama.cpp, Ollama and the like through ``base_url``.
 Structured output. When a request carries a JSON schema, the engine asks the
 server to enforce it with ``response_format={"type": "json_schema", ...}``.
 Many local servers do not support that, so in ``structured="auto"`` mode a
-rejection (HTTP 400/404/422 naming ``response_format``/``json_schema``) steps
-down to ``json_object`` and then to plain text (the contract's prompt already
-asks for JSON and shows the schema), and the engine remembers the step for
-the rest of its life so each later call costs one request, not three. A
+rejection (HTTP 400/404/422 naming ``response_format``/``json_schema``/``schema``)
+steps down to llama.cpp's ``{"type": "json_object", "schema": ...}``, then to a bare
+``json_object`` and then to plain text (the contract's prompt already asks for JSON
+and shows the schema). The step is remembered per server (base URL), for every
+engine on it, so each later call costs one request, not four. A
 server that answers an unsupported ``response_format`` with a 5xx naming it (as
 llama.cpp's does with HTTP 500) is stepping down too, not retrying.
 
@@ -67,16 +68,22 @@ client's own default, 600 s, hides a dead server for ten minutes)."""
 _WATCHDOG_GRACE = 1.0  # seconds past the deadline before the watchdog ends a send
 _LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
-Structured = Literal["auto", "json_schema", "json_object", "text"]
-Format = Literal["json_schema", "json_object", "text"]
+Structured = Literal["auto", "json_schema", "json_object_schema", "json_object", "text"]
+Format = Literal["json_schema", "json_object_schema", "json_object", "text"]
 
 PLACEHOLDER_API_KEY = "sk-no-key-required"
 """Sent to a server given by ``base_url`` when no key is configured: local servers
 (vLLM, llama.cpp, Ollama) ignore it, and the ``openai`` client insists on one."""
 
-_STEP_DOWN: dict[Format, Format] = {"json_schema": "json_object", "json_object": "text"}
+_STEP_DOWN: dict[Format, Format] = {"json_schema": "json_object_schema",
+                                    "json_object_schema": "json_object",
+                                    "json_object": "text"}
 _FORMAT_WORDS = ("response_format", "response format", "json_schema", "json schema",
-                 "json_object", "structured output", "guided_json", "grammar")
+                 "json_object", "structured output", "guided_json", "grammar", "schema")
+# What ``structured="auto"`` learned per server (base URL): an engine made later for the
+# same server starts from the format that worked, not from the one that was rejected.
+_LEARNED: dict[str, Format] = {}
+_LEARNED_LOCK = threading.Lock()
 _STRICT_UNSUPPORTED = frozenset({
     "default", "minLength", "maxLength", "minProperties", "maxProperties", "patternProperties",
     "unevaluatedProperties", "propertyNames", "if", "then", "else", "not", "allOf", "oneOf",
@@ -128,15 +135,33 @@ def is_strict_compatible(schema: Mapping[str, Any]) -> bool:
 
 
 def response_format(request: Request, fmt: Format) -> dict[str, Any] | None:
-    """The ``response_format`` payload for ``request`` under ``fmt`` (``None``: send none)."""
+    """The ``response_format`` payload for ``request`` under ``fmt`` (``None``: send none).
+    ``json_object_schema`` is llama.cpp's dialect, ``{"type": "json_object", "schema":
+    S}``, which its server turns into a grammar; patterns are left out of ``S`` (a
+    pattern its converter cannot read makes it drop the whole schema silently)."""
     if request.schema is None or fmt == "text":
         return None
     if fmt == "json_object":
         return {"type": "json_object"}
+    if fmt == "json_object_schema":
+        return {"type": "json_object", "schema": without_patterns(request.schema)}
     schema = dict(request.schema)
     return {"type": "json_schema", "json_schema": {
         "name": schema_name(request.schema_name), "schema": schema,
         "strict": is_strict_compatible(schema)}}
+
+
+def without_patterns(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` with every ``pattern`` keyword left out."""
+    def strip(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {k: strip(v) for k, v in node.items()
+                    if not (k == "pattern" and isinstance(v, str))}
+        if isinstance(node, list):
+            return [strip(item) for item in node]
+        return node
+
+    return strip(schema)  # type: ignore[no-any-return]
 
 
 def _server_message(error: openai.APIStatusError) -> str:
@@ -231,9 +256,11 @@ class OpenAIEngine:
         default_options: Options | None = None,
         max_async_clients: int = 8,
     ) -> None:
-        if structured not in ("auto", "json_schema", "json_object", "text"):
+        if structured not in ("auto", "json_schema", "json_object_schema", "json_object",
+                              "text"):
             raise EngineConfigError(f"OpenAIEngine(structured={structured!r}): expected 'auto', "
-                                    "'json_schema', 'json_object' or 'text'")
+                                    "'json_schema', 'json_object_schema' (llama.cpp), "
+                                    "'json_object' or 'text'")
         self.default_options = default_options or Options()
         resolved = model or self.default_options.model or os.environ.get("HOARE_MODEL")
         if not resolved:
@@ -275,6 +302,9 @@ class OpenAIEngine:
         secret_key = None if self._api_key == PLACEHOLDER_API_KEY else self._api_key
         self._redact = Redactor(secret_key, *(userinfo or ()),
                                 ":".join(userinfo) if userinfo else None)
+        if structured == "auto":
+            with _LEARNED_LOCK:
+                self._format = _LEARNED.get(self.base_url, self._format)
         self._client = client.with_options(max_retries=0) if client is not None else None
         self._shared_async = (async_client.with_options(max_retries=0)
                               if async_client is not None else None)
@@ -455,7 +485,10 @@ class OpenAIEngine:
             if (self.structured == "auto" and fmt in _STEP_DOWN and _is_format_rejection(error)):
                 if self._format == fmt:
                     self._format = _STEP_DOWN[fmt]
-                    log.warning("%s rejected response_format %r (%s); using %r from now on",
+                    with _LEARNED_LOCK:
+                        _LEARNED[self.base_url] = self._format
+                    log.warning("%s rejected response_format %r (%s); using %r from now on "
+                                "(for every engine on this server)",
                                 self._redact(self.base_url), fmt,
                                 error.server_message[:200], self._format)
                 return True
@@ -467,7 +500,7 @@ class OpenAIEngine:
         return False
 
     def complete(self, request: Request) -> Response:
-        for _ in range(4):  # at most: two format step-downs and one token-parameter switch
+        for _ in range(5):  # at most: three format step-downs and one token-parameter switch
             fmt = self._format
             params = self.params(request, fmt)
             client = self.client
@@ -484,7 +517,7 @@ class OpenAIEngine:
         raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
 
     async def acomplete(self, request: Request) -> Response:
-        for _ in range(4):
+        for _ in range(5):
             fmt = self._format
             params = self.params(request, fmt)
             client = await self._aclient()

@@ -1,0 +1,166 @@
+"""Five small tasks for the real-model bench: a contract each, deterministic inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hoare import Contract, Field, LLMDataModel, Post, contract
+
+
+class Ticket(LLMDataModel):
+    text: str = Field(description="a customer's message")
+
+
+class Triage(LLMDataModel):
+    label: Literal["bug", "question", "praise"]
+    urgency: int = Field(ge=1, le=5, description="1 (low) to 5 (urgent)")
+
+
+class Article(LLMDataModel):
+    body: str = Field(description="a short news text")
+
+
+class Title(LLMDataModel):
+    title: str = Field(description="a reply title starting with 'Re: '")
+
+
+class Review(LLMDataModel):
+    text: str = Field(description="a product review")
+
+
+class Rating(LLMDataModel):
+    sentiment: Literal["positive", "negative", "neutral"]
+    stars: int = Field(ge=1, le=5)
+
+
+class Sum(LLMDataModel):
+    a: int
+    b: int
+
+
+class Total(LLMDataModel):
+    total: int = Field(description="a + b")
+
+
+class Note(LLMDataModel):
+    text: str = Field(description="a short note to tag")
+
+
+class Tags(LLMDataModel):
+    tags: list[str] = Field(description="1 to 3 lowercase keywords")
+
+
+def _triage(decoding: Any) -> type[Contract[Ticket, Triage]]:
+    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class TriageTicket(Contract[Ticket, Triage]):
+        prompt = ("Label the customer's message as bug, question or praise, and rate its "
+                  "urgency from 1 to 5. Only bugs may have an urgency above 3.")
+        post_conditions = [Post(lambda t: t.urgency <= 3 or t.label == "bug",
+                                "only bugs are urgent")]
+
+        def forward(self, ticket: Ticket) -> Triage:
+            return self.contract_result if self.contract_successful else \
+                Triage(label="question", urgency=1)
+
+    return TriageTicket
+
+
+def _title(decoding: Any) -> type[Contract[Article, Title]]:
+    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class ReplyTitle(Contract[Article, Title]):
+        prompt = "Write a reply title for the text: it starts with 'Re: ', at most 40 characters."
+        post_conditions = [Post(lambda t: t.title.startswith("Re: ") and len(t.title) <= 40,
+                                "starts with 'Re: ', at most 40 characters")]
+
+        def forward(self, article: Article) -> Title:
+            return self.contract_result if self.contract_successful else Title(title="Re: -")
+
+    return ReplyTitle
+
+
+def _rating(decoding: Any) -> type[Contract[Review, Rating]]:
+    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class RateReview(Contract[Review, Rating]):
+        prompt = ("Give the review's sentiment and 1 to 5 stars: positive reviews get 4 or 5 "
+                  "stars, and only they.")
+        post_conditions = [Post(lambda r: (r.sentiment == "positive") == (r.stars >= 4),
+                                "positive reviews get 4 or 5 stars, and only they")]
+
+        def forward(self, review: Review) -> Rating:
+            return self.contract_result if self.contract_successful else \
+                Rating(sentiment="neutral", stars=3)
+
+    return RateReview
+
+
+def _sum(decoding: Any) -> type[Contract[Sum, Total]]:
+    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class AddUp(Contract[Sum, Total]):
+        prompt = "Add the two numbers a and b."
+        post_conditions = [Post(lambda t, s: t.total == s.a + s.b, "total is a + b")]
+
+        def forward(self, numbers: Sum) -> Total:
+            return self.contract_result if self.contract_successful else Total(total=0)
+
+    return AddUp
+
+
+def _tags(decoding: Any) -> type[Contract[Note, Tags]]:
+    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class TagNote(Contract[Note, Tags]):
+        prompt = "Give 1 to 3 lowercase keywords for the note."
+        post_conditions = [
+            Post(lambda t: 1 <= len(t.tags) <= 3, "1 to 3 tags"),
+            Post(lambda t: all(tag == tag.lower() and tag.strip() for tag in t.tags),
+                 "lowercase, not blank"),
+        ]
+
+        def forward(self, note: Note) -> Tags:
+            return self.contract_result if self.contract_successful else Tags(tags=["note"])
+
+    return TagNote
+
+
+MESSAGES = ["The app crashes when I open settings.", "How do I export my data?",
+            "Love the new dark mode!", "Login fails with error 500 since today.",
+            "Can I change my username?", "Great support, thanks a lot.",
+            "The page is blank after the update.", "Where is the invoice for May?",
+            "Sync deletes my notes!", "Nice work on the speed improvements."]
+TEXTS = ["City council approves new bike lanes downtown.",
+         "Local bakery wins national bread award.",
+         "Storm closes schools across the region on Monday.",
+         "Museum opens a new wing for modern art.",
+         "Train line to the airport delayed until spring.",
+         "Volunteers clean up the river banks this weekend.",
+         "New library hours start next month.",
+         "High school robotics team heads to finals.",
+         "Farmers market moves to the main square.",
+         "Power outage hits the east side for two hours."]
+REVIEWS = ["Works perfectly, battery lasts for days.", "Broke after a week, very disappointed.",
+           "It is okay, nothing special.", "Best purchase this year!",
+           "Arrived late and the box was damaged.", "Does what it says.",
+           "Terrible sound quality.", "Excellent value for the price.",
+           "Average, I expected more.", "Fantastic build quality, highly recommend."]
+NOTES = ["Buy milk and eggs after work.", "Call the dentist about the appointment.",
+         "Prepare slides for the quarterly review.", "Water the plants on the balcony.",
+         "Renew the car insurance before Friday.", "Book flights for the summer trip.",
+         "Fix the leaking kitchen tap.", "Send the report to the finance team.",
+         "Pick up the kids at four.", "Back up the laptop to the external drive."]
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    make: Callable[[Any], type[Contract[Any, Any]]]
+    inputs: list[LLMDataModel]
+
+
+TASKS = [
+    Task("triage", _triage, [Ticket(text=t) for t in MESSAGES]),
+    Task("title", _title, [Article(body=t) for t in TEXTS]),
+    Task("rating", _rating, [Review(text=t) for t in REVIEWS]),
+    Task("sum", _sum, [Sum(a=3 + 7 * i, b=11 + 5 * i) for i in range(10)]),
+    Task("tags", _tags, [Note(text=t) for t in NOTES]),
+]
