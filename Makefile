@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all verify test lint prove bench clean
+.PHONY: all verify test lint prove bench bench-real clean
 
 all: test
 
@@ -41,6 +41,10 @@ prove:
 ## Benchmarks: every figure is a ratio measured in one run (see bench/README.md).
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+## A real small model on llama.cpp's server (builds it once: 10-15 min; skips if it cannot).
+bench-real: $(STAMP)
+	$(PY) bench/real_model/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
