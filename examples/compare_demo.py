@@ -16,8 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import hoare
 from stats_demo import Ticket, TriageTicket, flaky_model
+
+import hoare
 
 
 def main(argv: list[str]) -> int:

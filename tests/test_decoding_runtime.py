@@ -6,7 +6,7 @@ the engine steps down to llama.cpp's dialect once and remembers it per server, a
 
 from __future__ import annotations
 
-from openai_server import OpenAIServer, completion
+from openai_server import OpenAIServer
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
 from hoare.engines import FunctionEngine, Request

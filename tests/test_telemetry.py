@@ -20,16 +20,16 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
-from openai_server import OpenAIServer, completion  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from openai_server import OpenAIServer, completion
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry.trace import SpanKind, StatusCode
 
-from hoare import Contract, LLMDataModel, Post, configure, contract, telemetry  # noqa: E402
-from hoare.engines import FunctionEngine, Request  # noqa: E402
+from hoare import Contract, LLMDataModel, Post, configure, contract, telemetry
+from hoare.engines import FunctionEngine, Request
 
 ROOT = Path(__file__).resolve().parents[1]
 

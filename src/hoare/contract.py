@@ -32,6 +32,7 @@ from .engines.budget import Budget, BudgetedEngine, Spend
 from .errors import (
     ContractCallError,
     ContractDefinitionError,
+    FatalEngineError,
     InvalidValue,
     SecretRedacted,
     safe_text,
@@ -75,12 +76,14 @@ class _Runtime:
 
     def __init__(self, description: ContractDescription,
                  handler: Callable[[Outcome], object] | None, options: Options,
-                 feedback_chars: int = DEFAULT_FEEDBACK_CHARS) -> None:
+                 feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
+                 resend: Literal["vary", "stop"] = "vary") -> None:
         self.description = description
         self.config = description.config
         self.handler = handler
         self.options = options
         self.feedback_chars = feedback_chars
+        self.resend = resend
         self.tracker = SuccessTracker()
         # keyed by the prompt, which a property may change per call: bounded (LRU)
         self.systems: LRUCache[tuple[str, str], str] = LRUCache(configuration.cache_size())
@@ -336,7 +339,7 @@ class _Call:
     the latest ``_Call`` of the current thread or task."""
 
     __slots__ = ("engine", "forward_error", "instance", "last_error", "outcome", "previous",
-                 "rest", "running", "runtime", "spend", "started_ns", "telemetry")
+                 "rest", "running", "runtime", "sent", "spend", "started_ns", "telemetry")
 
     def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any]) -> None:
         self.instance = instance
@@ -350,6 +353,7 @@ class _Call:
         self.running = True
         self.started_ns = 0  # perf_counter_ns() when the call began (``_begin``)
         self.telemetry: tuple[Any, Any] | None = None  # its span, when instrumented
+        self.sent: set[tuple[object, ...]] | None = None  # what its requests quoted
         self.previous: _Call | None = None  # the call of this instance this one is inside
         engine = instance._hoare_engine()
         budget = instance.__dict__.get("_hoare_budget_value")
@@ -421,11 +425,57 @@ class _Call:
                        feedback=tuple(v.message for v in feedback),
                        attempt=effect.attempt, contract=description.name)
 
+    def repeated(self, effect: Generate) -> bool:
+        """Would this request repeat one this call already sent, byte for byte? Within a
+        call the prompt and input are fixed, so a request is decided by its stage, the
+        errors it quotes and the answer it quotes: a model that repeats its answer gets
+        the same request again, and at temperature 0 the same answer (a fixed point that
+        costs a call per try and fixes nothing)."""
+        if effect.attempt == 1:  # quotes nothing: no later attempt can repeat it
+            return False
+        previous = effect.previous
+        shown = previous.texts if isinstance(previous, Response) else safe_repr(previous)
+        key = (effect.phase, tuple(v.message for v in effect.feedback), shown)
+        sent = self.sent
+        if sent is None:
+            self.sent = {key}
+            return False
+        if key in sent:
+            return True
+        sent.add(key)
+        return False
+
+    def vary(self, request: Request, effect: Generate) -> Request:
+        """The re-send changed (``resend="vary"``): another seed, and a temperature of at
+        least ``RESEND_TEMPERATURE`` (never above 1), so the answer can differ; or, with
+        ``resend="stop"``, no re-send at all: the stage ends here, saying why."""
+        if self.runtime.resend == "stop":
+            raise IdenticalResend(
+                f"attempt {effect.attempt} would resend an earlier request unchanged (the "
+                f"model repeated its answer), and the same answer would come back: "
+                f"stopped (@contract(resend='stop'))")
+        options = request.options
+        base = options.temperature
+        if base is None:
+            defaults = getattr(innermost(self.engine), "default_options", None)
+            base = getattr(defaults, "temperature", None)
+        temperature = None if base is None else min(1.0, max(base, RESEND_TEMPERATURE))
+        seed = (options.seed or 0) + 7919 * effect.attempt
+        logger.info("hoare: %s attempt %d would repeat an earlier request: sent with seed %d"
+                    "%s", self.runtime.description.name, effect.attempt, seed,
+                    "" if temperature is None else f" and temperature {temperature:g}")
+        request.options = replace(options, seed=seed, **(
+            {} if temperature is None else {"temperature": temperature}))
+        return request  # made for this attempt alone: changed in place
+
     def perform(self, effect: Effect) -> object:
         if isinstance(effect, Sleep):
             time.sleep(effect.seconds)
             return None
         request = self.request(effect)
+        varied = self.repeated(effect)
+        if varied:
+            request = self.vary(request, effect)
         if self.runtime.description.verbose:
             _log_request(self.runtime, request, effect)
         span = None if self.telemetry is None else \
@@ -441,6 +491,8 @@ class _Call:
             _telemetry.finish_engine(span, response, None)
         if self.runtime.description.verbose:
             _log_answer(self.runtime, response, request)
+        if varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
+            return Reply(response, {**_usage(response), "varied_resends": 1})
         return Reply(response, _usage(response))
 
     async def aperform(self, effect: Effect) -> object:
@@ -448,6 +500,9 @@ class _Call:
             await asyncio.sleep(effect.seconds)
             return None
         request = self.request(effect)
+        varied = self.repeated(effect)
+        if varied:
+            request = self.vary(request, effect)
         if self.runtime.description.verbose:
             _log_request(self.runtime, request, effect)
         span = None if self.telemetry is None else \
@@ -463,6 +518,8 @@ class _Call:
             _telemetry.finish_engine(span, response, None)
         if self.runtime.description.verbose:
             _log_answer(self.runtime, response, request)
+        if varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
+            return Reply(response, {**_usage(response), "varied_resends": 1})
         return Reply(response, _usage(response))
 
 
@@ -761,6 +818,14 @@ def _hooks_for(call: _Call, bound: _Bound) -> Hooks:
 
 _CURRENT_CALL: contextvars.ContextVar[_Call] = contextvars.ContextVar("hoare:call")
 
+RESEND_TEMPERATURE = 0.7
+"""The least temperature of a re-send that would otherwise repeat a request unchanged."""
+
+
+class IdenticalResend(FatalEngineError):
+    """A remedy attempt would resend an earlier request unchanged (``resend="stop"``):
+    the stage stops, as retrying cannot help."""
+
 
 def _current_forward(used: object, outcome: Outcome) -> object:
     return _CURRENT_CALL.get().forward(used, outcome)
@@ -971,6 +1036,7 @@ def contract(
     options: Options | None = None, feedback: Literal["errors", "messages"] = "errors",
     feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
     decoding: Literal["schema", "types", "none"] = "schema",
+    resend: Literal["vary", "stop"] = "vary",
 ) -> Any:
     """Turn a ``Contract`` subclass into a contracted component (spec/pipeline.md).
 
@@ -984,8 +1050,15 @@ def contract(
     prompt (each), saying so in the prompt when it cuts. ``decoding`` chooses the schema
     the engine is asked to decode against: ``"schema"`` the output type's with the
     post-conditions JSON Schema can express folded in (each proved implied by them, see
-    ``hoare schema``), ``"types"`` the type's alone, ``"none"`` no schema.
+    ``hoare schema``), ``"types"`` the type's alone, ``"none"`` no schema. ``resend``:
+    what a remedy attempt does when its request would repeat an earlier one unchanged
+    (the model repeated its answer): ``"vary"`` sends it with another seed and a
+    temperature of at least 0.7 (counted in ``outcome.usage["varied_resends"]``),
+    ``"stop"`` ends the stage there, with the reason in the outcome.
     """
+    if resend not in ("vary", "stop"):
+        raise ValueError(f"resend must be 'vary' (another seed and temperature) or 'stop', "
+                         f"got {resend!r}")
     if decoding not in ("schema", "types", "none"):
         raise ValueError(f"decoding must be 'schema' (the type and the post-conditions "
                          f"folded in), 'types' or 'none', got {decoding!r}")
@@ -1022,7 +1095,7 @@ def contract(
                                forward=original, feedback=feedback, decoding=decoding)
         target.__hoare__ = description
         target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options(),
-                                            feedback_chars)
+                                            feedback_chars, resend)
         target.forward = _wrap_forward(target, original)
         if verbose and not logger.hasHandlers():  # verbose asks to see the log: show it
             logger.addHandler(logging.StreamHandler())

@@ -1,0 +1,233 @@
+"""SymbolicAI's ``LLMDataModel`` prompt helpers, for code that calls them after a port.
+
+``hoare.LLMDataModel`` stays plain pydantic; this subclass adds what SymbolicAI's
+documents and users rely on: an optional ``section_header`` (never serialised), the
+indented ``str()`` rendering, ``format_field``, ``simplify_json_schema`` (a readable
+field list), ``generate_example_json`` (a placeholder instance) and ``instruct_llm``
+(the two, as instructions). Their text follows SymbolicAI's formats so that prompts
+and tests written against them keep working; hoare's own prompts do not use them.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import types
+import typing
+from functools import lru_cache
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, Field
+from pydantic_core import PydanticUndefined
+
+from ..models import LLMDataModel as _Base
+
+__all__ = ["LLMDataModel"]
+
+_HEADER = "section_header"
+_PLACEHOLDERS: dict[Any, Any] = {str: "example_string", int: 123, float: 123.45, bool: True,
+                                 type(None): None, None: None}
+
+
+class LLMDataModel(_Base):
+    """``hoare.LLMDataModel`` with SymbolicAI's prompt helpers (see the module doc)."""
+
+    section_header: str | None = Field(default=None, exclude=True, frozen=True)
+
+    # -- str() ----------------------------------------------------------------------
+    def __str__(self, indent: int = 0, visited: set[int] | None = None) -> str:  # type: ignore[override]
+        """The fields one per line, nested values indented, under ``[[section_header]]``
+        when there is one (at the top level)."""
+        visited = set() if visited is None else visited
+        lines = [self.format_field(name, getattr(self, name), indent + 2, visited)
+                 for name, info in type(self).model_fields.items()
+                 if name != _HEADER and not info.exclude]
+        text = "\n".join(lines) + "\n" if lines else ""
+        if self.section_header and indent == 0:
+            return f"[[{self.section_header}]]\n{text}"
+        return text
+
+    def format_field(self, key: str, value: Any, indent: int = 0,
+                     visited: set[int] | None = None) -> str:
+        """One field as ``str()`` shows it: ``key: value``, or nested lines for models,
+        lists and dicts (a model met twice on one path is a ``<circular reference>``)."""
+        visited = set() if visited is None else visited
+        pad = " " * indent
+        if value is None:
+            return f"{pad}{key}: None"
+        if isinstance(value, enum.Enum):
+            return f"{pad}{key}: {value.value}"
+        if isinstance(value, LLMDataModel):
+            return f"{pad}{key}:\n{pad}  {self._nested(value, indent, visited)}"
+        if isinstance(value, list):
+            if not value:
+                return f"{pad}{key}:\n"
+            return f"{pad}{key}:\n" + "\n".join(self._item(item, indent, visited)
+                                                 for item in value)
+        if isinstance(value, dict):
+            if not value:
+                return f"{pad}{key}:\n"
+            rows = [self.format_field(k, v, indent + 2, visited)
+                    if isinstance(v, (dict, list, LLMDataModel)) else f"{pad}  {k}: {v}"
+                    for k, v in value.items()]
+            return (f"{pad}{key}:\n" if key else "") + "\n".join(rows)
+        return f"{pad}{key}: {value}"
+
+    @staticmethod
+    def _nested(value: LLMDataModel, indent: int, visited: set[int]) -> str:
+        if id(value) in visited:
+            return "<circular reference>"
+        visited.add(id(value))
+        try:
+            return value.__str__(indent, visited).strip()
+        finally:
+            visited.discard(id(value))
+
+    def _item(self, item: Any, indent: int, visited: set[int]) -> str:
+        pad = " " * indent
+        if isinstance(item, (dict, list)):
+            inner = self.format_field("", item, indent + 2, visited).strip()
+            return f"{pad}  - :\n{pad}    {inner}"
+        if isinstance(item, LLMDataModel):
+            if id(item) in visited:
+                return f"{pad}  - : <circular reference>"
+            shown = self._nested(item, indent + 2, visited)
+            return f"{pad}  - : {shown}" if shown else f"{pad}  - :"
+        return f"{pad}  - : {item}" if item != "" else f"{pad}  - :"
+
+    # -- the schema as text ---------------------------------------------------------
+    @classmethod
+    @lru_cache(maxsize=128)
+    def simplify_json_schema(cls) -> str:
+        """``[[Schema]]`` then one line per field: ``- "name" (type, required):
+        description``, nested models' fields below them, and ``[[Definitions]]`` for
+        the models and enums the schema refers to."""
+        schema = cls.model_json_schema()
+        definitions = schema.get("$defs", {})
+        text = "[[Schema]]\n" + _fields(schema, definitions, 0, set())
+        if definitions:
+            rows = []
+            for name, definition in definitions.items():
+                rows.append(f"- {name}:")
+                if "enum" in definition:
+                    rows.append("  Enum values: " + ", ".join(map(repr, definition["enum"])))
+                else:
+                    rows.append(_fields(definition, definitions, 1, {name}))
+            text += "\n\n[[Definitions]]\n" + "\n".join(rows)
+        return text
+
+    @classmethod
+    def generate_example_json(cls, model: type[BaseModel] | None = None,
+                              visited_models: set[str] | None = None) -> dict[str, Any]:
+        """A placeholder instance of ``model`` (default: this class) as a dict: defaults
+        where there are, else ``"example_string"``, ``123``, ``123.45``, ``True``, the
+        first ``Literal``/``Enum`` value, one element per list, nested models expanded
+        once per path."""
+        target = model or cls
+        seen = set() if visited_models is None else visited_models
+        return {name: _field_example(info, seen)
+                for name, info in target.model_fields.items() if name != _HEADER}
+
+    @classmethod
+    @lru_cache(maxsize=128)
+    def instruct_llm(cls) -> str:
+        """``[[Result]]`` instructions: the simplified schema and an example."""
+        example = json.dumps(cls.generate_example_json(), indent=1, default=str)
+        return (f"\n[[Result]]\nReturn a JSON object with the following schema:\n\n"
+                f"{cls.simplify_json_schema()}\n\n[[Example]]\n```json\n{example}\n```\n")
+
+    def validate(self) -> Any:  # type: ignore[override]
+        """SymbolicAI's custom-validation hook: nothing by default."""
+        return None
+
+    def remedy(self) -> Any:
+        """SymbolicAI's remedy hook: nothing by default."""
+        return None
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+def _fields(schema: dict[str, Any], definitions: dict[str, Any], level: int,
+            visiting: set[str]) -> str:
+    required = set(schema.get("required", ()))
+    rows = []
+    for name, field_schema in schema.get("properties", {}).items():
+        if name == _HEADER:
+            continue
+        kind = _type_text(field_schema, definitions)
+        description = field_schema.get("description", field_schema.get("title",
+                                                                       "No description provided."))
+        pad = "  " * level
+        row = (f'{pad}- "{name}" ({kind}, {"required" if name in required else "optional"}): '
+               f"{description}")
+        ref = (field_schema.get("$ref") or field_schema.get("items", {}).get("$ref") or "")
+        target = ref.split("/")[-1]
+        if kind.startswith(("nested object", "array of nested object")) \
+                and target in definitions and target not in visiting:
+            nested = _fields(definitions[target], definitions, level + 1, visiting | {target})
+            row += f"\n{pad}  - Nested fields:\n{nested}"
+        rows.append(row)
+    return "\n".join(rows)
+
+
+def _type_text(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
+    """How SymbolicAI's schema text names a type: ``string``, ``array of integer``,
+    ``enum ('a', 'b')``, ``nested object (Name)``, ``string or null``..."""
+    if "allOf" in schema and len(schema["allOf"]) == 1 and "$ref" in schema["allOf"][0]:
+        return _type_text(schema["allOf"][0], definitions)
+    if "enum" in schema:
+        return "enum (" + ", ".join(map(repr, schema["enum"])) + ")"
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " or ".join(_type_text(s, definitions) for s in schema[key])
+    if "$ref" in schema:
+        name = schema["$ref"].split("/")[-1]
+        target = definitions.get(name, {})
+        if "enum" in target:
+            return "enum (" + ", ".join(map(repr, target["enum"])) + ")"
+        return f"nested object ({name})"
+    kind = schema.get("type")
+    if kind == "array":
+        return "array of " + _type_text(schema.get("items", {}), definitions)
+    if kind == "object" and "additionalProperties" in schema:
+        values = schema["additionalProperties"]
+        return "object" if values is True else "object of " + _type_text(values, definitions)
+    return str(kind) if kind else "unknown"
+
+
+def _field_example(info: Any, seen: set[str]) -> Any:
+    if info.default is not PydanticUndefined and info.default is not Ellipsis:
+        return info.default
+    if info.default_factory is not None:
+        made = info.default_factory()
+        if not (isinstance(made, (list, dict, set, tuple)) and not made):
+            return made
+    return _example(info.annotation, seen)
+
+
+def _example(annotation: Any, seen: set[str]) -> Any:
+    origin = get_origin(annotation) or annotation
+    args = get_args(annotation)
+    if origin is Literal:
+        return args[0]
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        return _example(options[0], seen) if options else None
+    if isinstance(origin, type):
+        if issubclass(origin, enum.Enum):
+            members = list(origin)
+            return members[0].value if members else "enum_value"
+        if issubclass(origin, BaseModel):
+            if origin.__name__ in seen:
+                return {}
+            return LLMDataModel.generate_example_json(origin, seen | {origin.__name__})
+        if origin in (list, set, frozenset):
+            return [_example(args[0] if args else Any, seen)]
+        if origin is tuple:
+            return tuple(_example(a, seen) for a in args if a is not Ellipsis) or \
+                ("item1", "item2")
+        if origin is dict:
+            key, value = args if args else (str, Any)
+            sample_key = _PLACEHOLDERS.get(key, "example_string")
+            return {sample_key: _example(value, seen)}
+    return _PLACEHOLDERS.get(annotation, "example_value")

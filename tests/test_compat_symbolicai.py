@@ -1,0 +1,114 @@
+"""``hoare.compat.symbolicai.LLMDataModel``: SymbolicAI's prompt helpers in their
+formats (``str()``, ``format_field``, ``simplify_json_schema``,
+``generate_example_json``, ``instruct_llm``), on a model that still works as a
+contract's output; ``hoare.LLMDataModel`` itself stays plain pydantic."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Literal
+
+import hoare
+from hoare import Contract, Field, contract
+from hoare.compat.symbolicai import LLMDataModel
+from hoare.engines import FunctionEngine
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Doc(LLMDataModel):
+    title: str = Field(description="the title")
+    pages: int
+
+
+class Answer(LLMDataModel):
+    text: str = Field(description="the answer")
+    kind: Literal["a", "b"]
+    color: Color
+    docs: list[Doc] = Field(default_factory=list, description="sources")
+    score: float | None = None
+    meta: dict[str, int]
+
+
+class Q(LLMDataModel):
+    text: str
+
+
+@contract()
+class Reply(Contract[Q, Doc]):
+    prompt = "Cite a document."
+
+    def forward(self, q: Q) -> Doc:
+        return self.contract_result
+
+
+ANSWER = Answer(text="hi", kind="a", color=Color.RED, docs=[Doc(title="T", pages=3)],
+                meta={"x": 1}, section_header="Answer")
+
+
+def test_str_renders_fields_nested_and_under_the_header() -> None:
+    assert str(ANSWER) == (
+        "[[Answer]]\n"
+        "  text: hi\n"
+        "  kind: a\n"
+        "  color: red\n"
+        "  docs:\n"
+        "    - : title: T\n"
+        "      pages: 3\n"
+        "  score: None\n"
+        "  meta:\n"
+        "    x: 1\n")
+    assert str(Doc(title="T", pages=3)) == "  title: T\n  pages: 3\n"  # no header
+
+
+def test_format_field() -> None:
+    assert ANSWER.format_field("n", 5) == "n: 5"
+    assert ANSWER.format_field("n", None, 2) == "  n: None"
+    assert ANSWER.format_field("xs", []) == "xs:\n"
+    assert ANSWER.format_field("xs", ["a", ""]) == "xs:\n  - : a\n  - :"
+    assert ANSWER.format_field("d", {"k": [1]}) == "d:\n  k:\n    - : 1"
+
+
+def test_simplify_json_schema() -> None:
+    assert Answer.simplify_json_schema() == (
+        "[[Schema]]\n"
+        '- "text" (string, required): the answer\n'
+        "- \"kind\" (enum ('a', 'b'), required): Kind\n"
+        "- \"color\" (enum ('red', 'blue'), required): No description provided.\n"
+        '- "docs" (array of nested object (Doc), optional): sources\n'
+        "  - Nested fields:\n"
+        '  - "title" (string, required): the title\n'
+        '  - "pages" (integer, required): Pages\n'
+        '- "score" (number or null, optional): Score\n'
+        '- "meta" (object of integer, required): Meta\n'
+        "\n"
+        "[[Definitions]]\n"
+        "- Color:\n"
+        "  Enum values: 'red', 'blue'\n"
+        "- Doc:\n"
+        '  - "title" (string, required): the title\n'
+        '  - "pages" (integer, required): Pages')
+
+
+def test_generate_example_json_and_instruct_llm() -> None:
+    example = Answer.generate_example_json()
+    assert example == {"text": "example_string", "kind": "a", "color": "red",
+                       "docs": [{"title": "example_string", "pages": 123}], "score": None,
+                       "meta": {"example_string": 123}}
+    Answer.model_validate(example)  # the placeholder is a valid instance
+    text = Answer.instruct_llm()
+    assert text.startswith("\n[[Result]]\nReturn a JSON object with the following schema:\n\n"
+                           "[[Schema]]\n")
+    block = text.split("[[Example]]\n```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(block) == example
+
+
+def test_section_header_is_never_serialised_and_the_model_works_in_a_contract() -> None:
+    assert "section_header" not in ANSWER.model_dump()
+    got = Reply(engine=FunctionEngine(lambda r: '{"title": "A", "pages": 2}'))(Q(text="x"))
+    assert got == Doc(title="A", pages=2) and str(got) == "  title: A\n  pages: 2\n"
+    assert not hasattr(hoare.LLMDataModel, "instruct_llm")  # the core model stays plain
