@@ -177,3 +177,22 @@ COMPILED = {d: compile_contract(DESC, d) for d in ("json_schema", "openai_strict
 def test_an_unknown_dialect_is_refused() -> None:
     with pytest.raises(ValueError, match="dialect must be one of"):
         compile_contract(DESC, "grammar")
+
+
+def test_a_predicate_returning_an_awaitable_fails_when_replayed() -> None:
+    """The verifier replays predicates as the runtime runs them: an awaitable verdict
+    (a lambda calling an async function) fails, and is closed, never left unawaited."""
+    import warnings
+
+    from hoare.verifier.witness import call_predicate
+
+    async def check(value: object) -> bool:
+        return True
+
+    source = DESC.post[0].__class__(
+        id="p", family="p", message="m", fn=lambda r: check(r), phase="post",
+        is_method=False, takes_input=False, policy=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = call_predicate(source, None, object())
+    assert not run.passed and "awaitable" in run.detail

@@ -129,7 +129,8 @@ def test_the_progress_bar_shows_on_a_terminal_only(project: Path) -> None:
     (["doubling:Double", "data.jsonl", "--db", "c.db", "--engine", "doubling:not_an_engine"],
      "is not an engine"),
     (["doubling:Double", "data.jsonl"], "no stats store"),
-    (["doubling:Double", "data.jsonl", "--db", "c.db", "--jobs", "0"], "expected an integer"),
+    (["doubling:Double", "data.jsonl", "--db", "c.db", "--jobs", "0"],
+     "expected a positive integer"),
 ])
 def test_eval_usage_errors_say_what_is_wrong(project: Path, args: list[str],
                                              expected: str) -> None:

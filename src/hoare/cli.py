@@ -401,16 +401,6 @@ def _engine(choice: str | None, model: str | None) -> object:
     return found
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
 def _shown_db(target: str) -> str:
     from .stats_store import shown_target
 

@@ -201,11 +201,13 @@ def safe_repr(value: object) -> str:
 
 
 _MAX_SECRET_DEPTH = 32
+# exact types that never hold a secret: skipped without a look (a subclass is looked at)
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
 def secret_values(*values: object) -> frozenset[str]:
     """The texts of every ``SecretStr``/``SecretBytes`` inside ``values`` (models, lists,
     tuples, sets, dicts), to be redacted from prompts, logs and errors."""
     found: set[str] = set()
-    stack = [(value, 0) for value in values]
+    stack = [(value, 0) for value in values if type(value) not in _ATOMIC]
     while stack:
         value, depth = stack.pop()
         if isinstance(value, SecretStr):
@@ -215,11 +217,13 @@ def secret_values(*values: object) -> frozenset[str]:
         elif depth >= _MAX_SECRET_DEPTH:
             continue
         elif isinstance(value, BaseModel):
-            stack.extend((item, depth + 1) for item in value.__dict__.values())
+            stack.extend((item, depth + 1) for item in value.__dict__.values()
+                         if type(item) not in _ATOMIC)
         elif isinstance(value, dict):
-            stack.extend((item, depth + 1) for item in value.values())
+            stack.extend((item, depth + 1) for item in value.values()
+                         if type(item) not in _ATOMIC)
         elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend((item, depth + 1) for item in value)
+            stack.extend((item, depth + 1) for item in value if type(item) not in _ATOMIC)
     found.discard("")
     return frozenset(found)
 

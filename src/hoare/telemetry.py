@@ -67,13 +67,9 @@ def start_call(name: str) -> tuple[Any, Any] | None:
 def finish_call(handle: tuple[Any, Any], outcome: Any, raised: BaseException | None,
                 attempts: int, remedies: int, label: str, engine: Any) -> None:
     """Close a contracted call's span with what the call came to."""
-    from opentelemetry import context, trace
+    from opentelemetry import trace
 
-    span, token = handle
-    try:
-        context.detach(token)
-    except Exception:  # detached elsewhere (a generator closed in another context)
-        pass
+    span = _released(handle)
     if outcome is not None:
         usage = outcome.usage
         span.set_attributes({
@@ -116,13 +112,9 @@ def start_engine(engine: Any, attempt: int) -> tuple[Any, Any] | None:
 
 def finish_engine(handle: tuple[Any, Any], response: Any, error: BaseException | None
                   ) -> None:
-    from opentelemetry import context, trace
+    from opentelemetry import trace
 
-    span, token = handle
-    try:
-        context.detach(token)
-    except Exception:
-        pass
+    span = _released(handle)
     if response is not None:
         usage = getattr(response, "usage", None)
         if usage is not None:
@@ -178,19 +170,27 @@ def start_agent(operation: str, name: str, attributes: dict[str, Any]
 
 def finish_agent(handle: tuple[Any, Any], success: bool, error: BaseException | None = None
                  ) -> None:
-    from opentelemetry import context, trace
+    from opentelemetry import trace
 
-    span, token = handle
-    try:
-        context.detach(token)
-    except Exception:
-        pass
+    span = _released(handle)
     span.set_attribute("hoare.outcome", "error" if error is not None else
                        "success" if success else "failure")
     if error is not None:
         span.set_attribute("error.type", type(error).__qualname__)
         span.set_status(trace.Status(trace.StatusCode.ERROR, _short(error)))
     span.end()
+
+
+def _released(handle: tuple[Any, Any]) -> Any:
+    """The span of ``handle``, no longer current."""
+    from opentelemetry import context
+
+    span, token = handle
+    try:
+        context.detach(token)
+    except Exception:  # detached elsewhere (a generator closed in another context)
+        pass
+    return span
 
 
 def _short(error: BaseException) -> str:

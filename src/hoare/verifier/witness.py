@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import enum
+import inspect
 import math
 import typing
 import uuid
@@ -244,6 +245,11 @@ def call_predicate(source: PredicateSource, instance: object, value: object,
         result = source.fn(instance, *args) if source.is_method else source.fn(*args)
     except Exception as error:
         return PredicateRun(False, f"raised {type(error).__name__}: {error}")
+    if inspect.isawaitable(result):  # as at run time: an awaitable verdict fails
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()  # never awaited: no "never awaited" warning
+        return PredicateRun(False, "returned an awaitable, not a verdict")
     if result is None or bool(result):
         return PredicateRun(True, "")
     return PredicateRun(False, f"returned {result!r:.60}")
