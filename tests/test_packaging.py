@@ -9,6 +9,7 @@ package there in a child process, checking each comes from the wheel.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -87,3 +88,35 @@ def test_every_package_imports_from_the_installed_wheel(wheel: Path, tmp_path: P
     files = json.loads(result.stdout.strip().splitlines()[-1])
     elsewhere = {n: f for n, f in files.items() if not Path(f).is_relative_to(target)}
     assert not elsewhere, f"imported from outside the wheel: {elsewhere}"
+
+
+# Test modules that exercise the library in-process (no child process pointed at src/):
+# run against the installed wheel, they show the wheel works, not only that it imports.
+WHEEL_SUITE = ["test_answer_fragments.py", "test_decoding_schema.py", "test_resend.py",
+               "test_compat_symbolicai.py", "test_stats_store.py", "test_telemetry.py",
+               "test_engines.py", "test_kernel_stats.py"]
+
+
+def test_the_suite_passes_against_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    _pip("install", "--no-deps", "--no-index", "--target", str(target), str(wheel))
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    env.pop("HOARE_STATS", None)
+    where = subprocess.run([sys.executable, "-c", "import hoare, hoare.kernel; "
+                            "print(hoare.__file__); print(hoare.kernel.__file__)"],
+                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert all(Path(line).is_relative_to(target) for line in where.stdout.split())
+    suite = [str(ROOT / "tests" / name) for name in WHEEL_SUITE]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-p", "no:randomly", "--rootdir", str(ROOT), *suite,
+                          "--junitxml", str(tmp_path / "report.xml"),
+                          "-k", "not four_processes and not kill_9 and not forked"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=1200)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    import xml.etree.ElementTree as ET
+
+    report = ET.parse(tmp_path / "report.xml").getroot().find("testsuite")
+    assert report is not None
+    ran = int(report.get("tests", 0)) - int(report.get("skipped", 0))
+    assert ran >= 80 and report.get("failures") == "0" and report.get("errors") == "0"
