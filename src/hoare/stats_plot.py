@@ -115,13 +115,7 @@ def plot_stats(rows: Sequence[dict[str, Any]], path: str) -> int:
         families.set_xlim(0, 1.0)
         families.set_xlabel("pass rate per predicate family (every attempt)")
         families.set_title("per family, 95% Wilson intervals", fontsize=10)
-    if len(groups) > len(shown):
-        figure.suptitle(f"{len(groups) - len(shown)} more contract(s) not drawn: "
-                        f"use --contract or --label", fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return len(shown)
+    return _save(figure, path, len(groups) - len(shown), "--contract or --label")
 
 
 def plot_compare(results: Sequence[dict[str, Any]], a_rows: Sequence[dict[str, Any]],
@@ -191,13 +185,17 @@ def plot_compare(results: Sequence[dict[str, Any]], a_rows: Sequence[dict[str, A
                              f"{result['verdict']}", fontsize=10)
         difference.legend(loc="best", fontsize=8)
         difference.grid(alpha=0.3)
-    if len(results) > len(shown):
-        figure.suptitle(f"{len(results) - len(shown)} more contract(s) not drawn: use "
-                        f"--contract", fontsize=9)
+    return _save(figure, path, len(results) - len(shown), "--contract")
+
+
+def _save(figure: Any, path: str, left_out: int, narrow: str) -> int:
+    """Write the figure (saying how many contracts were left out); the rows drawn."""
+    if left_out > 0:
+        figure.suptitle(f"{left_out} more contract(s) not drawn: use {narrow}", fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
-    return len(shown)
+    return len(figure.axes) // 2
 
 
 def _short(text: str, width: int = 34) -> str:
