@@ -9,6 +9,9 @@ import enum
 import json
 from typing import Literal
 
+import pytest
+from pydantic import ValidationError
+
 import hoare
 from hoare import Contract, Field, contract
 from hoare.compat.symbolicai import LLMDataModel
@@ -112,3 +115,74 @@ def test_section_header_is_never_serialised_and_the_model_works_in_a_contract() 
     got = Reply(engine=FunctionEngine(lambda r: '{"title": "A", "pages": 2}'))(Q(text="x"))
     assert got == Doc(title="A", pages=2) and str(got) == "  title: A\n  pages: 2\n"
     assert not hasattr(hoare.LLMDataModel, "instruct_llm")  # the core model stays plain
+
+
+# -- behaviours SymbolicAI's own LLMDataModel tests rely on (written here anew) -----------
+from hoare.compat.symbolicai import Const, build_dynamic_llm_datamodel  # noqa: E402
+
+
+def _examples(text: str) -> list[object]:
+    import re
+
+    return [json.loads(block) for block in
+            re.findall(r"\[\[Example(?: \d+)?]]\s+```json\s+(.*?)\s+```", text, re.S)]
+
+
+class Address(LLMDataModel):
+    street: str
+    city: str
+
+
+class Person(LLMDataModel):
+    name: str
+    age: int | None
+
+
+def test_union_fields_get_one_example_per_alternative() -> None:
+    both = build_dynamic_llm_datamodel(list[Address] | dict[str, int])
+    found = _examples(both.instruct_llm())
+    assert {type(e["value"]) for e in found} == {list, dict}  # type: ignore[index]
+    optional = _examples(build_dynamic_llm_datamodel(str | None).instruct_llm())
+    assert [e["value"] for e in optional] == ["example_string"]  # type: ignore[index]
+    assert LLMDataModel.generate_example_json(build_dynamic_llm_datamodel(int | str)) == {
+        "value": 123}
+    with pytest.raises(ValidationError):
+        build_dynamic_llm_datamodel(int | str)(value=[1, 2])
+
+
+def test_const_fields() -> None:
+    class Fixed(LLMDataModel):
+        kind: str = Const("fixed_value")
+        n: int
+
+    assert Fixed(n=1).kind == "fixed_value"
+    with pytest.raises(ValidationError):
+        Fixed(kind="other", n=1)
+    assert "fixed_value" in Fixed.simplify_json_schema()
+
+
+def test_deep_and_recursive_models_print() -> None:
+    class Chain(LLMDataModel):
+        value: str
+        child: Chain | None = None
+
+    current = None
+    for index in range(1000):
+        current = Chain(value=f"level_{index}", child=current)
+    text = str(current)
+    assert text.startswith("  value: level_999") and "…" in text
+    assert "children" not in Chain.simplify_json_schema() and "child" in \
+        Chain.simplify_json_schema()
+
+
+def test_int_keys_and_defaults_of_hooks() -> None:
+    class IntKeys(LLMDataModel):
+        names: dict[int, str]
+
+    assert IntKeys(names={"1": "a"}).names == {1: "a"}  # type: ignore[dict-item]
+    with pytest.raises(ValidationError):
+        IntKeys(names={"x": "a"})  # type: ignore[dict-item]
+    address = Address(street="A", city="B")
+    assert address.validate() is None and address.remedy() is None
+    example = LLMDataModel.generate_example_json(Person)
+    assert example == {"name": "example_string", "age": 123}

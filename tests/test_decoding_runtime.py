@@ -6,6 +6,8 @@ the engine steps down to llama.cpp's dialect once and remembers it per server, a
 
 from __future__ import annotations
 
+import json
+
 from openai_server import OpenAIServer
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
@@ -123,3 +125,41 @@ def test_hoare_schema_prints_the_schema_and_the_proofs() -> None:
     bad = subprocess.run([sys.executable, "-m", "hoare", "schema", "test_decoding_runtime:Q"],
                          cwd=here, capture_output=True, text=True, timeout=300, env=env)
     assert bad.returncode == 2 and "is not a hoare contract" in bad.stderr
+
+
+def test_a_schema_enforced_check_that_fails_is_a_provider_fault(tmp_path: object,
+                                                                caplog: object) -> None:
+    """llama.cpp's grammar enforces the label's enum (``hoare schema --dialect
+    llama_cpp``): an answer outside it is the provider's fault, counted in the stats
+    store and said in ``hoare stats``; a residual check failing is not."""
+    import logging
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import hoare
+    from hoare.stats_store import query
+
+    path = str(Path(str(tmp_path)) / "calls.db")
+    out_of_enum = '{"label": "feature", "score": 3, "title": "T: x"}'
+    too_high = '{"label": "bug", "score": 50, "title": "T: x"}'  # maximum: llama ignores it
+    caplog.set_level(logging.WARNING, logger="hoare")  # type: ignore[attr-defined]
+    hoare.configure(stats=path, label="llama")
+    try:
+        with OpenAIServer([GOOD, out_of_enum, GOOD, too_high, GOOD],
+                          dialect="llama_cpp") as server:
+            folded = Folded(engine=server.engine())
+            folded(Q(text="warm-up"))  # steps down to llama.cpp's dialect
+            assert folded(Q(text="x")).label == "bug"
+            assert folded(Q(text="y")).label == "bug"
+        assert hoare.flush_stats()
+    finally:
+        hoare.configure(stats=None, label=None)
+    assert [r["provider_faults"] for r in query(path)] == [0, 1, 0]
+    assert "a provider fault" in caplog.text  # type: ignore[attr-defined]
+    shown = subprocess.run([sys.executable, "-m", "hoare", "stats", "--db", path, "--json"],
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]
+                                                                / "src")})
+    assert json.loads(shown.stdout)["contracts"][0]["provider_faults"] == 1

@@ -91,6 +91,7 @@ class _Runtime:
         self._preflight: Any = None
         self._decoding: dict[str, Any] | None = None
         self._decoding_lock = threading.Lock()
+        self._enforced: dict[str, frozenset[str]] = {}
         self._preflight_ready = False
         self._definition_hash: str | None = None
 
@@ -152,6 +153,46 @@ class _Runtime:
                 if found is None:
                     found = self._decoding = self._compile_decoding()
         return found
+
+    def enforced(self, dialect: str) -> frozenset[str]:
+        """The post-conditions the schema sent to ``dialect``'s decoder is proved to
+        enforce (``hoare schema``), compiled once per dialect; none when it cannot be."""
+        found = self._enforced.get(dialect)
+        if found is None:
+            with self._decoding_lock:
+                found = self._enforced.get(dialect)
+                if found is None:
+                    try:
+                        from .verifier.decoding import compile_contract
+
+                        found = frozenset(compile_contract(self.description, dialect).enforced)
+                    except Exception:
+                        found = frozenset()
+                    self._enforced[dialect] = found
+        return found
+
+    def provider_faults(self, outcome: Outcome) -> int:
+        """Failed post-conditions that the schema the provider decoded with enforces
+        (a provider that did not honour its schema, not a model failure)."""
+        if self.description.decoding != "schema":
+            return 0
+        count = 0
+        for attempt in outcome.attempts:
+            dialect = getattr(attempt.raw, "decoding", None)
+            if attempt.phase is not Phase.POST or dialect is None:
+                continue
+            failed = [v.predicate for v in attempt.violations
+                      if v.kind is ViolationKind.PREDICATE]
+            if failed:
+                enforced = self.enforced(dialect)
+                faults = [name for name in failed if name in enforced]
+                if faults:
+                    logger.warning("hoare: %s: the provider's answer fails %s, which the "
+                                   "schema it decoded with (%s) enforces: a provider fault",
+                                   self.description.name, ", ".join(map(str, faults)),
+                                   dialect)
+                count += len(faults)
+        return count
 
     def _compile_decoding(self) -> dict[str, Any]:
         try:
@@ -859,9 +900,11 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         elapsed_ns = time.perf_counter_ns() - call.started_ns
         call.instance._hoare_perf().record(recorded.clock_marks, elapsed_ns,
                                            call.runtime.description.act is not None)
+        faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
+            call.runtime.provider_faults(recorded)
         store = configuration.stats_store()
         if store is not None:
-            _store_call(store, call, recorded, elapsed_ns)
+            _store_call(store, call, recorded, elapsed_ns, faults)
         if call.runtime.description.verbose:
             _log_outcome(call.runtime, recorded)
     if call.telemetry is not None:
@@ -889,7 +932,8 @@ def _end_span(call: _Call, outcome: Outcome | None, raised: BaseException | None
         logging.getLogger("hoare.telemetry").debug("span not closed", exc_info=True)
 
 
-def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int) -> None:
+def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int,
+                provider_faults: int = 0) -> None:
     """Queue the call's record for the stats store (``hoare.configure(stats=...)``):
     a plain tuple of ``CallRecord``'s fields, values only; never raises."""
     try:
@@ -919,7 +963,7 @@ def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int) -> N
             None if preflight is None else preflight.verdict.value,
             usage.get("input_tokens"), usage.get("output_tokens"),
             spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
-            fixed[3], fixed[4], outcome.trials, "contract"))
+            fixed[3], fixed[4], outcome.trials, "contract", provider_faults))
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 

@@ -87,6 +87,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                            "p95": _percentile(latencies, 95),
                            "p99": _percentile(latencies, 99)},
             "preflight_refusals": sum(1 for c in calls if c["preflight"] == "unsatisfiable"),
+            # failed post-conditions that the provider's own schema decoding enforces
+            "provider_faults": sum(int(c.get("provider_faults") or 0) for c in calls),
         })
     return {"contracts": out}
 
@@ -114,6 +116,9 @@ def render_table(summary: dict[str, Any]) -> str:
         lines.append(f"  latency p50 {_figure(latency['p50'], 1)} ms, p95 "
                      f"{_figure(latency['p95'], 1)} ms, p99 {_figure(latency['p99'], 1)} ms;"
                      f" cost per success {_figure(item['cost_per_success'], 4)}; pre-flight "
-                     f"refusals {item['preflight_refusals']}")
+                     f"refusals {item['preflight_refusals']}"
+                     + (f"; provider faults {item['provider_faults']} (schema-enforced "
+                        f"checks the provider's answers failed)"
+                        if item["provider_faults"] else ""))
         lines.append("")
     return "\n".join(lines).rstrip() or "no recorded call matches"

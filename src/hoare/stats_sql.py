@@ -14,7 +14,15 @@ except ImportError as missing:  # pragma: no cover - the [sql] extra is not inst
     raise ImportError("a stats store URL needs SQLAlchemy and a driver: "
                       "pip install 'hoare[sql]'") from missing
 
-from .stats_store import _MIGRATIONS, COLUMNS, SCHEMA_VERSION, StoreError, _refuse_newer
+from .stats_store import (
+    _FILL,
+    _MIGRATIONS,
+    _SINCE,
+    COLUMNS,
+    SCHEMA_VERSION,
+    StoreError,
+    _refuse_newer,
+)
 
 __all__ = ["SqlAlchemyBackend", "read_rows"]
 
@@ -43,6 +51,7 @@ _calls = sa.Table(
     sa.Column("model", sa.Text),
     sa.Column("trials", sa.Text, nullable=False),
     sa.Column("kind", sa.Text, nullable=False, server_default="contract"),
+    sa.Column("provider_faults", sa.Integer, nullable=False, server_default="0"),
 )
 _LOCK_KEY = 0x686F617265  # "hoare": a PostgreSQL advisory lock serializing migrations
 
@@ -128,7 +137,7 @@ def read_rows(url: str, columns: Sequence[str], contract: str | None, label: str
             version = int(found) if found is not None else 0
             _refuse_newer(version)
             statement = sa.select(*(
-                sa.literal("contract").label("kind") if name == "kind" and version < 2
+                sa.literal(_FILL[name]).label(name) if _SINCE.get(name, 0) > version
                 else _calls.c[name] for name in columns))
             if contract is not None:
                 statement = statement.where(_calls.c.contract == contract)

@@ -21,8 +21,9 @@ store on its first record (the parent's writer thread does not survive a fork). 
 exit, a WARNING says how many records were dropped, if any.
 
 Schema versions: 1, the first; 2 adds ``kind`` (``contract``, ``tool`` or ``agent``;
-older rows are contracts). Opening an older store migrates it in one transaction; a
-newer one is refused (``upgrade hoare``), never written.
+older rows are contracts); 3 adds ``provider_faults`` (older rows: 0). Opening an
+older store migrates it in one transaction; a newer one is refused (``upgrade
+hoare``), never written.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ __all__ = [
     "shown_target",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BATCH = 256
 QUEUE_SIZE = 10_000
 POLL = 0.05  # seconds between the writer's looks at the queue
@@ -61,7 +62,7 @@ _log = logging.getLogger("hoare.stats")
 
 COLUMNS = ("ts", "contract", "contract_hash", "label", "success", "first_attempt",
            "attempts", "remedies", "preflight", "input_tokens", "output_tokens", "cost",
-           "latency_ms", "engine", "model", "trials", "kind")
+           "latency_ms", "engine", "model", "trials", "kind", "provider_faults")
 # ``trials``: the call's predicate-family trials as JSON, [[family, passed], ...]: one
 # row per call keeps a batch to one executemany. No index: inserts stay cheap, and
 # ``hoare stats`` reads the calls it reports on anyway.
@@ -85,11 +86,13 @@ CREATE TABLE IF NOT EXISTS calls (
     engine TEXT,
     model TEXT,
     trials TEXT NOT NULL,
-    kind TEXT NOT NULL DEFAULT 'contract'
+    kind TEXT NOT NULL DEFAULT 'contract',
+    provider_faults INTEGER NOT NULL DEFAULT 0
 );
 """
 # Each step brings a store from version ``n`` to ``n + 1``; run in one transaction.
-_MIGRATIONS = {1: "ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'contract'"}
+_MIGRATIONS = {1: "ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'contract'",
+               2: "ALTER TABLE calls ADD COLUMN provider_faults INTEGER NOT NULL DEFAULT 0"}
 
 
 class StoreError(Exception):
@@ -117,6 +120,8 @@ class CallRecord(NamedTuple):
     model: str | None
     trials: tuple[tuple[str, bool], ...] = ()
     kind: str = "contract"
+    # failed post-conditions that the schema the provider decoded with enforces
+    provider_faults: int = 0
 
 
 def is_url(target: str) -> bool:
@@ -333,8 +338,8 @@ class StatsStore:
             return None
 
     def _write(self, backend: _Backend, batch: Sequence[tuple[Any, ...]]) -> None:
-        rows = [(*item[:15], _encoded(item[15]), item[16] if len(item) > 16 else "contract")
-                for item in batch]
+        rows = [(*item[:15], _encoded(item[15]), item[16] if len(item) > 16 else "contract",
+                 item[17] if len(item) > 17 else 0) for item in batch]
         if not rows:
             return
         try:
@@ -426,7 +431,7 @@ atexit.register(_at_exit)
 os.register_at_fork(after_in_child=_forget_stores)
 
 _READ = ("id", "ts", "contract", "label", "success", "first_attempt", "cost", "latency_ms",
-         "input_tokens", "output_tokens", "preflight", "kind", "trials")
+         "input_tokens", "output_tokens", "preflight", "kind", "provider_faults", "trials")
 
 
 def query(target: str, contract: str | None = None, label: str | None = None,
@@ -467,7 +472,7 @@ def _read_sqlite(path: str, contract: str | None, label: str | None, since: floa
         version = int(found[0]) if found else 0
         _refuse_newer(version)
         where, args = _where(contract, label, since, "?")
-        columns = [c if c != "kind" or version >= 2 else "'contract'" for c in _READ]
+        columns = [c if _SINCE.get(c, 0) <= version else repr(_FILL[c]) for c in _READ]
         return connection.execute(
             f"SELECT {', '.join(columns)} FROM calls WHERE {where} ORDER BY ts, id",
             args).fetchall()
@@ -475,6 +480,11 @@ def _read_sqlite(path: str, contract: str | None, label: str | None, since: floa
         raise StoreError(f"{path}: not a hoare stats store ({error})") from error
     finally:
         connection.close()
+
+
+# the schema version that added a column, and what older rows read as
+_SINCE = {"kind": 2, "provider_faults": 3}
+_FILL: dict[str, object] = {"kind": "contract", "provider_faults": 0}
 
 
 def _where(contract: str | None, label: str | None, since: float | None, mark: str

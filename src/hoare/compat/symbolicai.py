@@ -17,14 +17,16 @@ import typing
 from functools import lru_cache
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic_core import PydanticUndefined
 
 from ..models import LLMDataModel as _Base
+from ..models import _readable
 
-__all__ = ["LLMDataModel"]
+__all__ = ["Const", "LLMDataModel", "build_dynamic_llm_datamodel"]
 
 _HEADER = "section_header"
+_MAX_DEPTH = 64  # str() of deeper nesting is cut (a chain of 1000 models stays printable)
 _PLACEHOLDERS: dict[Any, Any] = {str: "example_string", int: 123, float: 123.45, bool: True,
                                  type(None): None, None: None}
 
@@ -34,11 +36,25 @@ class LLMDataModel(_Base):
 
     section_header: str | None = Field(default=None, exclude=True, frozen=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _const_fields(cls, values: Any) -> Any:
+        """A ``Const(value)`` field only takes that value."""
+        if isinstance(values, dict):
+            for name, info in cls.model_fields.items():
+                extra = info.json_schema_extra
+                if isinstance(extra, dict) and "const_value" in extra and name in values \
+                        and values[name] != extra["const_value"]:
+                    raise ValueError(f"{name} must be {extra['const_value']!r}")
+        return values
+
     # -- str() ----------------------------------------------------------------------
     def __str__(self, indent: int = 0, visited: set[int] | None = None) -> str:  # type: ignore[override]
         """The fields one per line, nested values indented, under ``[[section_header]]``
         when there is one (at the top level)."""
         visited = set() if visited is None else visited
+        if indent > 2 * _MAX_DEPTH:
+            return " " * (indent + 2) + "…\n"
         lines = [self.format_field(name, getattr(self, name), indent + 2, visited)
                  for name, info in type(self).model_fields.items()
                  if name != _HEADER and not info.exclude]
@@ -131,10 +147,24 @@ class LLMDataModel(_Base):
     @classmethod
     @lru_cache(maxsize=128)
     def instruct_llm(cls) -> str:
-        """``[[Result]]`` instructions: the simplified schema and an example."""
-        example = json.dumps(cls.generate_example_json(), indent=1, default=str)
+        """``[[Result]]`` instructions: the simplified schema and an example, or one
+        ``[[Example N]]`` per alternative when the model's one field is a union."""
+        fields = {n: f for n, f in cls.model_fields.items() if n != _HEADER}
+        examples = [cls.generate_example_json()]
+        if len(fields) == 1:
+            (name, info), = fields.items()
+            options = [a for a in get_args(info.annotation) if a is not type(None)] \
+                if get_origin(info.annotation) in (typing.Union, types.UnionType) else []
+            if len(options) > 1:
+                examples = [{name: _example(option, set())} for option in options]
+        shown = [json.dumps(example, indent=1, default=str) for example in examples]
+        if len(shown) == 1:
+            blocks = f"[[Example]]\n```json\n{shown[0]}\n```"
+        else:
+            blocks = "\n\n".join(f"[[Example {index}]]\n```json\n{text}\n```"
+                                   for index, text in enumerate(shown, 1))
         return (f"\n[[Result]]\nReturn a JSON object with the following schema:\n\n"
-                f"{cls.simplify_json_schema()}\n\n[[Example]]\n```json\n{example}\n```\n")
+                f"{cls.simplify_json_schema()}\n\n{blocks}\n")
 
     def validate(self) -> Any:  # type: ignore[override]
         """SymbolicAI's custom-validation hook: nothing by default."""
@@ -143,6 +173,21 @@ class LLMDataModel(_Base):
     def remedy(self) -> Any:
         """SymbolicAI's remedy hook: nothing by default."""
         return None
+
+
+def Const(value: Any) -> Any:
+    """A field that only takes ``value`` (its default), shown in the schema text."""
+    return Field(default=value, json_schema_extra={"const_value": value},
+                 description=f"always {value!r}")
+
+
+def build_dynamic_llm_datamodel(py_type: Any) -> type[LLMDataModel]:
+    """A model with one required ``value`` field of ``py_type`` (SymbolicAI's wrapper
+    of native types)."""
+    name = f"DynamicValue_{abs(hash(repr(py_type))) & 0xFFFFFFFF:X}"
+    return create_model(name, __base__=LLMDataModel,  # type: ignore[call-overload,no-any-return]
+                        value=(py_type, Field(..., description=f"the value, of type "
+                                                                f"{_readable(py_type)}")))
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -172,6 +172,11 @@ class Response:
     (``usage`` is then what the recorded call cost)."""
     tool_calls: tuple[ToolCall, ...] = ()
     """The tool calls of the first completion (a request with ``tools``)."""
+    decoding: str | None = None
+    """The dialect whose decoder was given the request's schema and is known to honour
+    it (``"openai_strict"``, ``"llama_cpp"``), or None: no guarantee. A post-condition
+    that schema enforces (``hoare schema``) failing on this answer is the provider's
+    fault, not the model's."""
 
     @property
     def text(self) -> str:

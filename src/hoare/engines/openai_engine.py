@@ -556,7 +556,23 @@ class OpenAIEngine:
                         output_tokens=(usage.completion_tokens or 0) if usage else 0),
             model=completion.model or str(params["model"]),
             tool_calls=calls,
+            decoding=_dialect(params.get("response_format")),
         )
+
+
+def _dialect(payload: object) -> str | None:
+    """The decoding dialect a ``response_format`` payload guarantees (see ``Response``):
+    strict ``json_schema`` is OpenAI's strict subset, a ``json_object`` with a schema is
+    llama.cpp's grammar; anything else enforces nothing known."""
+    if not isinstance(payload, Mapping):
+        return None
+    if payload.get("type") == "json_object" and payload.get("schema") is not None:
+        return "llama_cpp"
+    inner = payload.get("json_schema")
+    if payload.get("type") == "json_schema" and isinstance(inner, Mapping) \
+            and inner.get("strict") is True:
+        return "openai_strict"
+    return None
 
 
 def _watched(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
