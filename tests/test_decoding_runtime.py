@@ -29,7 +29,7 @@ POSTS = [Post(lambda t: t.label in ("bug", "question"), "label"),
          Post(lambda t: t.title.startswith("T:") and len(t.title) <= 20, "title")]
 
 
-@contract()
+@contract(decoding="schema")
 class Folded(Contract[Q, Tag]):
     prompt = "Tag it."
     post_conditions = POSTS
@@ -38,7 +38,7 @@ class Folded(Contract[Q, Tag]):
         return self.contract_result
 
 
-@contract(decoding="types")
+@contract()  # decoding="types", the default
 class Typed(Contract[Q, Tag]):
     prompt = "Tag it."
     post_conditions = POSTS

@@ -1092,9 +1092,10 @@ def contract(
     ``"errors"`` its exception text, ``"messages"`` only texts the author wrote.
     ``feedback_chars`` caps the rejected answer and the errors block of a corrective
     prompt (each), saying so in the prompt when it cuts. ``decoding`` chooses the schema
-    the engine is asked to decode against: ``"schema"`` the output type's with the
-    post-conditions JSON Schema can express folded in (each proved implied by them, see
-    ``hoare schema``), ``"types"`` the type's alone, ``"none"`` no schema. ``resend``:
+    the engine is asked to decode against: ``"types"`` (the default) the output type's,
+    ``"schema"`` the type's with the post-conditions JSON Schema can express folded in
+    (each proved implied by them with z3 at the first call, see ``hoare schema``),
+    ``"none"`` no schema. ``resend``:
     what a remedy attempt does when its request would repeat an earlier one unchanged
     (the model repeated its answer): ``"vary"`` sends it with another seed and a
     temperature of at least 0.7 (counted in ``outcome.usage["varied_resends"]``),
