@@ -1079,7 +1079,7 @@ def contract(
     preflight: bool = True, on_violation: Callable[[Outcome], object] | None = None,
     options: Options | None = None, feedback: Literal["errors", "messages"] = "errors",
     feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
-    decoding: Literal["schema", "types", "none"] = "schema",
+    decoding: Literal["schema", "types", "none"] = "types",
     resend: Literal["vary", "stop"] = "vary",
 ) -> Any:
     """Turn a ``Contract`` subclass into a contracted component (spec/pipeline.md).
