@@ -32,7 +32,7 @@ from .engines.budget import Budget, BudgetedEngine, Spend
 from .errors import (
     ContractCallError,
     ContractDefinitionError,
-    FatalEngineError,
+    IdenticalResend,
     InvalidValue,
     SecretRedacted,
     safe_text,
@@ -862,10 +862,6 @@ _CURRENT_CALL: contextvars.ContextVar[_Call] = contextvars.ContextVar("hoare:cal
 RESEND_TEMPERATURE = 0.7
 """The least temperature of a re-send that would otherwise repeat a request unchanged."""
 
-
-class IdenticalResend(FatalEngineError):
-    """A remedy attempt would resend an earlier request unchanged (``resend="stop"``):
-    the stage stops, as retrying cannot help."""
 
 
 def _current_forward(used: object, outcome: Outcome) -> object:

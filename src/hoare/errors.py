@@ -22,7 +22,9 @@ one kind of failure::
     └── EngineError                   (kernel) one engine call failed
         ├── RetryableEngineError      another attempt may succeed (the stage retries)
         └── FatalEngineError          (kernel) retrying cannot help: the stage ends
-            └── BudgetError           a budget forbids the request (spent, no price)
+            ├── BudgetError           a budget forbids the request (spent, no price)
+            └── IdenticalResend       a remedy would resend an earlier request
+                                      unchanged (``@contract(resend="stop")``)
 
 The kernel (``hoare.kernel``, standard library only) defines ``HoareError``,
 ``ContractViolationError``, ``ResultTypeError``, ``EngineError`` and
@@ -49,7 +51,8 @@ from .kernel import (
 
 __all__ = [
     "BudgetError", "ContractCallError", "ContractDefinitionError", "ContractViolationError",
-    "EngineError", "EngineNotConfigured", "FatalEngineError", "HoareError", "InvalidValue",
+    "EngineError", "EngineNotConfigured", "FatalEngineError", "HoareError", "IdenticalResend",
+    "InvalidValue",
     "ResultTypeError", "RetryableEngineError", "SecretRedacted", "UsageError", "safe_text",
 ]
 
@@ -96,6 +99,12 @@ class RetryableEngineError(EngineError):
 class BudgetError(FatalEngineError):
     """A budget forbids the request (it would exceed the cap, or a price is missing);
     the request was not sent and the stage ends."""
+
+
+class IdenticalResend(FatalEngineError):
+    """A remedy attempt would resend an earlier request of its call unchanged
+    (``@contract(resend="stop")``): not sent, and the stage ends, as retrying with the
+    same request cannot help."""
 
 
 def safe_text(error: BaseException, limit: int | None = None) -> str:
