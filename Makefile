@@ -4,13 +4,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all verify test lint prove bench bench-real clean
+.PHONY: all verify test lint prove bench bench-real bench-queries clean
 
 all: test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,dev,plots,otel,sql]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,dev,plots,otel,sql,queries]'
 	touch $(STAMP)
 
 ## The main job: prove the example contract set consistent with z3 (offline, no API key).
@@ -45,6 +45,10 @@ bench: $(STAMP)
 ## A real small model on llama.cpp's server (builds it once: 10-15 min; skips if it cannot).
 bench-real: $(STAMP)
 	$(PY) bench/real_model/run.py
+
+## Does examples="auto" help a small model? (hoare.queries on the same server)
+bench-queries: $(STAMP)
+	$(PY) bench/real_model/queries.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -12,7 +12,13 @@ Script items, consumed one per request in order:
 * ``dict``: a JSON body sent with status 200, as is;
 * ``Reply(status, body, headers, delay)``, or a ``(status, headers, body)`` tuple
   whose body is a dict, a str or ``None``;
-* a callable ``fn(body: dict) -> item``, for answers that depend on the request.
+* a callable ``fn(body: dict) -> item``, for answers that depend on the request
+  (e.g. as many choices as ``body["n"]`` asks for);
+* ``stream(*pieces, interval=...)``: a streamed answer (server-sent events), one
+  chunk per piece; ``streamed`` records how many pieces were written before the
+  client hung up (an early-stopped stream);
+* ``completion(..., logprobs=[...], cached_tokens=k)``: with OpenAI's ``logprobs``
+  and ``usage.prompt_tokens_details`` shapes.
 
 When the script runs out the server answers ``default`` if given, else HTTP 500
 "script exhausted" (a test that sends too much fails loudly).
@@ -82,9 +88,13 @@ def _words(text: str) -> int:
 
 def completion(*texts: str, finish_reason: str = "stop", model: str = MODEL,
                prompt_tokens: int | None = None, completion_tokens: int | None = None,
-               delay: float = 0.0) -> Reply:
+               delay: float = 0.0, logprobs: list[Any] | None = None,
+               cached_tokens: int | None = None) -> Reply:
     """A 200 chat completion with one choice per text. Token counts default to word
-    counts (prompt: filled in from the request when ``None``)."""
+    counts (prompt: filled in from the request when ``None``). ``logprobs``: per
+    choice, None or a list of ``(token, logprob, [(alternative, logprob), ...])``,
+    sent in OpenAI's ``choices[i].logprobs.content`` shape; ``cached_tokens``: sent as
+    ``usage.prompt_tokens_details.cached_tokens``."""
     body: dict[str, Any] = {
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -101,7 +111,35 @@ def completion(*texts: str, finish_reason: str = "stop", model: str = MODEL,
                                   else sum(_words(t) for t in texts)),
         },
     }
+    if logprobs is not None:
+        for choice, entry in zip(body["choices"], logprobs, strict=False):
+            choice["logprobs"] = None if entry is None else {"content": [
+                {"token": token, "logprob": value, "bytes": None,
+                 "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top]}
+                for token, value, top in entry]}
+    if cached_tokens is not None:
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return Reply(200, body, {}, delay)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """The body of a streamed answer (``stream(...)``)."""
+
+    pieces: tuple[str, ...]
+    interval: float = 0.0
+    prompt_tokens: int = 10
+
+
+def stream(*pieces: str, interval: float = 0.0, prompt_tokens: int = 10) -> Reply:
+    """A streamed chat completion (server-sent events): one chunk per piece (a token),
+    ``interval`` seconds apart, then a final chunk with the usage. The server records
+    in ``streamed`` how many pieces it wrote before the client hung up."""
+    return Reply(200, Streamed(tuple(pieces), interval, prompt_tokens))
+
+
+def _event(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
 def tool_calls(*calls: tuple[str, str], content: str | None = None) -> Reply:
@@ -182,6 +220,7 @@ class OpenAIServer:
         else:
             self.rejected_formats = set(reject_response_format or ())
         self.received: list[Received] = []
+        self.streamed: list[int] = []  # per streamed answer: pieces written before hang-up
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -260,6 +299,9 @@ class OpenAIServer:
             def _send(self, reply: Reply) -> None:
                 if reply.delay:
                     time.sleep(reply.delay)
+                if isinstance(reply.body, Streamed):
+                    self._stream(reply.body)
+                    return
                 if reply.body is None:
                     data = b""
                 elif isinstance(reply.body, str | bytes):
@@ -276,6 +318,40 @@ class OpenAIServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
+
+            def _stream(self, streamed: Streamed) -> None:
+                """Server-sent events, one chunk per piece, ``interval`` apart; counts in
+                ``server.streamed`` the pieces written before the client hung up."""
+                written = 0
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("cache-control", "no-cache")
+                    self.end_headers()
+                    for index, piece in enumerate(streamed.pieces):
+                        if index:
+                            time.sleep(streamed.interval)
+                        self.wfile.write(_event({
+                            "id": "chatcmpl-test", "object": "chat.completion.chunk",
+                            "created": 0, "model": MODEL, "choices": [{
+                                "index": 0, "delta": {"content": piece},
+                                "finish_reason": None}]}))
+                        self.wfile.flush()
+                        written += 1
+                    self.wfile.write(_event({
+                        "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                        "model": MODEL, "choices": [{"index": 0, "delta": {},
+                                                     "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": streamed.prompt_tokens,
+                                  "completion_tokens": len(streamed.pieces)}}))
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client cancelled the stream
+                finally:
+                    with server._lock:
+                        server.streamed.append(written)
+                    self.close_connection = True
 
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         httpd.daemon_threads = True

@@ -129,9 +129,10 @@ def test_hoare_schema_prints_the_schema_and_the_proofs() -> None:
 
 def test_a_schema_enforced_check_that_fails_is_a_provider_fault(tmp_path: object,
                                                                 caplog: object) -> None:
-    """llama.cpp's grammar enforces the label's enum (``hoare schema --dialect
-    llama_cpp``): an answer outside it is the provider's fault, counted in the stats
-    store and said in ``hoare stats``; a residual check failing is not."""
+    """provider-fault-counted: llama.cpp's grammar enforces the label's enum
+    (``hoare schema --dialect llama_cpp``): an answer outside it is the provider's
+    fault, counted in the stats store and said in ``hoare stats``; a residual check
+    failing is not."""
     import logging
     import os
     import subprocess

@@ -202,3 +202,21 @@ def test_invalid_budgets_are_rejected(bad: dict[str, object]) -> None:
 def test_invalid_price_is_rejected() -> None:
     with pytest.raises(ValueError, match="input_per_million"):
         Price(-1.0, 1.0)
+
+
+def test_a_request_an_inner_meter_refuses_is_not_counted_by_the_outer_one() -> None:
+    inner = Counting()
+    outer_spend = Spend(Budget(max_requests=10))
+    engine = BudgetedEngine(BudgetedEngine(inner, Budget(max_requests=1)), outer_spend)
+    engine.complete(req())
+    for _ in range(3):
+        with pytest.raises(BudgetExceeded):
+            engine.complete(req())
+    assert inner.calls == 1 and outer_spend.spent()["requests"] == 1
+
+    async def refused() -> None:
+        with pytest.raises(BudgetExceeded):
+            await engine.acomplete(req())
+
+    asyncio.run(refused())
+    assert outer_spend.spent()["requests"] == 1

@@ -35,10 +35,15 @@ def test_rendering_is_deterministic() -> None:
 def test_every_invariant_has_a_trace_example() -> None:
     spec = tomllib.loads((ROOT / "spec" / "invariants.toml").read_text(encoding="utf-8"))
     ids = {str(inv["id"]) for inv in spec["invariant"]}
+    # a library rule (spec §8) is built on the kernel's transitions: a trace names it
+    # where the kernel's side of it shows (a stopped stream is a type violation), but
+    # what is not the kernel's (a stream's parse, a sample buffer) has no trace
+    kernel_ids = {str(inv["id"]) for inv in spec["invariant"] if inv["scope"] != "library"}
     text = lean_traces.TRACES.read_text(encoding="utf-8")
     named = {name.strip() for line in re.findall(r"^-- invariants: (.*)$", text, re.M)
              for name in line.split(",")}
-    assert ids - named == set(), f"invariants without a trace example: {sorted(ids - named)}"
+    missing = kernel_ids - named
+    assert missing == set(), f"invariants without a trace example: {sorted(missing)}"
     assert named - ids == set(), f"examples name unknown invariants: {sorted(named - ids)}"
 
 

@@ -47,6 +47,7 @@ def greedy(seen: list[Request]) -> FunctionEngine:
 
 
 def test_an_identical_resend_is_varied_and_counted() -> None:
+    """resend-never-identical: a remedy request that would repeat an earlier one is varied."""
     seen: list[Request] = []
     positive = _positive("vary")(engine=greedy(seen))
     assert positive(Q(text="x")) == A(n=5)
@@ -58,6 +59,7 @@ def test_an_identical_resend_is_varied_and_counted() -> None:
 
 
 def test_stop_ends_the_stage_and_says_why() -> None:
+    """resend-never-identical: with resend="stop" it is not sent at all."""
     seen: list[Request] = []
     positive = _positive("stop")(engine=greedy(seen))
     assert positive(Q(text="x")) == A(n=0)  # the fallback

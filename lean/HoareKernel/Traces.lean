@@ -517,7 +517,7 @@ def fatal_engine_error_hooks : Hooks Nat :=
 def fatal_engine_error_run (input : Nat) : Run Nat :=
   run_call fatal_engine_error_engine (fun _ _ => 0) fatal_engine_error_hooks fatal_engine_error_cfg input
 
--- invariants: fatal-engine-error-stops, no-sleep-after-last
+-- invariants: fatal-engine-error-stops, no-sleep-after-last, resend-never-identical
 set_option maxRecDepth 10000 in
 example : summarize (fatal_engine_error_run 1) =
   { ending := 0,
@@ -790,7 +790,7 @@ def type_violation_repaired_hooks : Hooks Nat :=
 def type_violation_repaired_run (input : Nat) : Run Nat :=
   run_call type_violation_repaired_engine (fun _ _ => 0) type_violation_repaired_hooks type_violation_repaired_cfg input
 
--- invariants: post-attempts-bounded, feedback-exact
+-- invariants: post-attempts-bounded, feedback-exact, early-stop-type-violation
 set_option maxRecDepth 10000 in
 example : summarize (type_violation_repaired_run 4) =
   { ending := 0,

@@ -35,9 +35,9 @@ from .errors import (
     IdenticalResend,
     InvalidValue,
     SecretRedacted,
+    StoppedEarly,
     safe_text,
 )
-from .json_text import extract_json, json_candidates
 from .kernel import (
     ContractConfig,
     ContractViolationError,
@@ -59,7 +59,14 @@ from .kernel import (
     run_call,
     run_sync,
 )
-from .models import TypeSpec, format_validation_error, redact, safe_repr, secret_values
+from .models import (
+    TypeSpec,
+    format_validation_error,
+    read_answer,
+    redact,
+    safe_repr,
+    secret_values,
+)
 from .perf_stats import PerfStats
 from .prompts import DEFAULT_FEEDBACK_CHARS, LRUCache, render_messages, system_text
 
@@ -77,8 +84,12 @@ class _Runtime:
     def __init__(self, description: ContractDescription,
                  handler: Callable[[Outcome], object] | None, options: Options,
                  feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
-                 resend: Literal["vary", "stop"] = "vary") -> None:
+                 resend: Literal["vary", "stop"] = "vary", stream: bool = False) -> None:
         self.description = description
+        self.stream = stream
+        self._stop_plan: Any = None  # hoare.early_stop.Plan, built at the first stream
+        self._stop_planned = False
+        self._complete_answers = [0, 0]  # complete streamed answers, their output tokens
         self.config = description.config
         self.handler = handler
         self.options = options
@@ -126,7 +137,28 @@ class _Runtime:
     def check_output(self, raw: object, used: object) -> object:
         if not isinstance(raw, Response):
             raise InvalidValue(f"the engine returned {type(raw).__name__}, not a Response")
+        if raw.stopped_early is not None:
+            raise StoppedEarly(f"the answer was stopped early: {raw.stopped_early}")
         return _validate_answer(self.description.output, raw)
+
+    def stop_plan(self) -> Any:
+        """What early stopping checks for this contract (None: it cannot be sound)."""
+        if not self._stop_planned:
+            from .early_stop import plan_for
+
+            self._stop_plan, self._stop_planned = plan_for(self.description), True
+        return self._stop_plan
+
+    def tokens_saved(self, response: Response, request: Request) -> int:
+        """An estimate of the output tokens a stopped stream did not read: the mean of
+        this contract's complete streamed answers (else ``max_tokens``) minus those read."""
+        with self._decoding_lock:
+            count, tokens = self._complete_answers
+            if response.stopped_early is None:
+                self._complete_answers = [count + 1, tokens + response.usage.output_tokens]
+                return 0
+        typical = tokens / count if count else request.options.max_tokens
+        return max(0, round((typical or 0) - response.usage.output_tokens))
 
     def check_result(self, value: object) -> None:
         spec = self.description.output
@@ -243,27 +275,14 @@ class _Runtime:
 
 
 def _validate_answer(spec: TypeSpec, response: Response) -> object:
-    """Parse an engine answer: the first JSON value in it (whole, fenced or in prose) that
-    validates; if none does, the error is about the one ``extract_json`` picks."""
+    """Parse an engine answer (``read_answer``): the first JSON value in it that
+    validates; ``finish_reason=length`` is said when the answer was cut off."""
     text = response.text
     if not isinstance(text, str):
         raise InvalidValue(f"the answer was {type(text).__name__}, not text: reply with a "
                            "JSON value")
-    if not text.strip():
-        raise InvalidValue("the answer was empty: reply with a JSON value")
-    for candidate in json_candidates(text):
-        try:
-            return spec.validate_json(candidate)
-        except ValidationError:
-            continue
-    try:
-        return spec.validate_json(extract_json(text))
-    except ValidationError as error:
-        problem = format_validation_error(error)
-        reason = response.finish_reasons[0] if response.finish_reasons else None
-        if reason == "length":
-            problem = f"the answer was cut off (finish_reason=length): {problem}"
-        raise InvalidValue(f"the answer is not a valid {spec.name}: {problem}") from None
+    return read_answer(spec, text, response.finish_reasons[0] if response.finish_reasons
+                       else None)
 
 
 def _predicate(source: PredicateSource, instance: object) -> Predicate:
@@ -461,10 +480,32 @@ class _Call:
             return messages
 
         schema = target.schema if repair else runtime.decoding_schema()
+        watch = None
+        if runtime.stream and not repair:
+            plan = runtime.stop_plan()
+            if plan is not None:
+                from .early_stop import EarlyStop
+
+                watch = EarlyStop(plan, self._early_check(effect.input))
         return Request(render=render, schema=schema, schema_name=target.name,
                        options=instance._hoare_options(), task=task, input=effect.input,
                        feedback=tuple(v.message for v in feedback),
-                       attempt=effect.attempt, contract=description.name)
+                       attempt=effect.attempt, contract=description.name, watch=watch)
+
+    def _early_check(self, used: object) -> Callable[[PredicateSource, object], bool]:
+        """A post-condition called on a streamed answer's complete fields, as the kernel
+        calls it (spec §3.2: it fails by raising or returning a falsy non-None value)."""
+        instance = self.instance
+
+        def passes(source: PredicateSource, partial: object) -> bool:
+            check = _predicate(source, instance)
+            try:
+                verdict = check.check(partial, used) if check.uses_context \
+                    else check.check(partial)
+            except Exception:
+                return False
+            return verdict is None or bool(verdict)
+        return passes
 
     def repeated(self, effect: Generate) -> bool:
         """Would this request repeat one this call already sent, byte for byte? Within a
@@ -532,9 +573,7 @@ class _Call:
             _telemetry.finish_engine(span, response, None)
         if self.runtime.description.verbose:
             _log_answer(self.runtime, response, request)
-        if varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
-            return Reply(response, {**_usage(response), "varied_resends": 1})
-        return Reply(response, _usage(response))
+        return self._reply(response, request, varied)
 
     async def aperform(self, effect: Effect) -> object:
         if isinstance(effect, Sleep):
@@ -559,9 +598,20 @@ class _Call:
             _telemetry.finish_engine(span, response, None)
         if self.runtime.description.verbose:
             _log_answer(self.runtime, response, request)
+        return self._reply(response, request, varied)
+
+
+    def _reply(self, response: Response, request: Request, varied: bool) -> Reply:
+        usage = _usage(response)
+        extra: dict[str, int] = {}
         if varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
-            return Reply(response, {**_usage(response), "varied_resends": 1})
-        return Reply(response, _usage(response))
+            extra["varied_resends"] = 1
+        if request.watch is not None and isinstance(response, Response):
+            saved = self.runtime.tokens_saved(response, request)
+            if response.stopped_early is not None:
+                extra["stopped_early"] = 1
+                extra["output_tokens_saved"] = saved
+        return Reply(response, {**usage, **extra} if extra else usage)
 
 
 _ONE_REQUEST_USAGE = MappingProxyType(ONE_REQUEST.as_dict())
@@ -1077,6 +1127,7 @@ def contract(
     feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
     decoding: Literal["schema", "types", "none"] = "types",
     resend: Literal["vary", "stop"] = "vary",
+    stream: bool = False,
 ) -> Any:
     """Turn a ``Contract`` subclass into a contracted component (spec/pipeline.md).
 
@@ -1095,8 +1146,13 @@ def contract(
     what a remedy attempt does when its request would repeat an earlier one unchanged
     (the model repeated its answer): ``"vary"`` sends it with another seed and a
     temperature of at least 0.7 (counted in ``outcome.usage["varied_resends"]``),
-    ``"stop"`` ends the stage there, with the reason in the outcome.
+    ``"stop"`` ends the stage there, with the reason in the outcome. ``stream=True``
+    streams each answer and stops it as soon as a complete field or a post-condition
+    reading only complete fields fails (``hoare.early_stop``), counted in
+    ``outcome.usage["stopped_early"]`` with an estimate of the output tokens saved.
     """
+    if not isinstance(stream, bool):
+        raise ValueError(f"stream must be True or False, got {stream!r}")
     if resend not in ("vary", "stop"):
         raise ValueError(f"resend must be 'vary' (another seed and temperature) or 'stop', "
                          f"got {resend!r}")
@@ -1136,7 +1192,7 @@ def contract(
                                forward=original, feedback=feedback, decoding=decoding)
         target.__hoare__ = description
         target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options(),
-                                            feedback_chars, resend)
+                                            feedback_chars, resend, stream)
         target.forward = _wrap_forward(target, original)
         if verbose and not logger.hasHandlers():  # verbose asks to see the log: show it
             logger.addHandler(logging.StreamHandler())

@@ -16,7 +16,9 @@ one kind of failure::
     │   │                             ``quick_enforce``; carries the ``Outcome``
     │   └── ResultTypeError           (TypeError) ``forward`` returned the wrong type
     ├── InvalidValue                  (ValueError) a value failed its type check; inside
-    │                                 a call it becomes a ``type`` violation
+    │   │                             a call it becomes a ``type`` violation
+    │   └── StoppedEarly              a streamed answer cancelled once doomed
+    │                                 (``@contract(stream=True)``): a ``type`` violation
     ├── SecretRedacted                replaces a hook's exception whose text quoted a
     │                                 ``SecretStr`` of the call (spec §8.4)
     └── EngineError                   (kernel) one engine call failed
@@ -50,10 +52,22 @@ from .kernel import (
 )
 
 __all__ = [
-    "BudgetError", "ContractCallError", "ContractDefinitionError", "ContractViolationError",
-    "EngineError", "EngineNotConfigured", "FatalEngineError", "HoareError", "IdenticalResend",
+    "BudgetError",
+    "ContractCallError",
+    "ContractDefinitionError",
+    "ContractViolationError",
+    "EngineError",
+    "EngineNotConfigured",
+    "FatalEngineError",
+    "HoareError",
+    "IdenticalResend",
     "InvalidValue",
-    "ResultTypeError", "RetryableEngineError", "SecretRedacted", "UsageError", "safe_text",
+    "ResultTypeError",
+    "RetryableEngineError",
+    "SecretRedacted",
+    "StoppedEarly",
+    "UsageError",
+    "safe_text",
 ]
 
 
@@ -76,6 +90,11 @@ class EngineNotConfigured(UsageError, RuntimeError):
 
 class InvalidValue(HoareError, ValueError):
     """A value failed its type check; the message says what was wrong, field by field."""
+
+
+class StoppedEarly(InvalidValue):
+    """A streamed answer was cancelled as soon as a complete field or a post-condition on
+    complete fields failed (``hoare.early_stop``): the attempt's ``type`` violation."""
 
 
 class SecretRedacted(HoareError):

@@ -28,8 +28,8 @@ from pydantic import (
 
 from .kernel import exception_text
 
-__all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "redact",
-           "safe_repr", "secret_values", "type_spec"]
+__all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "read_answer",
+           "redact", "safe_repr", "secret_values", "type_spec"]
 
 
 class LLMDataModel(BaseModel):
@@ -60,8 +60,7 @@ class TypeSpec:
         """A readable name of the annotation."""
         if not self.wrapped:
             return self.model.__name__
-        return getattr(self.annotation, "__name__", None) or repr(self.annotation).replace(
-            "typing.", "")
+        return _readable(self.annotation)  # list[int], not list
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -249,3 +248,27 @@ def format_validation_error(error: ValidationError) -> str:
             shown = shown[:117] + "..."
         lines.append(f"{location}: {item.get('msg')} (got {shown})")
     return "; ".join(lines) or str(error)
+
+
+def read_answer(spec: TypeSpec, text: str, finish_reason: str | None = None) -> Any:
+    """A model's answer text as a value of ``spec``: the first JSON value in it (whole,
+    fenced or in prose, ``json_text``) that validates; if none does, ``InvalidValue``
+    about the one ``extract_json`` picks (with the ``finish_reason=length`` hint)."""
+    from .errors import InvalidValue
+    from .json_text import extract_json, json_candidates
+
+    if not text.strip():
+        raise InvalidValue(f"the answer was empty: reply with a JSON value of type "
+                           f"{spec.name}")
+    for candidate in json_candidates(text):
+        try:
+            return spec.validate_json(candidate)
+        except ValidationError:
+            continue
+    try:
+        return spec.validate_json(extract_json(text))
+    except ValidationError as error:
+        problem = format_validation_error(error)
+        if finish_reason == "length":
+            problem = f"the answer was cut off (finish_reason=length): {problem}"
+        raise InvalidValue(f"the answer is not a valid {spec.name}: {problem}") from None

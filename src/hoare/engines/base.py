@@ -68,6 +68,10 @@ class Options:
     seed: int | None = None
     timeout: float | None = None
     extra_body: Mapping[str, Any] | None = None
+    logprobs: bool | None = None
+    """Ask for the log-probability of each answer token (``Response.logprobs``)."""
+    top_logprobs: int | None = None
+    """With ``logprobs``: also the most likely alternatives at each position (≤ 20)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Only the options that were set (stable, for cache keys)."""
@@ -76,19 +80,35 @@ class Options:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """What one or more engine calls cost."""
+    """What one or more engine calls cost. ``cached_input_tokens``: the input tokens the
+    provider served from its prompt cache (counted in ``input_tokens`` too)."""
 
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.requests + other.requests, self.input_tokens + other.input_tokens,
-                     self.output_tokens + other.output_tokens)
+                     self.output_tokens + other.output_tokens,
+                     self.cached_input_tokens + other.cached_input_tokens)
 
     def as_dict(self) -> dict[str, int]:
-        return {"requests": self.requests, "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens}
+        out = {"requests": self.requests, "input_tokens": self.input_tokens,
+               "output_tokens": self.output_tokens}
+        if self.cached_input_tokens:
+            out["cached_input_tokens"] = self.cached_input_tokens
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One answer token's log-probability, and the alternatives the server reported at
+    that position (``top``: ``(token, logprob)``, most likely first)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
 
 
 class Request:
@@ -103,7 +123,7 @@ class Request:
     """
 
     __slots__ = ("_messages", "_render", "attempt", "contract", "feedback", "input", "options",
-                 "schema", "schema_name", "task", "tools")
+                 "schema", "schema_name", "task", "tools", "watch")
 
     def __init__(
         self,
@@ -119,6 +139,7 @@ class Request:
         attempt: int = 1,
         contract: str = "",
         tools: tuple[Mapping[str, Any], ...] = (),
+        watch: Callable[[str], str | None] | None = None,
     ) -> None:
         if (messages is None) == (render is None):
             raise ValueError("Request needs exactly one of messages= or render=")
@@ -133,6 +154,10 @@ class Request:
         self.attempt = attempt
         self.contract = contract
         self.tools = tools  # OpenAI tool specs (``{"type": "function", "function": ...}``)
+        # streaming: called with the answer text so far as it arrives; a returned reason
+        # cancels the stream (``Response.stopped_early``). An engine that cannot stream
+        # ignores it (the full answer is checked as usual).
+        self.watch = watch
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -177,6 +202,12 @@ class Response:
     it (``"openai_strict"``, ``"llama_cpp"``), or None: no guarantee. A post-condition
     that schema enforces (``hoare schema``) failing on this answer is the provider's
     fault, not the model's."""
+    stopped_early: str | None = None
+    """Why a streamed answer was cancelled before its end (``Request.watch``): its text is
+    the part read, its ``usage.output_tokens`` the chunks read."""
+    logprobs: tuple[tuple[TokenLogprob, ...] | None, ...] = ()
+    """Per completion (as ``texts``), its tokens' log-probabilities when the request
+    asked for them (``Options.logprobs``); None where the server gave none."""
 
     @property
     def text(self) -> str:
@@ -198,7 +229,7 @@ class Engine(Protocol):
 # ``FatalEngineError``; budget refusals ``BudgetError`` (see ``hoare.errors``).
 __all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "Engine", "EngineAnswerError",
            "EngineError", "FatalEngineError", "Message", "Options", "Request", "Response",
-           "RetryableEngineError", "ToolCall", "Usage", "innermost"]
+           "RetryableEngineError", "TokenLogprob", "ToolCall", "Usage", "innermost"]
 
 
 def innermost(engine: object) -> object:
@@ -214,6 +245,10 @@ def innermost(engine: object) -> object:
 
 class BudgetExceeded(BudgetError):
     """A request would exceed the call's budget; it was not sent."""
+
+    unsent: bool = False
+    """Set when the refusal came before the request was sent (not a transport retry's
+    resend): a budget meter around the refusing one then withdraws its reservation."""
 
 
 class CacheMiss(FatalEngineError):

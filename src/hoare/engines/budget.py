@@ -55,19 +55,29 @@ class MissingPrice(BudgetError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """Dollars (or any currency) per million input and output tokens."""
+    """Dollars (or any currency) per million input and output tokens; input tokens the
+    provider served from its prompt cache cost ``cached_input_per_million`` (None: the
+    input price)."""
 
     input_per_million: float
     output_per_million: float
+    cached_input_per_million: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("input_per_million", "output_per_million"):
+        for name in ("input_per_million", "output_per_million", "cached_input_per_million"):
             value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
+            if value is None and name == "cached_input_per_million":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value) and value >= 0):
                 raise ValueError(f"Price({name}={value!r}): must be a finite number ≥ 0")
 
     def cost(self, usage: Usage) -> float:
-        return (usage.input_tokens * self.input_per_million
+        cached = min(getattr(usage, "cached_input_tokens", 0), usage.input_tokens)
+        cached_price = self.input_per_million if self.cached_input_per_million is None \
+            else self.cached_input_per_million
+        return ((usage.input_tokens - cached) * self.input_per_million
+                + cached * cached_price
                 + usage.output_tokens * self.output_per_million) / 1_000_000
 
 
@@ -204,7 +214,9 @@ class Spend:
             elif used + held + need > cap and self._in_flight > 0:
                 wait = True
         if refusals:
-            raise self._refusal(model, refusals)
+            refusal = self._refusal(model, refusals)
+            refusal.unsent = True  # refused before sending: outer meters withdraw theirs
+            raise refusal
         if wait:
             return None
         held_needs = (needs[0] if caps[0] is not None else 0.0,
@@ -269,6 +281,14 @@ class Spend:
     def release(self, reservation: Reservation) -> None:
         """Give back what a failed call held (its request stays counted: it was sent)."""
         with self._lock:
+            self._unhold(reservation)
+
+    def withdraw(self, reservation: Reservation) -> None:
+        """Cancel a reservation whose request was never sent (an inner meter refused
+        it): give back what it held and its request."""
+        with self._lock:
+            if not reservation.settled:
+                self._requests -= 1
             self._unhold(reservation)
 
     def charge_retry(self, model: str | None) -> None:
@@ -360,6 +380,12 @@ class BudgetedEngine:
         try:
             with _metering(self.spend, model):
                 response = self.inner.complete(request)
+        except BudgetExceeded as refused:
+            if getattr(refused, "unsent", False):  # an inner meter refused: nothing sent
+                self.spend.withdraw(reservation)
+            else:
+                self.spend.release(reservation)
+            raise
         except BaseException:
             self.spend.release(reservation)
             raise
@@ -372,6 +398,12 @@ class BudgetedEngine:
         try:
             with _metering(self.spend, model):
                 response = await self.inner.acomplete(request)
+        except BudgetExceeded as refused:
+            if getattr(refused, "unsent", False):  # an inner meter refused: nothing sent
+                self.spend.withdraw(reservation)
+            else:
+                self.spend.release(reservation)
+            raise
         except BaseException:
             self.spend.release(reservation)
             raise

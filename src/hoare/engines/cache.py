@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import FatalEngineError
-from .base import CacheMiss, Engine, Request, Response, ToolCall, Usage
+from .base import CacheMiss, Engine, Request, Response, TokenLogprob, ToolCall, Usage
 
 try:
     import fcntl
@@ -105,6 +105,10 @@ def _entry(key: dict[str, Any], index: int, response: Response) -> dict[str, Any
             "model": response.model,
             **({"tool_calls": [c.as_dict() for c in response.tool_calls]}
                if response.tool_calls else {}),
+            **({"logprobs": [None if lp is None else
+                             [[t.token, t.logprob, [list(a) for a in t.top]] for t in lp]
+                             for lp in response.logprobs]}
+               if response.logprobs else {}),
         },
     }
 
@@ -116,12 +120,18 @@ def _response(entry: dict[str, Any]) -> Response:
         texts=tuple(data["texts"]),
         finish_reasons=tuple(data.get("finish_reasons") or ()),
         usage=Usage(int(usage.get("requests", 1)), int(usage.get("input_tokens", 0)),
-                    int(usage.get("output_tokens", 0))),
+                    int(usage.get("output_tokens", 0)),
+                    int(usage.get("cached_input_tokens", 0))),
         model=str(data.get("model", "")),
         cached=True,
         tool_calls=tuple(ToolCall(str(c.get("id", "")), str(c["function"]["name"]),
                                   str(c["function"].get("arguments", "")))
                          for c in data.get("tool_calls") or ()),
+        logprobs=tuple(None if lp is None else
+                       tuple(TokenLogprob(str(t), float(v), tuple((str(a), float(b))
+                                                                   for a, b in top))
+                             for t, v, top in lp)
+                       for lp in data.get("logprobs") or ()),
     )
 
 

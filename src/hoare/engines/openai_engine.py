@@ -54,7 +54,7 @@ import httpx2 as httpx
 import openai
 
 from ..errors import FatalEngineError, RetryableEngineError
-from .base import Options, Request, Response, ToolCall, Usage
+from .base import Options, Request, Response, TokenLogprob, ToolCall, Usage
 from .deadline import AsyncDeadlineTransport, DeadlineTransport, call_within
 from .redaction import Redactor, split_credentials
 from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
@@ -227,6 +227,9 @@ def _merge(default: Options, given: Options) -> Options:
         seed=given.seed if given.seed is not None else default.seed,
         timeout=given.timeout if given.timeout is not None else default.timeout,
         extra_body={**(default.extra_body or {}), **(given.extra_body or {})} or None,
+        logprobs=given.logprobs if given.logprobs is not None else default.logprobs,
+        top_logprobs=(given.top_logprobs if given.top_logprobs is not None
+                      else default.top_logprobs),
     )
 
 
@@ -443,6 +446,10 @@ class OpenAIEngine:
             params["n"] = options.n
         if options.seed is not None:
             params["seed"] = options.seed
+        if options.logprobs:
+            params["logprobs"] = True
+            if options.top_logprobs is not None:
+                params["top_logprobs"] = options.top_logprobs
         params["timeout"] = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
         if options.extra_body:
             params["extra_body"] = dict(options.extra_body)
@@ -503,6 +510,8 @@ class OpenAIEngine:
         for _ in range(5):  # at most: three format step-downs and one token-parameter switch
             fmt = self._format
             params = self.params(request, fmt)
+            if _streams(request, params):
+                params = _streaming(params)
             client = self.client
             try:
                 completion = self.transport.call(
@@ -513,6 +522,8 @@ class OpenAIEngine:
                 if self._adapt(error, fmt):
                     continue
                 raise
+            if params.get("stream"):
+                return self._read_stream(completion, params, request)
             return self._response(completion, params)
         raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
 
@@ -520,6 +531,8 @@ class OpenAIEngine:
         for _ in range(5):
             fmt = self._format
             params = self.params(request, fmt)
+            if _streams(request, params):
+                params = _streaming(params)
             client = await self._aclient()
             send = functools.partial(_bounded, client.chat.completions.create,
                                      float(params["timeout"]) + _WATCHDOG_GRACE, params)
@@ -530,8 +543,43 @@ class OpenAIEngine:
                 if self._adapt(error, fmt):
                     continue
                 raise
+            if params.get("stream"):
+                return await self._aread_stream(completion, params, request)
             return self._response(completion, params)
         raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
+
+    # -- streams: read as they arrive, cancelled when ``request.watch`` says so --------------
+    def _read_stream(self, stream: Any, params: Mapping[str, Any],
+                     request: Request) -> Response:
+        reading = _StreamReading(request)
+        try:
+            for chunk in stream:
+                if reading.add(chunk):
+                    break
+        except Exception as error:
+            raise RetryableEngineError(f"{self._where(params)}: the stream broke after "
+                                       f"{reading.chunks} chunk(s): "
+                                       f"{type(error).__name__}: {self._redact(_text(error))[:300]}"
+                                       ) from error
+        finally:
+            stream.close()  # an early stop closes the connection: no more tokens are read
+        return reading.response(params)
+
+    async def _aread_stream(self, stream: Any, params: Mapping[str, Any],
+                            request: Request) -> Response:
+        reading = _StreamReading(request)
+        try:
+            async for chunk in stream:
+                if reading.add(chunk):
+                    break
+        except Exception as error:
+            raise RetryableEngineError(f"{self._where(params)}: the stream broke after "
+                                       f"{reading.chunks} chunk(s): "
+                                       f"{type(error).__name__}: {self._redact(_text(error))[:300]}"
+                                       ) from error
+        finally:
+            await stream.close()
+        return reading.response(params)
 
     def _response(self, completion: Any, params: Mapping[str, Any]) -> Response:
         choices = sorted(completion.choices or (), key=lambda c: c.index or 0)
@@ -553,11 +601,98 @@ class OpenAIEngine:
             finish_reasons=reasons,
             usage=Usage(requests=1,
                         input_tokens=(usage.prompt_tokens or 0) if usage else 0,
-                        output_tokens=(usage.completion_tokens or 0) if usage else 0),
+                        output_tokens=(usage.completion_tokens or 0) if usage else 0,
+                        cached_input_tokens=_cached_tokens(usage)),
+            logprobs=(tuple(_logprobs(c) for c in choices) if params.get("logprobs")
+                      else ()),
             model=completion.model or str(params["model"]),
             tool_calls=calls,
             decoding=_dialect(params.get("response_format")),
         )
+
+
+def _streams(request: Request, params: Mapping[str, Any]) -> bool:
+    """Stream when the request watches its answer, for one completion without tools."""
+    return request.watch is not None and "n" not in params and "tools" not in params
+
+
+def _streaming(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {**params, "stream": True, "stream_options": {"include_usage": True}}
+
+
+class _StreamReading:
+    """The answer of one stream so far, and the watch's verdict."""
+
+    def __init__(self, request: Request) -> None:
+        self.watch = request.watch
+        self.parts: list[str] = []
+        self.chunks = 0
+        self.finish: str | None = None
+        self.usage: Any = None
+        self.model = ""
+        self.stopped: str | None = None
+        self.bound = sum(8 + len(m.content.encode("utf-8", "surrogatepass"))
+                         for m in request.messages)
+
+    def add(self, chunk: Any) -> bool:
+        """Take one chunk; True: stop reading (the watch gave a reason)."""
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        self.model = getattr(chunk, "model", None) or self.model
+        grew = False
+        for choice in getattr(chunk, "choices", None) or ():
+            if (choice.index or 0) != 0:
+                continue
+            piece = getattr(choice.delta, "content", None) if choice.delta else None
+            if piece:
+                self.parts.append(piece)
+                self.chunks += 1
+                grew = True
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+        if grew and self.watch is not None and self.finish is None:
+            reason = self.watch("".join(self.parts))
+            if reason:
+                self.stopped = reason
+                return True
+        return False
+
+    def response(self, params: Mapping[str, Any]) -> Response:
+        usage = self.usage
+        if usage is not None and self.stopped is None:
+            spent = Usage(1, usage.prompt_tokens or 0, usage.completion_tokens or 0,
+                          _cached_tokens(usage))
+        else:  # cancelled: the server never sent its usage. Output: the chunks read (one
+            # token each); input: an upper bound (a token is at least one UTF-8 byte)
+            spent = Usage(1, self.bound, self.chunks)
+        return Response(texts=("".join(self.parts),),
+                        finish_reasons=("stopped_early" if self.stopped else self.finish,),
+                        usage=spent, model=self.model or str(params["model"]),
+                        decoding=_dialect(params.get("response_format")),
+                        stopped_early=self.stopped)
+
+
+def _cached_tokens(usage: Any) -> int:
+    """``usage.prompt_tokens_details.cached_tokens`` where the server reports it."""
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return cached if isinstance(cached, int) and cached > 0 else 0
+
+
+def _logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
+    """A choice's ``logprobs.content`` (None when the server sent none)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    tokens = []
+    for item in content:
+        try:
+            top = tuple((str(alt.token), float(alt.logprob))
+                        for alt in (getattr(item, "top_logprobs", None) or ()))
+            tokens.append(TokenLogprob(str(item.token), float(item.logprob), top))
+        except (AttributeError, TypeError, ValueError):
+            return None  # a malformed entry: no logprobs rather than wrong ones
+    return tuple(tokens)
 
 
 def _dialect(payload: object) -> str | None:

@@ -1,0 +1,102 @@
+"""Delphyne's query layer on hoare's kernel: typed queries, parsers, few-shot prompting,
+n completions, iterative repair, classification with logprobs, models and budgets.
+
+    from dataclasses import dataclass
+    from hoare.queries import Query, few_shot, classify, DummyModel
+"""
+
+from .classify import Classification, NoLogprobs, classify, distribution_of
+from .demonstrations import (
+    SCHEMA_PATH,
+    DemonstrationError,
+    DummyModel,
+    Example,
+    FailingModel,
+    NoDemonstration,
+    load_demonstrations,
+    most_similar,
+    take,
+    with_tags,
+)
+from .parsers import (
+    Answer,
+    FinalAnswer,
+    GenericParser,
+    ParseError,
+    Parser,
+    Response,
+    ToolRequests,
+    WrappedParseError,
+    final_tool_call_as,
+    get_text,
+    json_as,
+    last_code_block,
+    response_with,
+    structured,
+    structured_as,
+    trim,
+    yaml_as,
+)
+from .policies import RequestsSpent, Solution, afew_shot, few_shot, outcome_of
+from .pricing import (
+    KNOWN_PRICING,
+    ModelPricing,
+    QueryBudget,
+    StandardModel,
+    budget_entry,
+    budget_from_limits,
+    pricing_for,
+    standard_model,
+)
+from .query import Mode, Query
+from .templates import add_template_folder
+
+__all__ = [
+    "KNOWN_PRICING",
+    "SCHEMA_PATH",
+    "Answer",
+    "Classification",
+    "DemonstrationError",
+    "DummyModel",
+    "Example",
+    "FailingModel",
+    "FinalAnswer",
+    "GenericParser",
+    "Mode",
+    "ModelPricing",
+    "NoDemonstration",
+    "NoLogprobs",
+    "ParseError",
+    "Parser",
+    "Query",
+    "QueryBudget",
+    "RequestsSpent",
+    "Response",
+    "Solution",
+    "StandardModel",
+    "ToolRequests",
+    "WrappedParseError",
+    "add_template_folder",
+    "afew_shot",
+    "budget_entry",
+    "budget_from_limits",
+    "classify",
+    "distribution_of",
+    "few_shot",
+    "final_tool_call_as",
+    "get_text",
+    "json_as",
+    "last_code_block",
+    "load_demonstrations",
+    "most_similar",
+    "outcome_of",
+    "pricing_for",
+    "response_with",
+    "standard_model",
+    "structured",
+    "structured_as",
+    "take",
+    "trim",
+    "with_tags",
+    "yaml_as",
+]

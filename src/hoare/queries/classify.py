@@ -1,0 +1,171 @@
+"""``classify``: an answer from a finite set, with a probability for every element.
+
+The request asks for the log-probabilities of the first answer token and its
+``top_logprobs`` alternatives. Each alternative token is matched against the
+written form of every possible answer (``answer_text``: a string as itself, an
+enum by its value, a bool as true/false; quotes and surrounding spaces aside,
+case-insensitively): a token that starts exactly one answer gives that answer its
+probability; a token shared by several answers is split between them equally;
+other tokens are dropped. The masses are renormalised over the finite set, then
+``temperature`` rescales them (``p ∝ p₀^(1/T)``; 0 keeps only the most likely) and
+``bias=(e, p)`` mixes in a point mass: ``(1-p)·D + p·δₑ``.
+
+The answer itself still goes through the kernel like any query's: parsed into the
+finite set (a token that is no answer is a parse error fed back to the model),
+checked by the post-conditions, remedied within ``tries``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from ..engines.base import Options, Request, Response, TokenLogprob
+from ..errors import UsageError
+from .demonstrations import Selector
+from .parsers import Answer, ParseError, Parser
+from .policies import _one_call, _Session, _settings
+from .query import Query, answer_text
+
+__all__ = ["Classification", "NoLogprobs", "classify", "distribution_of"]
+
+T = TypeVar("T")
+
+
+class NoLogprobs(UsageError, RuntimeError):
+    """The server returned no log-probabilities although they were asked for."""
+
+
+@dataclass(frozen=True)
+class Classification(Generic[T]):
+    """``value``: the accepted answer; ``distribution``: a probability for every
+    element of the finite answer set (summing to 1)."""
+
+    value: T
+    distribution: dict[T, float]
+
+
+def _normal(text: str) -> str:
+    return text.strip().strip("\"'`").strip().casefold()
+
+
+def finite_parser(values: Sequence[Any]) -> Parser[Any]:
+    """Read an answer as one element of ``values`` by its written form."""
+    table = {_normal(answer_text(v)): v for v in values}
+
+    def parse(answer: Answer) -> Any:
+        key = _normal(answer.text)
+        if key in table:
+            return table[key]
+        shown = ", ".join(answer_text(v) for v in values)
+        raise ParseError(f"answer with exactly one of: {shown} (got {answer.text[:80]!r})")
+    return Parser(parse, description="finite_answer")
+
+
+def distribution_of(values: Sequence[T], tokens: Sequence[tuple[str, float]],
+                    temperature: float = 1.0, bias: tuple[T, float] | None = None
+                    ) -> dict[T, float]:
+    """The distribution over ``values`` from first-token alternatives ``(token,
+    logprob)`` (see the module docstring). Empty when no token matches an answer."""
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise UsageError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    texts = [_normal(answer_text(v)) for v in values]
+    mass = [0.0] * len(values)
+    seen: set[str] = set()
+    for token, logprob in tokens:
+        key = _normal(token)
+        if not key or key in seen or not math.isfinite(logprob):
+            continue  # a token repeated with other spacing counts once
+        seen.add(key)
+        matches = [i for i, text in enumerate(texts) if text.startswith(key)]
+        for i in matches:
+            mass[i] += math.exp(logprob) / len(matches)
+    total = sum(mass)
+    if total <= 0:
+        return {}
+    if temperature == 0:
+        top = max(mass)
+        winners = [i for i, m in enumerate(mass) if m == top]
+        probs = [1.0 / len(winners) if i in winners else 0.0 for i in range(len(values))]
+    else:
+        logs = [math.log(m / total) / temperature if m > 0 else -math.inf for m in mass]
+        peak = max(logs)
+        weights = [math.exp(x - peak) if x != -math.inf else 0.0 for x in logs]
+        norm = sum(weights)
+        probs = [w / norm for w in weights]
+    if bias is not None:
+        element, p = bias
+        if not (0.0 <= p <= 1.0):
+            raise UsageError(f"bias=(e, p) needs 0 <= p <= 1, got {p!r}")
+        if element not in values:
+            raise UsageError(f"bias element {element!r} is not in the answer set")
+        probs = [(1 - p) * q + (p if values[i] == element else 0.0)
+                 for i, q in enumerate(probs)]
+    return {values[i]: probs[i] for i in range(len(values))}
+
+
+def _first_token(response: Response) -> Sequence[tuple[str, float]]:
+    entries = getattr(response, "logprobs", ())
+    first = entries[0] if entries else None
+    if not first:
+        raise NoLogprobs(
+            "the server returned no logprobs for the answer: classify needs a server that "
+            "supports logprobs/top_logprobs (OpenAI, vLLM, llama.cpp's server do; use "
+            "few_shot or run for a plain answer)")
+    token: TokenLogprob = first[0]
+    return [(token.token, token.logprob), *token.top]
+
+
+def classify(query: Query[T], engine: Any, *, top_logprobs: int = 20,
+             temperature: float = 1.0, bias: tuple[T, float] | None = None,
+             params: Mapping[str, Any] | None = None, examples: Any = None,
+             select_examples: Sequence[Selector] = (), mode: str | None = None,
+             tries: int = 3, budget: Any = None) -> Classification[T]:
+    """Ask ``query`` (whose answer type is a ``Literal``, an ``Enum`` or ``bool``) and
+    read the distribution over its answers from the first token's log-probabilities.
+    Raises ``ContractViolationError`` when no accepted answer comes back (or the
+    query's ``fallback`` value, with a distribution on it alone)."""
+    values = query.finite_answer_set()
+    if values is None:
+        raise UsageError(f"classify needs a finite answer set: {type(query).__name__}'s "
+                         f"answer type {query.answer_type()!r} is not a Literal, an Enum or "
+                         f"bool")
+    if not isinstance(top_logprobs, int) or not 1 <= top_logprobs <= 20:
+        raise UsageError(f"top_logprobs must be an integer from 1 to 20 (OpenAI's limit), "
+                         f"got {top_logprobs!r}")
+    session = _Session(query, engine, budget, _settings(
+        query, params=params, examples=examples, select_examples=select_examples, mode=mode,
+        tries=tries), for_run=True)
+    session.parser = finite_parser(values)
+    session.schema = None
+    session.hint = "Answer with exactly one of: " + ", ".join(answer_text(v) for v in values)
+    session.prepare()  # again: the format changed
+    responses: list[Response] = []
+    send = session.next_step
+
+    def next_step(effect: Any) -> Any:
+        step = send(effect)
+        if isinstance(step, Request):
+            step = Request(messages=step.messages, schema=None, options=Options(
+                temperature=0.0, max_tokens=8, logprobs=True, top_logprobs=top_logprobs),
+                input=step.input, feedback=step.feedback, attempt=step.attempt,
+                contract=step.contract)
+        return step
+    session.next_step = next_step  # type: ignore[method-assign]
+    received = session.received
+
+    def keep(response: object) -> Any:
+        reply = received(response)
+        responses.append(response)  # type: ignore[arg-type]
+        return reply
+    session.received = keep  # type: ignore[method-assign]
+    outcome, value = _one_call(session)
+    if not outcome.success:  # the fallback's value: all its mass
+        return Classification(value, {v: (1.0 if v == value else 0.0) for v in values})
+    accepted = responses[-1]
+    distribution = distribution_of(values, _first_token(accepted), temperature, bias)
+    if not distribution:  # no alternative token names an answer: the accepted one alone
+        distribution = {v: (1.0 if v == value else 0.0) for v in values}
+    return Classification(value, distribution)  # type: ignore[arg-type]

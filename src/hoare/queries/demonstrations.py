@@ -1,0 +1,264 @@
+"""Demonstrations: query + answer pairs, for few-shot prompts and for ``DummyModel``.
+
+A demonstration file is YAML (a list of entries) or JSONL (one entry per line);
+its JSON schema is ``demonstrations.schema.json`` beside this module. An entry::
+
+    query: MakeSum              # the query class's name
+    args: {allowed: [1, 2, 3], target: 5}   # its fields
+    answer: [2, 3]              # the answer as a value (written as JSON to the model)
+    # or answer_text: "..."     # the answer exactly as the model should write it
+    mode: null                  # the answer mode it illustrates (optional)
+    tags: [easy]                # for selection (optional)
+
+Selectors narrow the examples of a few-shot prompt, applied in order:
+``with_tags("easy")``, ``most_similar(3)`` (word overlap between the example's
+fields and the query's, Jaccard), ``take(2)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..engines.base import Request, Response, Usage
+from ..errors import FatalEngineError, UsageError
+from ..models import format_validation_error
+from .extras import require
+from .parsers import dump_answer
+from .templates import fields_of, yaml_text
+
+__all__ = [
+    "SCHEMA_PATH",
+    "DemonstrationError",
+    "DummyModel",
+    "Example",
+    "FailingModel",
+    "NoDemonstration",
+    "Selector",
+    "load_demonstrations",
+    "most_similar",
+    "take",
+    "with_tags",
+]
+
+SCHEMA_PATH = Path(__file__).with_name("demonstrations.schema.json")
+_KEYS = {"query", "args", "answer", "answer_text", "mode", "tags"}
+
+
+class DemonstrationError(UsageError, ValueError):
+    """A demonstration file or entry is malformed (the message says where and what)."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One demonstration: the query (class name and fields) and its answer."""
+
+    query: str
+    args: dict[str, Any]
+    answer: Any = None
+    answer_text: str | None = None
+    mode: str | None = None
+    tags: tuple[str, ...] = ()
+    where: str = field(default="", compare=False)
+
+    def text(self) -> str:
+        """The answer as the model should write it."""
+        if self.answer_text is not None:
+            return self.answer_text
+        return dump_answer(self.answer)
+
+    def instance_of(self, cls: type) -> Any:
+        """The query instance this example is about (its fields validated by pydantic)."""
+        try:
+            return TypeAdapter(cls).validate_python(self.args)
+        except ValidationError as error:
+            raise DemonstrationError(f"{self.where}: args do not make a {cls.__name__}: "
+                                     f"{format_validation_error(error)}") from None
+
+
+def _entry(data: object, where: str) -> Example:
+    if not isinstance(data, dict):
+        raise DemonstrationError(f"{where}: an entry must be a mapping with 'query', 'args' "
+                                 f"and 'answer' (or 'answer_text'), got {type(data).__name__}")
+    unknown = set(data) - _KEYS
+    if unknown:
+        raise DemonstrationError(f"{where}: unknown key(s) {sorted(unknown)}; the keys are "
+                                 f"{sorted(_KEYS)}")
+    if not isinstance(data.get("query"), str) or not data["query"]:
+        raise DemonstrationError(f"{where}: 'query' must be the query class's name")
+    args = data.get("args", {})
+    if not isinstance(args, dict):
+        raise DemonstrationError(f"{where}: 'args' must be a mapping of the query's fields")
+    if ("answer" in data) == ("answer_text" in data):
+        raise DemonstrationError(f"{where}: give exactly one of 'answer' (a value) and "
+                                 f"'answer_text' (the text as written)")
+    if "answer_text" in data and not isinstance(data["answer_text"], str):
+        raise DemonstrationError(f"{where}: 'answer_text' must be a string")
+    mode = data.get("mode")
+    if mode is not None and not isinstance(mode, str):
+        raise DemonstrationError(f"{where}: 'mode' must be a string or null")
+    tags = data.get("tags", [])
+    if not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise DemonstrationError(f"{where}: 'tags' must be a list of strings")
+    return Example(data["query"], dict(args), data.get("answer"), data.get("answer_text"),
+                   mode, tuple(tags), where)
+
+
+def load_demonstrations(source: str | Path | Iterable[Example | dict[str, Any]]
+                        ) -> list[Example]:
+    """Read a YAML or JSONL file (by its suffix: ``.jsonl`` is JSON lines, anything else
+    YAML), or take a list of entries (``Example`` or mappings)."""
+    if not isinstance(source, (str, Path)):
+        return [e if isinstance(e, Example) else _entry(e, f"demonstration [{i}]")
+                for i, e in enumerate(source)]
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise DemonstrationError(f"cannot read the demonstration file {str(path)!r}: "
+                                 f"{error.strerror or error}") from None
+    if path.suffix == ".jsonl":
+        examples = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DemonstrationError(f"{path}:{number}: not JSON: {error.msg}") from None
+            examples.append(_entry(data, f"{path}:{number}"))
+        return examples
+    yaml = require("yaml", "YAML demonstration files")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise DemonstrationError(f"{path}: not YAML: {error}") from None
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise DemonstrationError(f"{path}: a demonstration file is a list of entries")
+    return [_entry(item, f"{path} entry {i + 1}") for i, item in enumerate(data)]
+
+
+# -- selection --------------------------------------------------------------------------
+
+Selector = Callable[[object, list[Example]], list[Example]]
+
+
+def with_tags(*tags: str) -> Selector:
+    """Keep the examples that have every one of ``tags``."""
+    wanted = set(tags)
+    return lambda query, examples: [e for e in examples if wanted <= set(e.tags)]
+
+
+def take(k: int) -> Selector:
+    """Keep the first ``k`` examples."""
+    if k < 0:
+        raise ValueError(f"take({k}): k must be >= 0")
+    return lambda query, examples: examples[:k]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(data: object) -> set[str]:
+    return set(_WORD.findall(json.dumps(data, sort_keys=True, default=str).lower()))
+
+
+def most_similar(k: int) -> Selector:
+    """The ``k`` examples whose fields share the most words with the query's (Jaccard
+    similarity; ties keep file order)."""
+    if k < 0:
+        raise ValueError(f"most_similar({k}): k must be >= 0")
+
+    def select(query: object, examples: list[Example]) -> list[Example]:
+        mine = _words(fields_of(query))
+
+        def score(example: Example) -> float:
+            theirs = _words(example.args)
+            union = mine | theirs
+            return len(mine & theirs) / len(union) if union else 0.0
+        ranked = sorted(enumerate(examples), key=lambda p: (-score(p[1]), p[0]))
+        return [e for _, e in ranked[:k]]
+    return select
+
+
+def examples_for(query: object, examples: Sequence[Example], mode: str | None,
+                 selectors: Sequence[Selector]) -> list[Example]:
+    """The examples of ``query``'s class and answer mode, then each selector in turn."""
+    name = type(query).__name__
+    chosen = [e for e in examples if e.query == name and e.mode == mode]
+    for selector in selectors:
+        chosen = list(selector(query, chosen))
+    return chosen
+
+
+# -- engines for tests -------------------------------------------------------------------
+
+class NoDemonstration(FatalEngineError):
+    """``DummyModel`` has no demonstration for the query it was asked."""
+
+
+class DummyModel:
+    """An engine answering each query from demonstrations whose ``query`` and ``args``
+    are the query's (its class name and fields): n completions cycle through the
+    matching answers. A query without a demonstration is a ``NoDemonstration`` error."""
+
+    model = "dummy"
+
+    def __init__(self, examples: str | Path | Iterable[Example | dict[str, Any]]) -> None:
+        self.examples = load_demonstrations(examples)
+        self._lock = threading.Lock()
+        self._served: dict[tuple[str, str], int] = {}
+
+    def _answers(self, request: Request) -> list[str]:
+        query = request.input
+        name = type(query).__name__
+        args = fields_of(query)
+        found = [e.text() for e in self.examples if e.query == name and e.args == args]
+        if not found:
+            raise NoDemonstration(f"DummyModel has no demonstration for {name} with args "
+                                  f"{json.dumps(args, default=str)[:300]}")
+        return found
+
+    def complete(self, request: Request) -> Response:
+        answers = self._answers(request)
+        n = max(1, request.options.n)
+        key = (type(request.input).__name__, yaml_text_or_json(request.input))
+        with self._lock:
+            start = self._served.get(key, 0)
+            self._served[key] = start + n
+        texts = tuple(itertools.islice(itertools.cycle(answers), start, start + n))
+        return Response(texts=texts, finish_reasons=("stop",) * n, usage=Usage(requests=1),
+                        model=self.model)
+
+    async def acomplete(self, request: Request) -> Response:
+        return self.complete(request)
+
+
+def yaml_text_or_json(query: object) -> str:
+    try:
+        return yaml_text(fields_of(query))
+    except ImportError:
+        return json.dumps(fields_of(query), sort_keys=True, default=str)
+
+
+class FailingModel:
+    """An engine that never answers (Delphyne's ``DummyModel``): every request is a
+    ``FatalEngineError``, so a policy's failure paths can be tested."""
+
+    model = "failing"
+
+    def complete(self, request: Request) -> Response:
+        raise FatalEngineError("FailingModel never answers")
+
+    async def acomplete(self, request: Request) -> Response:
+        return self.complete(request)

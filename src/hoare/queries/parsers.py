@@ -1,0 +1,347 @@
+"""Parsers: from an engine's answer (text and tool calls) to a typed value.
+
+A parser either returns a value or raises ``ParseError``. To the kernel a
+``ParseError`` is a type violation of the attempt: its message goes back to the
+model in the corrective prompt and is counted in the statistics, exactly like
+an output that fails its pydantic type in a contract.
+
+Parsers compose (Delphyne's combinators): ``last_code_block.trim.json_as(T)``,
+``get_text.map(int)``, ``structured_as(T).validate(check)``,
+``json_as(T).wrap_errors()``. A *generic* parser (``structured``,
+``last_code_block.yaml``) waits for the query's answer type: ``Query`` applies
+it to ``T``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ..engines.base import ToolCall
+from ..errors import HoareError, InvalidValue
+from ..models import TypeSpec, format_validation_error, read_answer, type_spec
+from .extras import require
+
+__all__ = ["Answer", "FinalAnswer", "GenericParser", "ParseError", "Parser", "Response",
+           "ToolRequests", "WrappedParseError", "final_tool_call_as", "get_text", "json_as",
+           "last_code_block", "response_with", "structured", "structured_as", "trim",
+           "yaml_as"]
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+class ParseError(HoareError, ValueError):
+    """The answer could not be read as the query's answer type. The message says why,
+    in words the model can act on (it is the corrective prompt's content)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One completion as a parser sees it: the text, the tool calls, the answer mode."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    mode: str | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedParseError:
+    """A parse error returned as a value (``Parser.wrap_errors``), for answer types that
+    declare it (``T | WrappedParseError``): the caller decides what to do with it.
+    Post-conditions are not evaluated on it (there is no answer to check)."""
+
+    error: ParseError
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer(Generic[A]):
+    """See ``Response``: the model gave its final answer."""
+
+    final: A
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRequests(Generic[A]):
+    """See ``Response``: the model asked for tool calls (parsed, in order)."""
+
+    tool_calls: tuple[A, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Response(Generic[A, B]):
+    """An answer that may be final or a request for tools: ``answer`` is the raw
+    completion (to extend a conversation), ``parsed`` its reading."""
+
+    answer: Answer
+    parsed: FinalAnswer[A] | ToolRequests[B]
+
+
+class Parser(Generic[A]):
+    """``parse(answer) -> A`` or ``ParseError``. ``structured``: the type whose JSON
+    schema the request asks the provider to decode against (None: free text).
+    ``tools``: tool types offered to the model with the request."""
+
+    __slots__ = ("_parse", "description", "structured", "tools")
+
+    def __init__(self, parse: Callable[[Answer], A], *, description: str = "",
+                 structured: TypeSpec | None = None, tools: tuple[type, ...] = ()) -> None:
+        self._parse = parse
+        self.description = description
+        self.structured = structured
+        self.tools = tools
+
+    def __repr__(self) -> str:
+        return f"Parser({self.description or '?'})"
+
+    def parse(self, answer: Answer | str) -> A:
+        """Read ``answer``; any failure is a ``ParseError`` naming what was wrong."""
+        if isinstance(answer, str):
+            answer = Answer(answer)
+        try:
+            return self._parse(answer)
+        except ParseError:
+            raise
+        except ValidationError as error:
+            raise ParseError(format_validation_error(error)) from None
+        except Exception as error:
+            raise ParseError(f"{self.description or 'the parser'} failed: "
+                             f"{type(error).__name__}: {error}") from error
+
+    def _then(self, step: Callable[[A], B], what: str, *,
+              structured: TypeSpec | None = None) -> Parser[B]:
+        def parse(answer: Answer) -> B:
+            return step(self.parse(answer))
+        return Parser(parse, description=f"{self.description}.{what}",
+                      structured=structured if structured is not None else self.structured,
+                      tools=self.tools)
+
+    def map(self, fn: Callable[[A], B]) -> Parser[B]:
+        """Apply ``fn`` to the parsed value; an exception it raises is a ``ParseError``."""
+        return self._then(fn, f"map({getattr(fn, '__name__', 'fn')})")
+
+    def validate(self, check: Callable[[A], str | ParseError | None]) -> Parser[A]:
+        """Keep the value when ``check`` returns None; a message (or a ``ParseError``)
+        rejects it with that message."""
+        def step(value: A) -> A:
+            verdict = check(value)
+            if verdict is None:
+                return value
+            raise verdict if isinstance(verdict, ParseError) else ParseError(str(verdict))
+        return self._then(step, "validate")
+
+    def wrap_errors(self) -> Parser[A | WrappedParseError]:
+        """Return a ``WrappedParseError`` value instead of failing."""
+        def parse(answer: Answer) -> A | WrappedParseError:
+            try:
+                return self.parse(answer)
+            except ParseError as error:
+                return WrappedParseError(error)
+        return Parser(parse, description=f"{self.description}.wrap_errors",
+                      structured=self.structured, tools=self.tools)
+
+    def response_with(self, tools: Sequence[type]) -> Parser[Response[A, Any]]:
+        """A ``Response``: the tool calls the model made (each parsed as the tool type of
+        that name), else this parser's reading of the text as the final answer."""
+        return response_with(tools, self)
+
+    # -- text steps (for a ``Parser[str]``) ---------------------------------------------
+    @property
+    def trim(self) -> Parser[str]:
+        """Strip surrounding whitespace."""
+        return self._then(lambda text: _text(text).strip(), "trim")
+
+    def json_as(self, annotation: Any) -> Parser[Any]:
+        """Read the text as JSON (fenced or in prose) validated as ``annotation``."""
+        spec = type_spec(annotation)
+        return self._then(lambda text: _from_json(spec, _text(text)),
+                          f"json_as({spec.name})")
+
+    def yaml_as(self, annotation: Any) -> Parser[Any]:
+        """Read the text as YAML validated as ``annotation`` (PyYAML, ``hoare[queries]``)."""
+        spec = type_spec(annotation)
+        return self._then(lambda text: _from_yaml(spec, _text(text)),
+                          f"yaml_as({spec.name})")
+
+    @property
+    def json(self) -> GenericParser:
+        """``json_as`` of the query's answer type."""
+        return GenericParser(self.json_as, f"{self.description}.json")
+
+    @property
+    def yaml(self) -> GenericParser:
+        """``yaml_as`` of the query's answer type."""
+        return GenericParser(self.yaml_as, f"{self.description}.yaml")
+
+
+class GenericParser:
+    """A parser waiting for the answer type: ``for_type(T)`` makes the ``Parser[T]``."""
+
+    __slots__ = ("description", "make")
+
+    def __init__(self, make: Callable[[Any], Parser[Any]], description: str) -> None:
+        self.make = make
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"GenericParser({self.description})"
+
+    def for_type(self, annotation: Any) -> Parser[Any]:
+        return self.make(annotation)
+
+    def wrap_errors(self) -> GenericParser:
+        return GenericParser(lambda t: self.make(t).wrap_errors(),
+                             f"{self.description}.wrap_errors")
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ParseError(f"expected text, the parser before gave {type(value).__name__}")
+    return value
+
+
+def _from_json(spec: TypeSpec, text: str) -> Any:
+    """The first JSON value in ``text`` that validates (as contracts read answers)."""
+    try:
+        return read_answer(spec, text)
+    except InvalidValue as error:
+        raise ParseError(str(error)) from None
+
+
+def _from_yaml(spec: TypeSpec, text: str) -> Any:
+    yaml = require("yaml", "YAML answers")
+    body = _last_block(text, ("yaml", "yml")) or text
+    try:
+        data = yaml.safe_load(body)
+    except yaml.YAMLError as error:
+        raise ParseError(f"the answer is not valid YAML: {error}") from None
+    try:
+        return spec.validate(data)
+    except ValidationError as error:
+        raise ParseError(f"the answer is not a valid {spec.name}: "
+                         f"{format_validation_error(error)}") from None
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def _last_block(text: str, labels: tuple[str, ...] | None = None) -> str | None:
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+    if labels is not None:
+        blocks = [b for b in blocks if b[0] in labels] or [b for b in blocks if not b[0]]
+    return blocks[-1][1] if blocks else None
+
+
+def _code_block(answer: Answer) -> str:
+    block = _last_block(answer.text)
+    if block is None:
+        raise ParseError("the answer has no code block: put the answer between ``` fences")
+    return block
+
+
+get_text: Parser[str] = Parser(lambda answer: answer.text, description="get_text")
+"""The answer's text, as it is."""
+
+trim: Parser[str] = get_text.trim
+"""The answer's text without surrounding whitespace."""
+
+last_code_block: Parser[str] = Parser(_code_block, description="last_code_block")
+"""The content of the answer's last fenced code block."""
+
+
+def structured_as(annotation: Any) -> Parser[Any]:
+    """Provider structured output: the request carries the JSON schema of
+    ``annotation`` and the answer's JSON is validated by pydantic."""
+    spec = type_spec(annotation)
+    return Parser(lambda answer: _from_json(spec, answer.text),
+                  description=f"structured_as({spec.name})", structured=spec)
+
+
+structured = GenericParser(structured_as, "structured")
+"""``structured_as`` of the query's answer type (the default parser)."""
+
+
+def json_as(annotation: Any) -> Parser[Any]:
+    """The answer text read as JSON of type ``annotation`` (no schema is requested)."""
+    return get_text.json_as(annotation)
+
+
+def yaml_as(annotation: Any) -> Parser[Any]:
+    """The answer text (or its last ```yaml block) read as YAML of type ``annotation``."""
+    return get_text.yaml_as(annotation)
+
+
+def _tool_name(tool: type) -> str:
+    return str(getattr(tool, "__tool_name__", None) or tool.__name__)
+
+
+def tool_spec(tool: type) -> dict[str, Any]:
+    """The OpenAI function spec of a tool type (its docstring, its JSON schema)."""
+    schema = type_spec(tool).schema
+    return {"type": "function", "function": {
+        "name": _tool_name(tool), "description": (tool.__doc__ or "").strip(),
+        "parameters": schema}}
+
+
+def _parse_call(call: ToolCall, tools: Sequence[type]) -> Any:
+    by_name = {_tool_name(t): t for t in tools}
+    tool = by_name.get(call.name)
+    if tool is None:
+        raise ParseError(f"the model called an unknown tool {call.name!r}; the tools are "
+                         f"{sorted(by_name)}")
+    try:
+        return TypeAdapter(tool).validate_json(call.arguments or "{}")
+    except ValidationError as error:
+        raise ParseError(f"the arguments of the call to {call.name} are not valid: "
+                         f"{format_validation_error(error)}") from None
+
+
+def final_tool_call_as(annotation: Any) -> Parser[Any]:
+    """The answer is given as a call to a tool named after ``annotation`` (the last
+    such call); its arguments are validated as ``annotation``."""
+    if not (isinstance(annotation, type) and (issubclass(annotation, BaseModel)
+                                              or hasattr(annotation, "__dataclass_fields__"))):
+        raise TypeError(f"final_tool_call_as needs a pydantic model or a dataclass, "
+                        f"got {annotation!r}")
+
+    def parse(answer: Answer) -> Any:
+        calls = [c for c in answer.tool_calls if c.name == _tool_name(annotation)]
+        if not calls:
+            raise ParseError(f"answer by calling the tool {_tool_name(annotation)!r} with "
+                             f"the answer as its arguments")
+        return _parse_call(calls[-1], (annotation,))
+
+    return Parser(parse, description=f"final_tool_call_as({_tool_name(annotation)})",
+                  tools=(annotation,))
+
+
+def response_with(tools: Sequence[type], final: Parser[Any] | None = None
+                  ) -> Parser[Response[Any, Any]]:
+    """``Response[FinalAnswer | ToolRequests]``: the model's tool calls (each validated
+    as the tool type of that name) when it made any, else ``final``'s reading of the
+    text (``get_text`` by default)."""
+    tools = tuple(tools)
+    reader = final or get_text
+
+    def parse(answer: Answer) -> Response[Any, Any]:
+        if answer.tool_calls:
+            calls = tuple(_parse_call(c, tools) for c in answer.tool_calls)
+            return Response(answer, ToolRequests(calls))
+        return Response(answer, FinalAnswer(reader.parse(answer)))
+
+    return Parser(parse, description=f"{reader.description}.response_with",
+                  structured=None, tools=tools)
+
+
+def dump_answer(value: object) -> str:
+    """A value as the JSON text a structured answer would be (for demonstrations)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(TypeAdapter(type(value)).dump_python(value, mode="json"),
+                      ensure_ascii=False)

@@ -1,0 +1,130 @@
+"""Prompt texts of a query: Jinja templates, class attributes, or the defaults.
+
+For each kind of prompt (``system``, ``instance``, ``repair``, ``more``) the first
+that exists wins:
+
+1. a file ``<QueryName>.<kind>.jinja`` next to the query's module, in the folders
+   of the class attribute ``__templates__``, or in a folder added with
+   ``add_template_folder`` (searched in that order);
+2. the class attribute ``__system_prompt__`` / ``__instance_prompt__`` (a Jinja
+   template string);
+3. the default: the docstring (system), the query's fields as YAML (instance),
+   a fixed sentence (repair, more).
+
+Templates get the query's fields by name, ``query`` (the instance), ``params``,
+``format`` (what the answer must look like), ``mode``, ``available_modes`` and,
+for the examples of a few-shot prompt, ``example`` (its number from 1, else None);
+a repair template also gets ``error``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+from .extras import require
+
+__all__ = ["Kind", "add_template_folder", "render", "template_folders"]
+
+Kind = Literal["system", "instance", "repair", "more"]
+
+_FOLDERS: list[Path] = []
+_LOCK = threading.Lock()
+_ENVIRONMENTS: dict[tuple[Path, ...], Any] = {}
+
+DEFAULT_REPAIR = ("Invalid answer. Please consider the following feedback and try again:"
+                  "\n\n{error}")
+DEFAULT_MORE = "Good! Can you generate a different answer now?"
+
+
+def add_template_folder(folder: str | Path) -> None:
+    """Also look for ``<QueryName>.<kind>.jinja`` files in ``folder`` (all queries)."""
+    path = Path(folder).resolve()
+    if not path.is_dir():
+        raise ValueError(f"template folder {str(folder)!r} is not a directory")
+    with _LOCK:
+        if path not in _FOLDERS:
+            _FOLDERS.append(path)
+
+
+def template_folders(cls: type) -> tuple[Path, ...]:
+    """Where the templates of query class ``cls`` are looked up, in order."""
+    folders: list[Path] = []
+    try:
+        folders.append(Path(inspect.getfile(cls)).resolve().parent)
+    except (TypeError, OSError):
+        pass
+    for folder in getattr(cls, "__templates__", ()) or ():
+        folders.append(Path(folder).resolve())
+    with _LOCK:
+        folders.extend(_FOLDERS)
+    return tuple(dict.fromkeys(folders))
+
+
+def _environment(folders: tuple[Path, ...]) -> Any:
+    jinja2 = require("jinja2", "prompt templates")
+    with _LOCK:
+        env = _ENVIRONMENTS.get(folders)
+        if env is None:
+            env = _ENVIRONMENTS[folders] = jinja2.Environment(
+                loader=jinja2.FileSystemLoader([str(f) for f in folders]),
+                undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
+                autoescape=False, trim_blocks=True, lstrip_blocks=True)
+        return env
+
+
+def _template_file(cls: type, kind: Kind) -> tuple[tuple[Path, ...], str] | None:
+    name = f"{cls.__name__}.{kind}.jinja"
+    folders = template_folders(cls)
+    for folder in folders:
+        if (folder / name).is_file():
+            return folders, name
+    return None
+
+
+def fields_of(query: object) -> dict[str, Any]:
+    """The query's dataclass fields as JSON-compatible values (pydantic's dump)."""
+    if not dataclasses.is_dataclass(query):
+        return {}
+    values = {f.name: getattr(query, f.name) for f in dataclasses.fields(query)}
+    return {name: TypeAdapter(type(value)).dump_python(value, mode="json")
+            if value is not None else None for name, value in values.items()}
+
+
+def yaml_text(data: Any) -> str:
+    yaml = require("yaml", "YAML instance prompts")
+    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True)).strip()
+
+
+def render(query: object, kind: Kind, context: dict[str, Any]) -> str:
+    """The ``kind`` prompt of ``query`` with ``context`` (see the module docstring)."""
+    cls = type(query)
+    fields = ({f.name: getattr(query, f.name) for f in dataclasses.fields(query)}
+              if dataclasses.is_dataclass(query) else {})
+    variables = {**fields, "query": query, **context}
+    found = _template_file(cls, kind)
+    if found is not None:
+        folders, name = found
+        return str(_environment(folders).get_template(name).render(**variables)).strip()
+    attribute = {"system": "__system_prompt__", "instance": "__instance_prompt__"}.get(kind)
+    text = getattr(cls, attribute, None) if attribute else None
+    if isinstance(text, str):
+        return str(_environment(template_folders(cls)).from_string(text)
+                   .render(**variables)).strip()
+    if kind == "system":
+        doc = cls.__doc__ or ""
+        if dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
+            doc = ""  # the signature dataclass() writes when a class has no docstring
+        system = inspect.cleandoc(doc)
+        extra = context.get("format") or ""
+        return f"{system}\n\n{extra}".strip()
+    if kind == "instance":
+        return yaml_text(fields_of(query))
+    if kind == "repair":
+        return DEFAULT_REPAIR.format(error=context.get("error", ""))
+    return DEFAULT_MORE
