@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -862,3 +863,54 @@ def test_budget_aware_best_of_n_follows_the_measured_rates() -> None:
         few_shot(Fresh([1], 1), Recorder(), num_completions="auto")
     assert next(few_shot(Fresh([1, 2, 3, 4], 5), DummyModel([demo([2, 3])]))).strategy == \
         "fixed"
+
+
+def test_best_of_n_reads_the_rates_a_previous_process_stored(tmp_path: Path) -> None:
+    script = tmp_path / "sums.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        from dataclasses import dataclass
+        import hoare
+        from hoare import Post
+        from hoare.engines.base import Response, Usage
+        from hoare.queries import Query, few_shot
+
+        @dataclass
+        class Sum(Query[list[int]]):
+            """Sum."""
+            allowed: list[int]
+            target: int
+            post_conditions = [Post(lambda xs, q: sum(xs) == q.target, "sum")]
+
+        class Engine:  # first answers fail, repaired ones pass
+            def __init__(self):
+                self.answers = ["[9]", "[5]"] * 20
+            def complete(self, request):
+                n = request.options.n
+                texts = tuple(self.answers.pop(0) for _ in range(n))
+                return Response(texts=texts, usage=Usage(1, 10, n))
+            async def acomplete(self, request):
+                return self.complete(request)
+
+        hoare.configure(stats=sys.argv[1])
+        if sys.argv[2] == "record":
+            for _ in range(10):
+                Sum([5], 5).run(Engine())
+        else:
+            solution = next(few_shot(Sum([5], 5), Engine(), num_completions="auto", max_tokens=10,
+                                     budget={"output_tokens": 40}))
+            print(solution.strategy)
+        hoare.flush_stats()
+    '''))
+    store = str(tmp_path / "calls.db")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+    def run(*args: str) -> str:
+        done = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                              text=True, env=env, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert run(str(tmp_path / "empty.db"), "choose") == "best_of_n"  # nothing measured
+    run(store, "record")
+    assert run(store, "choose") == "sequential"  # the stored calls say repair works

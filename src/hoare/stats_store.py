@@ -430,8 +430,9 @@ def _forget_stores() -> None:
 atexit.register(_at_exit)
 os.register_at_fork(after_in_child=_forget_stores)
 
-_READ = ("id", "ts", "contract", "label", "success", "first_attempt", "cost", "latency_ms",
-         "input_tokens", "output_tokens", "preflight", "kind", "provider_faults", "trials")
+_READ = ("id", "ts", "contract", "label", "success", "first_attempt", "attempts", "cost",
+         "latency_ms", "input_tokens", "output_tokens", "preflight", "kind", "provider_faults",
+         "trials")
 
 
 def query(target: str, contract: str | None = None, label: str | None = None,

@@ -2,9 +2,11 @@
 repair in between?
 
 ``few_shot(..., num_completions="auto", budget={...token caps...})`` decides from
-what this query class has measured in this process (``AttemptRates``, updated by
-every call): the success rate of first attempts ``p₁`` (a fresh sample of the plain
-prompt, which is what each of n samples is) and of later attempts ``pᵣ`` (a sample
+what this query class has measured: its calls in the stats store when one is
+configured (``hoare.configure(stats=...)``), else its calls in this process
+(``AttemptRates``, updated by every call): the success rate of first attempts
+``p₁`` (a fresh sample of the plain prompt, which is what each of n samples is) and of
+later attempts ``pᵣ`` (a sample
 that saw a repair message), each Laplace-smoothed (``(s+1)/(t+2)``, so an unmeasured
 query starts at ½), and the mean input tokens per request and output tokens per
 sample (before any measure: the prompt's UTF-8 bytes / 4 and ``max_tokens`` or 256).
@@ -56,6 +58,24 @@ class AttemptRates:
             self.samples += int(usage.get("samples", 0))
             self.output_tokens += int(usage.get("output_tokens", 0))
 
+    @classmethod
+    def from_store(cls, rows: list[dict[str, object]]) -> AttemptRates:
+        """The success counts of stored calls (``hoare.stats_store.query``): a call's
+        first attempt passed when ``first_attempt``; its later attempts are
+        ``attempts - 1`` (its generations), and one of them passed when it succeeded
+        otherwise."""
+        rates = cls()
+        for row in rows:
+            generations = int(row.get("attempts") or 0)  # type: ignore[call-overload]
+            if generations < 1:
+                continue
+            first = bool(row.get("first_attempt"))
+            rates.first[0] += 1
+            rates.first[1] += first
+            rates.later[0] += generations - 1
+            rates.later[1] += bool(row.get("success")) and not first
+        return rates
+
     def estimates(self) -> tuple[float, float, float | None, float | None]:
         """(p₁, pᵣ, input tokens per request, output tokens per sample); None: no data."""
         with self._lock:
@@ -79,11 +99,34 @@ class Choice:
     p_sequential: float
 
 
+def stored_rates(name: str) -> AttemptRates | None:
+    """The success counts of ``name``'s calls in the configured stats store (None: no
+    store, no stored call, or it cannot be read)."""
+    from .. import configuration
+
+    store = configuration.stats_store()
+    target = getattr(store, "path", None)
+    if not isinstance(target, str):
+        return None
+    try:
+        from ..stats_store import query
+
+        rows = query(target, contract=name)
+    except Exception:  # a statistic is a hint: never fail the query for it
+        return None
+    rates = AttemptRates.from_store(rows)
+    return rates if rates.first[0] else None
+
+
 def choose(rates: AttemptRates, *, max_input_tokens: float | None,
            max_output_tokens: float | None, prompt_tokens: float, max_tokens: int | None,
-           tries: int) -> Choice:
-    """The strategy with the larger success probability within the token caps."""
+           tries: int, stored: AttemptRates | None = None) -> Choice:
+    """The strategy with the larger success probability within the token caps. The
+    success rates come from ``stored`` (the stats store's calls of this query) when
+    given, else from ``rates`` (this process); the token means from ``rates``."""
     p1, pr, per_request, per_sample = rates.estimates()
+    if stored is not None:
+        p1, pr, _, _ = stored.estimates()
     cost_in = per_request or prompt_tokens
     cost_out = per_sample or float(max_tokens or 256)
     cap_in = math.inf if max_input_tokens is None else max_input_tokens

@@ -54,7 +54,7 @@ from ..kernel import (
     run_call,
     run_sync,
 )
-from .best_of_n import choose
+from .best_of_n import choose, stored_rates
 from .demonstrations import Example, Selector, examples_for, load_demonstrations
 from .parsers import Answer, Parser, tool_spec
 from .query import Query, QueryRuntime, fallback_of, runtime_of
@@ -214,7 +214,8 @@ class _Session:
         prompt = sum(len(m.content.encode()) for m in (self._base or ())) / 4 + 16
         choice = choose(self.runtime.rates, max_input_tokens=caps[0],
                         max_output_tokens=caps[1], prompt_tokens=prompt,
-                        max_tokens=self.settings.max_tokens, tries=self.settings.tries)
+                        max_tokens=self.settings.max_tokens, tries=self.settings.tries,
+                        stored=stored_rates(self.runtime.description.name))
         self.settings = dataclasses.replace(self.settings, num_completions=choice.n)
         self.strategy = choice.strategy
 
