@@ -286,3 +286,16 @@ def test_nested_values_and_numbers_are_judged_only_once_complete(
     assert not (stopped and accepted), answer
     if not accepted:  # and it is caught at the latest when the object closes
         assert stopped, answer
+
+
+def test_a_cache_replays_a_stopped_stream_as_stopped(tmp_path: Any) -> None:
+    from hoare.engines import CachedEngine
+
+    path = tmp_path / "cache.jsonl"
+    with OpenAIServer([stream(*BAD, interval=0.02), stream(*GOOD)]) as server:
+        recorded = Label(engine=CachedEngine(server.engine(), path, mode="create"))
+        recorded(Q(text="t"))
+    replayed = Label(engine=CachedEngine(None, path, mode="replay"))  # type: ignore[arg-type]
+    assert replayed(Q(text="t")).label == "good"
+    outcome = replayed.contract_outcome
+    assert outcome.attempts[0].violations[0].error_type == "StoppedEarly"

@@ -105,6 +105,8 @@ def _entry(key: dict[str, Any], index: int, response: Response) -> dict[str, Any
             "model": response.model,
             **({"tool_calls": [c.as_dict() for c in response.tool_calls]}
                if response.tool_calls else {}),
+            **({"stopped_early": response.stopped_early}
+               if response.stopped_early is not None else {}),
             **({"logprobs": [None if lp is None else
                              [[t.token, t.logprob, [list(a) for a in t.top]] for t in lp]
                              for lp in response.logprobs]}
@@ -127,6 +129,7 @@ def _response(entry: dict[str, Any]) -> Response:
         tool_calls=tuple(ToolCall(str(c.get("id", "")), str(c["function"]["name"]),
                                   str(c["function"].get("arguments", "")))
                          for c in data.get("tool_calls") or ()),
+        stopped_early=data.get("stopped_early"),
         logprobs=tuple(None if lp is None else
                        tuple(TokenLogprob(str(t), float(v), tuple((str(a), float(b))
                                                                    for a, b in top))
