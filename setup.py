@@ -1,19 +1,15 @@
-"""Package discovery over hoare's two source roots (metadata is in pyproject.toml).
+"""Package discovery (metadata is in pyproject.toml).
 
-``hoare`` lives in ``src/hoare``; its trusted core ``hoare.kernel`` is the
-top-level ``kernel/`` directory. ``[tool.setuptools.packages.find]`` searches
-each ``where`` root under its own names, so it cannot map ``kernel/`` to
-``hoare.kernel``: the packages are found here, under both roots, and
-``package-dir`` in pyproject.toml maps the names to directories.
+``hoare`` lives in ``src/hoare``; its trusted core ``hoare.kernel`` is the top-level
+``kernel/`` directory, present in ``src/hoare`` as the symbolic link ``kernel``, so
+one search under ``src`` finds every package (it follows the link).
 """
 
 from setuptools import find_packages, setup
 
 
 def packages() -> list[str]:
-    library = find_packages("src", include=["hoare", "hoare.*"])
-    kernel = ["hoare.kernel", *(f"hoare.kernel.{name}" for name in find_packages("kernel"))]
-    return library + kernel
+    return find_packages("src", include=["hoare", "hoare.*"])
 
 
 setup(packages=packages())

@@ -71,5 +71,6 @@ def test_the_extras_are_declared() -> None:
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    assert {"plots", "otel", "sql", "postgres"} <= set(extras)
+    assert {"plots", "otel", "sql", "postgres", "queries"} <= set(extras)
+    assert extras["queries"] == ["jinja2>=3.1", "pyyaml>=6.0"]
     assert extras["postgres"] == extras["sql"]

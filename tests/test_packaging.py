@@ -120,3 +120,29 @@ def test_the_suite_passes_against_the_installed_wheel(wheel: Path, tmp_path: Pat
     assert report is not None
     ran = int(report.get("tests", 0)) - int(report.get("skipped", 0))
     assert ran >= 80 and report.get("failures") == "0" and report.get("errors") == "0"
+
+
+def test_mypy_sees_the_types_of_an_editable_install(tmp_path: Path) -> None:
+    """``make`` installs hoare editable: a static .pth with src/ (no import hook, which
+    mypy cannot follow), so ``py.typed`` works there too, hoare.kernel included."""
+    pytest.importorskip("mypy", reason="mypy is a dev dependency (make test installs it)")
+    import site
+
+    pths = [p for d in site.getsitepackages() for p in Path(d).glob("__editable__*hoare*.pth")]
+    if not pths:
+        pytest.skip("hoare is not installed editable in this environment")
+    (pth,) = pths
+    assert pth.read_text().strip() == str(ROOT / "src"), pth.read_text()
+    checked = tmp_path / "uses_hoare.py"
+    checked.write_text("from hoare import contract\nfrom hoare.kernel import Policy\n"
+                       "from hoare.queries import Query\n"
+                       "wrong: int = Policy.OBSERVE\n")
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir",
+                           str(tmp_path / "cache"), "--python-executable", sys.executable,
+                           str(checked)], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=600)
+    assert "import-not-found" not in done.stdout, done.stdout
+    # the types are seen: the one deliberate error is reported, and only it
+    assert 'expression has type "Policy", variable has type "int"' in done.stdout
+    assert "Found 1 error in 1 file" in done.stdout, done.stdout
