@@ -14,11 +14,17 @@ Script items, consumed one per request in order:
   whose body is a dict, a str or ``None``;
 * a callable ``fn(body: dict) -> item``, for answers that depend on the request
   (e.g. as many choices as ``body["n"]`` asks for);
-* ``stream(*pieces, interval=...)``: a streamed answer (server-sent events), one
-  chunk per piece; ``streamed`` records how many pieces were written before the
-  client hung up (an early-stopped stream);
+* ``stream(*pieces, interval=..., logprobs=[...])``: a streamed answer (server-sent
+  events), one chunk per piece (with that piece's ``logprobs`` entry, if given);
+  ``streamed`` records how many pieces were written before the client hung up (an
+  early-stopped stream);
 * ``completion(..., logprobs=[...], cached_tokens=k)``: with OpenAI's ``logprobs``
+  (per choice, None or a list of ``(token, logprob, [(alternative, logprob), ...])``)
   and ``usage.prompt_tokens_details`` shapes.
+
+For ``n`` completions, script a callable that reads the request::
+
+    server.push(lambda body: completion(*[f"answer {i}" for i in range(body.get("n", 1))]))
 
 When the script runs out the server answers ``default`` if given, else HTTP 500
 "script exhausted" (a test that sends too much fails loudly).
@@ -113,13 +119,19 @@ def completion(*texts: str, finish_reason: str = "stop", model: str = MODEL,
     }
     if logprobs is not None:
         for choice, entry in zip(body["choices"], logprobs, strict=False):
-            choice["logprobs"] = None if entry is None else {"content": [
-                {"token": token, "logprob": value, "bytes": None,
-                 "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top]}
-                for token, value, top in entry]}
+            choice["logprobs"] = None if entry is None else _logprobs(entry)
     if cached_tokens is not None:
         body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return Reply(200, body, {}, delay)
+
+
+def _logprobs(entry: Iterable[Any]) -> dict[str, Any]:
+    """OpenAI's ``logprobs`` object for ``(token, logprob, [(alternative, logprob), ...])``
+    items."""
+    return {"content": [
+        {"token": token, "logprob": value, "bytes": None,
+         "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in top]}
+        for token, value, top in entry]}
 
 
 @dataclass(frozen=True)
@@ -129,13 +141,18 @@ class Streamed:
     pieces: tuple[str, ...]
     interval: float = 0.0
     prompt_tokens: int = 10
+    logprobs: tuple[Any, ...] | None = None  # per piece: (token, logprob, top) or None
 
 
-def stream(*pieces: str, interval: float = 0.0, prompt_tokens: int = 10) -> Reply:
+def stream(*pieces: str, interval: float = 0.0, prompt_tokens: int = 10,
+           logprobs: list[Any] | None = None) -> Reply:
     """A streamed chat completion (server-sent events): one chunk per piece (a token),
-    ``interval`` seconds apart, then a final chunk with the usage. The server records
-    in ``streamed`` how many pieces it wrote before the client hung up."""
-    return Reply(200, Streamed(tuple(pieces), interval, prompt_tokens))
+    ``interval`` seconds apart, then a final chunk with the usage. ``logprobs``: per
+    piece, None or ``(token, logprob, [(alternative, logprob), ...])``, sent as that
+    chunk's ``choices[0].logprobs``. The server records in ``streamed`` how many pieces it
+    wrote before the client hung up."""
+    return Reply(200, Streamed(tuple(pieces), interval, prompt_tokens,
+                               None if logprobs is None else tuple(logprobs)))
 
 
 def _event(payload: dict[str, Any]) -> bytes:
@@ -331,11 +348,14 @@ class OpenAIServer:
                     for index, piece in enumerate(streamed.pieces):
                         if index:
                             time.sleep(streamed.interval)
+                        choice: dict[str, Any] = {"index": 0, "delta": {"content": piece},
+                                                  "finish_reason": None}
+                        if streamed.logprobs is not None and index < len(streamed.logprobs):
+                            entry = streamed.logprobs[index]
+                            choice["logprobs"] = None if entry is None else _logprobs([entry])
                         self.wfile.write(_event({
                             "id": "chatcmpl-test", "object": "chat.completion.chunk",
-                            "created": 0, "model": MODEL, "choices": [{
-                                "index": 0, "delta": {"content": piece},
-                                "finish_reason": None}]}))
+                            "created": 0, "model": MODEL, "choices": [choice]}))
                         self.wfile.flush()
                         written += 1
                     self.wfile.write(_event({

@@ -621,11 +621,13 @@ def _streaming(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _StreamReading:
-    """The answer of one stream so far, and the watch's verdict."""
+    """The answer of one stream so far, and the watch's verdict (with the log-probabilities
+    of the tokens read, when the request asked for them)."""
 
     def __init__(self, request: Request) -> None:
         self.watch = request.watch
         self.parts: list[str] = []
+        self.tokens: list[TokenLogprob] | None = []  # None: a malformed chunk spoiled them
         self.chunks = 0
         self.finish: str | None = None
         self.usage: Any = None
@@ -644,6 +646,13 @@ class _StreamReading:
             if (choice.index or 0) != 0:
                 continue
             piece = getattr(choice.delta, "content", None) if choice.delta else None
+            content = getattr(getattr(choice, "logprobs", None), "content", None)
+            if content and self.tokens is not None:
+                tokens = _tokens(content)
+                if tokens is None:
+                    self.tokens = None
+                else:
+                    self.tokens.extend(tokens)
             if piece:
                 self.parts.append(piece)
                 self.chunks += 1
@@ -669,7 +678,9 @@ class _StreamReading:
                         finish_reasons=("stopped_early" if self.stopped else self.finish,),
                         usage=spent, model=self.model or str(params["model"]),
                         decoding=_dialect(params.get("response_format")),
-                        stopped_early=self.stopped)
+                        stopped_early=self.stopped,
+                        logprobs=((tuple(self.tokens) if self.tokens else None,)
+                                  if params.get("logprobs") else ()))
 
 
 def _cached_tokens(usage: Any) -> int:
@@ -682,17 +693,19 @@ def _cached_tokens(usage: Any) -> int:
 def _logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
     """A choice's ``logprobs.content`` (None when the server sent none)."""
     content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content:
-        return None
-    tokens = []
-    for item in content:
-        try:
-            top = tuple((str(alt.token), float(alt.logprob))
-                        for alt in (getattr(item, "top_logprobs", None) or ()))
-            tokens.append(TokenLogprob(str(item.token), float(item.logprob), top))
-        except (AttributeError, TypeError, ValueError):
-            return None  # a malformed entry: no logprobs rather than wrong ones
-    return tuple(tokens)
+    return _tokens(content) if content else None
+
+
+def _tokens(content: Any) -> tuple[TokenLogprob, ...] | None:
+    """``logprobs.content`` items as ``TokenLogprob``s (None when one is malformed)."""
+    try:
+        return tuple(
+            TokenLogprob(str(item.token), float(item.logprob),
+                         tuple((str(alt.token), float(alt.logprob))
+                               for alt in (getattr(item, "top_logprobs", None) or ())))
+            for item in content)
+    except (AttributeError, TypeError, ValueError):
+        return None  # a malformed entry: no logprobs rather than wrong ones
 
 
 def _dialect(payload: object) -> str | None:
