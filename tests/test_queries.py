@@ -21,13 +21,14 @@ from typing import Literal
 import jsonschema
 import pytest
 import yaml
-from hoare.kernel import Phase, ViolationKind
 from openai_server import OpenAIServer, completion
 from pydantic import BaseModel
 
 from hoare import ContractViolationError, Post, Pre
 from hoare.engines import FunctionEngine
 from hoare.engines.base import Request, Response, ToolCall, Usage
+from hoare.errors import FatalEngineError
+from hoare.kernel import Phase, ViolationKind
 from hoare.queries import (
     SCHEMA_PATH,
     Answer,
@@ -484,7 +485,7 @@ def test_dummy_and_failing_models() -> None:
     assert raised.value.outcome.violations[0].error_type == "NoDemonstration"
     assert len(raised.value.outcome.attempts) == 1  # fatal: no second try
     assert list(few_shot(MakeSum([7], 7), FailingModel())) == []
-    assert issubclass(NoDemonstration, Exception)
+    assert issubclass(NoDemonstration, FatalEngineError)  # why the stage stops at once
 
 
 def test_an_unbounded_stream_is_lazy_and_stops_at_the_budget() -> None:

@@ -374,20 +374,22 @@ class BudgetedEngine:
     def spent(self) -> dict[str, Any]:
         return self.spend.spent()
 
+    def _undo(self, reservation: Reservation, failure: BaseException) -> None:
+        """A failed call: withdraw the reservation when an inner meter refused the request
+        (it was never sent), else release it (the request was sent and stays counted)."""
+        if isinstance(failure, BudgetExceeded) and failure.unsent:
+            self.spend.withdraw(reservation)
+        else:
+            self.spend.release(reservation)
+
     def complete(self, request: Request) -> Response:
         model = _model_of(self.inner, request)
         reservation = self.spend.reserve(model, request_bound(request, self.budget))
         try:
             with _metering(self.spend, model):
                 response = self.inner.complete(request)
-        except BudgetExceeded as refused:
-            if getattr(refused, "unsent", False):  # an inner meter refused: nothing sent
-                self.spend.withdraw(reservation)
-            else:
-                self.spend.release(reservation)
-            raise
-        except BaseException:
-            self.spend.release(reservation)
+        except BaseException as failure:
+            self._undo(reservation, failure)
             raise
         self.spend.settle(reservation, _usage_of(response))
         return response
@@ -398,14 +400,8 @@ class BudgetedEngine:
         try:
             with _metering(self.spend, model):
                 response = await self.inner.acomplete(request)
-        except BudgetExceeded as refused:
-            if getattr(refused, "unsent", False):  # an inner meter refused: nothing sent
-                self.spend.withdraw(reservation)
-            else:
-                self.spend.release(reservation)
-            raise
-        except BaseException:
-            self.spend.release(reservation)
+        except BaseException as failure:
+            self._undo(reservation, failure)
             raise
         self.spend.settle(reservation, _usage_of(response))
         return response
