@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from hoare.kernel import ViolationKind
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_server import OpenAIServer, stream
-from pydantic import ConfigDict, ValidationError, field_validator
+from pydantic import AfterValidator, ConfigDict, ValidationError, field_validator
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
 from hoare.early_stop import EarlyStop, plan_for, value_reads
 from hoare.errors import RetryableEngineError
+from hoare.kernel import ViolationKind
 
 
 class Q(LLMDataModel):
@@ -146,7 +146,13 @@ def test_what_can_be_stopped_early() -> None:
         model_config = ConfigDict(strict=True)
         a: int
 
-    for output in (Checked, Frozen, Strict, int):
+    class Aliased(LLMDataModel):  # {"x": "bad", "y": 1} passes: "x" is ignored
+        x: int = Field(alias="y")
+
+    class Annotated_(LLMDataModel):
+        a: Annotated[int, AfterValidator(lambda v: v)]
+
+    for output in (Checked, Frozen, Strict, int, Aliased, Annotated_):
         def forward(self: Any, q: Q) -> Any:
             return self.contract_result
 

@@ -14,7 +14,9 @@ A stop must never reject an answer the full check would accept, so a stop is onl
 allowed where the full check cannot say otherwise:
 
 * the output is a pydantic model without model or field validators (a validator
-  may read several fields, or change them once all are there), not frozen and not
+  may read several fields, or change them once all are there; ``Annotated``
+  validators included), without aliases (a key the full check reads as another field,
+  or ignores, is not judged as the field it names), not frozen and not
   strict (a field is validated in Python mode, which strict mode makes narrower than
   the JSON mode of the full check); otherwise no early stop (the answer is checked in
   full, as without streaming);
@@ -34,13 +36,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pydantic_core
-from pydantic import BaseModel, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    PlainValidator,
+    ValidationError,
+    WrapValidator,
+)
 
 from .description import ContractDescription, PredicateSource
 from .models import format_validation_error
 from .source import function_node
 
 __all__ = ["EarlyStop", "Plan", "plan_for", "value_reads"]
+
+# validators in a field's Annotated metadata: given ``info.data``, they may read other
+# fields, which a field validated alone does not have
+_VALIDATORS = (AfterValidator, BeforeValidator, PlainValidator, WrapValidator)
 
 
 def value_reads(source: PredicateSource) -> frozenset[str] | None:
@@ -97,6 +110,11 @@ def plan_for(desc: ContractDescription) -> Plan | None:
             info.frozen or any(getattr(m, "strict", None) for m in info.metadata)
             for info in model.model_fields.values()):
         return None  # frozen: no assignment; strict: Python mode is stricter than JSON
+    if config.get("alias_generator") or any(
+            info.alias or info.validation_alias or any(isinstance(m, _VALIDATORS)
+                                                       for m in info.metadata)
+            for info in model.model_fields.values()):
+        return None  # a key is not its field's name, or a validator may read other fields
     fields = set(model.model_fields)
     checks = []
     for source in desc.post:
