@@ -38,8 +38,17 @@ class Folded(Contract[Q, Tag]):
         return self.contract_result
 
 
-@contract()  # decoding="types", the default
+@contract(decoding="types")
 class Typed(Contract[Q, Tag]):
+    prompt = "Tag it."
+    post_conditions = POSTS
+
+    def forward(self, q: Q) -> Tag:
+        return self.contract_result
+
+
+@contract()  # decoding="schema", the default
+class Default(Contract[Q, Tag]):
     prompt = "Tag it."
     post_conditions = POSTS
 
@@ -83,6 +92,32 @@ def test_types_and_none() -> None:
     schema = typed["response_format"]["json_schema"]["schema"]
     assert schema == Tag.model_json_schema()  # the type's, nothing folded
     assert "response_format" not in bare
+
+
+def test_the_default_folds_the_post_conditions_and_a_contract_with_none_uses_no_z3() -> None:
+    from hoare.verifier.decoding import has_candidates
+
+    with OpenAIServer([GOOD, GOOD]) as server:
+        Default(engine=server.engine())(Q(text="x"))
+        Folded(engine=server.engine())(Q(text="x"))
+        default, folded = server.bodies
+    assert default["response_format"] == folded["response_format"]
+    assert default["response_format"]["json_schema"]["schema"] != Tag.model_json_schema()
+    assert has_candidates(Default.__hoare__)  # type: ignore[attr-defined]
+
+    @contract()
+    class Opaque(Contract[Q, Tag]):  # no post-condition reads as a schema constraint
+        prompt = "Tag it."
+        post_conditions = [Post(lambda t: t.title.lower() != t.label, "distinct")]
+
+        def forward(self, q: Q) -> Tag:
+            return self.contract_result
+
+    assert not has_candidates(Opaque.__hoare__)  # type: ignore[attr-defined]
+    with OpenAIServer([GOOD]) as server:
+        Opaque(engine=server.engine())(Q(text="x"))
+        (body,) = server.bodies
+    assert body["response_format"]["json_schema"]["schema"] == Tag.model_json_schema()
 
 
 def test_the_request_carries_the_compiled_schema_to_any_engine() -> None:

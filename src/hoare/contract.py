@@ -228,8 +228,10 @@ class _Runtime:
 
     def _compile_decoding(self) -> dict[str, Any]:
         try:
-            from .verifier.decoding import compile_contract
+            from .verifier.decoding import compile_contract, has_candidates
 
+            if not has_candidates(self.description):
+                return self.description.output.schema
             return compile_contract(self.description, "json_schema").schema
         except Exception as error:  # never let the optimisation break a call
             logger.warning("hoare: %s: decoding='schema' could not fold the post-conditions "
@@ -1125,7 +1127,7 @@ def contract(
     preflight: bool = True, on_violation: Callable[[Outcome], object] | None = None,
     options: Options | None = None, feedback: Literal["errors", "messages"] = "errors",
     feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
-    decoding: Literal["schema", "types", "none"] = "types",
+    decoding: Literal["schema", "types", "none"] = "schema",
     resend: Literal["vary", "stop"] = "vary",
     stream: bool = False,
 ) -> Any:
@@ -1139,10 +1141,10 @@ def contract(
     ``"errors"`` its exception text, ``"messages"`` only texts the author wrote.
     ``feedback_chars`` caps the rejected answer and the errors block of a corrective
     prompt (each), saying so in the prompt when it cuts. ``decoding`` chooses the schema
-    the engine is asked to decode against: ``"types"`` (the default) the output type's,
-    ``"schema"`` the type's with the post-conditions JSON Schema can express folded in
-    (each proved implied by them with z3 at the first call, see ``hoare schema``),
-    ``"none"`` no schema. ``resend``:
+    the engine is asked to decode against: ``"schema"`` (the default) the output type's
+    with the post-conditions JSON Schema can express folded in (each proved implied by
+    them with z3, in a z3 context of its own, at the first call that has one to fold;
+    see ``hoare schema``), ``"types"`` the output type's alone, ``"none"`` no schema. ``resend``:
     what a remedy attempt does when its request would repeat an earlier one unchanged
     (the model repeated its answer): ``"vary"`` sends it with another seed and a
     temperature of at least 0.7 (counted in ``outcome.usage["varied_resends"]``),

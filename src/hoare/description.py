@@ -74,7 +74,7 @@ class ContractDescription:
     feedback: Literal["errors", "messages"] = "errors"  # what corrective prompts may quote
     # what the engine is asked to decode against: "schema" (the output type with the
     # post-conditions JSON Schema can say folded in), "types" (the type's schema), "none"
-    decoding: Literal["schema", "types", "none"] = "types"
+    decoding: Literal["schema", "types", "none"] = "schema"
 
     @property
     def used_input(self) -> TypeSpec:
@@ -117,7 +117,7 @@ def _annotated_spec(hints: dict[str, Any], key: str, where: str, what: str) -> T
 def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
              verbose: bool = False, forward: Callable[..., object] | None = None,
              feedback: Literal["errors", "messages"] = "errors",
-             decoding: Literal["schema", "types", "none"] = "types") -> ContractDescription:
+             decoding: Literal["schema", "types", "none"] = "schema") -> ContractDescription:
     """Read a contract class. Raises ``ContractDefinitionError`` naming what to fix."""
     name = f"{cls.__module__}:{cls.__qualname__}"
     forward = forward or getattr(cls, "forward", None)

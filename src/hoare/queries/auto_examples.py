@@ -43,13 +43,13 @@ def _z3_answers(query: Query[Any], runtime: QueryRuntime, near_miss: str | None
         )
         from ..verifier.concrete import bind
         from ..verifier.solver import Assertion, SolverOptions, solve
-        from ..verifier.z3_lock import Z3_LOCK
+        from ..verifier.z3_context import fresh
 
         fields = {f.name: getattr(query, f.name) for f in dataclasses.fields(query)  # type: ignore[arg-type]
                   if f.init}
         options = SolverOptions(timeout_ms=500, rlimit=2_000_000)
         out: list[Any] = []
-        with Z3_LOCK:
+        with fresh():  # a context of its own: no verdict depends on this (z3_context)
             cm = contract_model(runtime.description, None)
             given = runtime.input.model.model_construct(**fields)
             base = type_assertions(cm.output) + type_assertions(cm.used) + [

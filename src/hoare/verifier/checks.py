@@ -70,6 +70,7 @@ from .values import (
     naming,
 )
 from .witness import WitnessError, call_predicate, concretize, validate
+from .z3_context import in_fresh_context
 
 __all__ = ["ContractModel", "check_contract", "contract_model"]
 
@@ -998,6 +999,7 @@ def _guarded(kind: str, run: Callable[[], CheckResult], predicate: str | None = 
                            predicate=predicate)
 
 
+@in_fresh_context
 def check_contract(desc: ContractDescription, options: SolverOptions,
                    instance: object | None = None, name: str | None = None) -> ContractReport:
     """Every check of one contract."""

@@ -47,7 +47,7 @@ from .checks import (
 )
 from .concrete import BindError, assign
 from .report import CheckResult, ContractReport
-from .semantics import TRUE, _and, _not, _or
+from .semantics import _and, _not, _or
 from .solver import Assertion, QueryCache, QueryResult, SolverOptions, solve
 from .values import (
     FIN,
@@ -69,6 +69,7 @@ from .values import (
     naming,
 )
 from .witness import WitnessError, validate
+from .z3_context import in_fresh_context, true
 from .z3util import is_false
 
 __all__ = ["check_pipeline"]
@@ -159,7 +160,7 @@ def _same(a: Sym, b: Sym, link: _Link, where: str) -> z3.BoolRef:
     if isinstance(a, SModel) and isinstance(b, SModel) and a.cls is b.cls:
         for name in a.fields:
             _same(a.fields[name], b.fields[name], link, f"{where}.{name}")
-        return TRUE
+        return true()
     if isinstance(a, SOpaque) or isinstance(b, SOpaque):
         return link.inexact(f"{where}: a type is not modelled")
     return _convert(a, b, link, where, _Ctx())
@@ -335,7 +336,7 @@ def _default(info: object, sym_b: Sym, config: dict[str, object], link: _Link,
         return link.inexact(f"{where}: its default is computed or validated")
     default = factory() if factory is not None else getattr(info, "default", None)  # type: ignore[operator]
     if isinstance(sym_b, SOpaque):
-        return TRUE  # what B reads there is opaque anyway
+        return true()  # what B reads there is opaque anyway
     try:
         assignment = assign(sym_b, default, strict=True)
     except (BindError, Opaque):
@@ -343,7 +344,7 @@ def _default(info: object, sym_b: Sym, config: dict[str, object], link: _Link,
     if not assignment.exact:
         return link.inexact(f"{where}: its default is not modelled")
     link.defs.extend(assignment.equalities())
-    return TRUE
+    return true()
 
 
 def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
@@ -354,7 +355,7 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
     if isinstance(b, SOpt):
         if isinstance(a, SNone):
             link.defs.append(b.none)
-            return TRUE
+            return true()
         if isinstance(a, SOpt):
             link.defs.append(b.none == a.none)
             inner = _convert(a.inner, b.inner, link, where, ctx)
@@ -372,13 +373,13 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
         if ctx.transforms:
             return link.inexact(f"{where}: B transforms strings")
         link.defs.append(a.e == b.e)
-        return TRUE
+        return true()
     if type(a) is type(b) and isinstance(a, (SInt, SBool)):
         link.defs.append(a.e == b.e)  # type: ignore[attr-defined]
-        return TRUE
+        return true()
     if isinstance(a, SFloat) and isinstance(b, SFloat):
         link.defs.append(z3.And(a.tag == b.tag, a.r == b.r))
-        return TRUE
+        return true()
     if isinstance(a, SInt) and isinstance(b, SFloat):  # strict mode accepts it too
         small = z3.And(a.e <= _EXACT_FLOAT_INTS, a.e >= -_EXACT_FLOAT_INTS)
         link.defs.append(z3.Implies(small, z3.And(b.tag == FIN, b.r == z3.ToReal(a.e))))
@@ -390,7 +391,7 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
         one = z3.If(a.e, z3.IntVal(1), z3.IntVal(0))
         link.defs.append(b.e == one if isinstance(b, SInt) else
                          z3.And(b.tag == FIN, b.r == z3.ToReal(one)))
-        return TRUE
+        return true()
     if isinstance(a, SFloat) and isinstance(b, SInt):
         if ctx.strict:
             return z3.BoolVal(False)
@@ -407,7 +408,7 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
         return z3.Or(a.e == 0, a.e == 1)
     if isinstance(a, SEnum) and isinstance(b, SEnum) and a.cls is b.cls:
         link.defs.append(a.idx == b.idx)
-        return TRUE
+        return true()
     if isinstance(a, SStr) and isinstance(b, SEnum) and all(
             isinstance(m.value, str) and type(m.value) is str for m in b.members):
         if ctx.strict:
@@ -561,6 +562,7 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
                        counterexample=value_json, notes=notes, assumptions=assumptions)
 
 
+@in_fresh_context
 def check_pipeline(stages: Sequence[object], name: str, options: SolverOptions
                    ) -> ContractReport:
     """The composition checks of a pipeline of contract instances."""

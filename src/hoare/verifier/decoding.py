@@ -57,6 +57,7 @@ from .checks import (
 from .solver import Assertion, SolverOptions, solve
 from .values import FIN, SFloat, SInt, SList, SModel, SStr, Sym, real_val, str_val
 from .witness import call_predicate
+from .z3_context import in_fresh_context
 
 __all__ = ["DIALECTS", "Compiled", "Folded", "compile_contract"]
 
@@ -238,6 +239,19 @@ def _body(source: PredicateSource) -> tuple[ast.expr, str] | None:
     return None
 
 
+def has_candidates(desc: ContractDescription) -> bool:
+    """Whether a post-condition reads as a constraint JSON Schema can say: read from
+    the source alone, no z3. When none does, the folded schema is the type's schema,
+    so a call need not compile it (z3 stays off the run-time path)."""
+    if desc.output.wrapped:
+        return False
+    for source in desc.post:
+        found = _body(source)
+        if found is not None and next(_atoms(*found), None) is not None:
+            return True
+    return False
+
+
 # -- 2. and 3.: the proofs ---------------------------------------------------------------
 
 def _meaning(sym: Sym, keyword: str, value: Any) -> z3.BoolRef | None:
@@ -327,6 +341,7 @@ def _keyword(sym: Sym, raw: str) -> str | None:
     return raw
 
 
+@in_fresh_context
 def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
                      options: SolverOptions | None = None) -> Compiled:
     """The output schema of ``desc`` with the post-conditions folded in, for

@@ -37,7 +37,7 @@ import z3
 from ..description import PredicateSource
 from .attributes import InstanceSelf, SelfModel, StaticSelf, plain
 from .calls import CallSite, lookup_function, lookup_method, receiver_kind
-from .semantics import TRUE, Semantics, _and, _not, _or
+from .semantics import Semantics, _and, _not, _or
 from .source import FunctionNode, SourceNotFound, function_node
 from .values import (
     Opaque,
@@ -61,6 +61,7 @@ from .values import (
     int_val,
     is_plain_data,
 )
+from .z3_context import true
 from .z3util import is_false, is_true
 
 __all__ = ["FailureCase", "InstanceSelf", "SelfModel", "StaticSelf", "Translation", "translate"]
@@ -277,7 +278,7 @@ class _Translator(Semantics):
                                    getattr(self.fn, "__defaults__", None)))
             else:
                 raise Opaque(f"parameter {name} has no value")
-        start = _Path(TRUE, env)
+        start = _Path(true(), env)
         if isinstance(node, ast.Lambda):
             self.do_return(node.body, start, node.body)
             return
@@ -313,7 +314,7 @@ class _Translator(Semantics):
             self.fail(full, f"{self.owner} raises {exc}{where_text}", kind="error")
             raised.append(cond)
         self.errs = []
-        return value, _not(_or(*raised)) if raised else TRUE
+        return value, _not(_or(*raised)) if raised else true()
 
     def statement(self, node: ast.stmt, path: _Path) -> list[_Path]:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -545,7 +546,7 @@ class _Translator(Semantics):
             self.error(obj.none, "AttributeError")
             return self.attribute(obj.inner, attr)
         if isinstance(obj, SNone):
-            self.error(TRUE, "AttributeError")
+            self.error(true(), "AttributeError")
             raise Opaque("attribute of None")
         if isinstance(obj, SModel):
             if attr in obj.fields:
@@ -653,7 +654,7 @@ class _Translator(Semantics):
         if isinstance(container, (SStr, SList, SColl)):
             index = self.unwrap(index)
             if not isinstance(index, (SInt, SBool)):
-                self.error(TRUE, "TypeError")
+                self.error(true(), "TypeError")
                 return SInt(int_val(0))
             i = self.int_expr(index)
             length = self.length(container).e
@@ -677,7 +678,7 @@ class _Translator(Semantics):
                     raise Opaque("indexing a collection of mixed types")
             return result
         if isinstance(container, SModel):
-            self.error(TRUE, "TypeError")
+            self.error(true(), "TypeError")
             return SInt(int_val(0))
         raise Opaque(f"indexing a {container.kind}")
 
@@ -696,7 +697,7 @@ class _Translator(Semantics):
             if isinstance(value, SNone):
                 return default
             if not isinstance(value, (SInt, SBool)):
-                self.error(TRUE, "TypeError")
+                self.error(true(), "TypeError")
                 return default
             i = self.int_expr(value)
             shifted = z3.If(i < 0, length + i, i)
@@ -711,13 +712,13 @@ class _Translator(Semantics):
         """(present, element) pairs and the condition that elements past them exist."""
         iterable = self.unwrap(iterable)
         if isinstance(iterable, SColl):
-            return [(TRUE, item) for item in iterable.items], None
+            return [(true(), item) for item in iterable.items], None
         if isinstance(iterable, SList):
             pairs = [(iterable.n > index, slot) for index, slot in enumerate(iterable.slots)]
             tail = None if iterable.exact else iterable.n > len(iterable.slots)
             return pairs, tail
         if isinstance(iterable, (SInt, SFloat, SBool, SNone)):
-            self.error(TRUE, "TypeError")
+            self.error(true(), "TypeError")
             return [], None
         raise Opaque(f"iterating over a {iterable.kind}")
 
@@ -741,7 +742,7 @@ class _Translator(Semantics):
         iterable = self.expr(generator.iter, env)
         pairs, tail = self.elements(iterable)
         out: list[tuple[z3.BoolRef, Sym]] = []
-        reach: z3.BoolRef = TRUE
+        reach: z3.BoolRef = true()
         errors_before = len(self.errs)
         for present, element in pairs:
             child = dict(env)

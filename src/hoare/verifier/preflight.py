@@ -47,6 +47,7 @@ from .solver import Assertion, SolverOptions, _ordered, solve
 from .types import TypeBuilder, TypedValue
 from .unmodelled import Unmodelled
 from .values import Z3_LOCK, Opaque, is_plain_data, naming
+from .z3_context import MAIN
 from .z3util import constant_names, group_by_constants, is_true, named_constants
 
 __all__ = ["Preflight"]
@@ -130,7 +131,7 @@ class Preflight:
         """The pre-flight of a class, built once (cached per description); ``None``
         when there is nothing to check at run time (no translatable post-condition
         and an output type that some value satisfies)."""
-        with Z3_LOCK:  # z3 is used from one thread at a time (z3_lock)
+        with MAIN:  # the run-time terms live in the main context (z3_context)
             return cls._for_description(desc, options)
 
     @classmethod
@@ -165,8 +166,7 @@ class Preflight:
     def check(self, instance: object, used_input: object) -> PreflightResult:
         """Is there an output passing the post-conditions for ``used_input``? Safe from
         many threads on one instance: z3 is used from one thread at a time (z3_lock)."""
-        lock = Z3_LOCK.raw  # the hot path: `with Z3_LOCK`, without two Python-level calls
-        lock.acquire()
+        MAIN.__enter__()  # z3 from one thread at a time, in the main context (z3_context)
         try:
             try:
                 key = self._key(instance)
@@ -185,9 +185,7 @@ class Preflight:
                 return final
             return result
         finally:
-            if Z3_LOCK.pending:
-                Z3_LOCK.drain()
-            lock.release()
+            MAIN.__exit__(None, None, None)
 
     def _falsify(self, prepared: _Prepared, instance: object, used_input: object,
                  result: PreflightResult) -> PreflightResult:

@@ -25,7 +25,6 @@ characters above U+2FFFF or reserved as astral twins make the pattern opaque
 
 from __future__ import annotations
 
-import functools
 import re
 import warnings
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import z3
 
 from . import unicode_classes as uc
 from .unicode_classes import MAX_CHAR, Ranges
+from .z3_context import per_context
 
 __all__ = ["ENGINES", "MAX_CHAR", "RegexTranslation", "field_pattern", "translate_pattern"]
 
@@ -383,7 +383,7 @@ def _compiles(pattern: str, engine: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=512)
+@per_context
 def translate_pattern(pattern: str, engine: str = "rust-regex",
                       mode: str = "search") -> RegexTranslation:
     """The z3 regex of the strings ``pattern`` accepts under ``engine``.
@@ -419,7 +419,7 @@ def translate_pattern(pattern: str, engine: str = "rust-regex",
     return RegexTranslation(regex, exact, under=under)
 
 
-@functools.lru_cache(maxsize=512)
+@per_context
 def field_pattern(pattern: str, engine: str = "rust-regex", flags: int = 0) -> RegexTranslation:
     """What pydantic's ``Field(pattern=...)`` accepts under ``regex_engine``: a
     search, and no lone surrogate (pydantic rejects such a string before matching).

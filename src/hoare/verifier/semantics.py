@@ -80,12 +80,11 @@ from .values import (
     int_val,
     real_val,
 )
+from .z3_context import false, true
 from .z3util import is_false, is_true
 
 __all__ = ["Semantics"]
 
-TRUE = z3.BoolVal(True)
-FALSE = z3.BoolVal(False)
 
 
 def tag_is(tag: z3.ArithRef, k: int) -> z3.BoolRef:
@@ -98,26 +97,26 @@ def tag_is(tag: z3.ArithRef, k: int) -> z3.BoolRef:
 def _and(*parts: z3.BoolRef) -> z3.BoolRef:
     kept = [p for p in parts if not is_true(p)]
     if any(is_false(p) for p in kept):
-        return FALSE
+        return false()
     if not kept:
-        return TRUE
+        return true()
     return kept[0] if len(kept) == 1 else z3.And(*kept)
 
 
 def _or(*parts: z3.BoolRef) -> z3.BoolRef:
     kept = [p for p in parts if not is_false(p)]
     if any(is_true(p) for p in kept):
-        return TRUE
+        return true()
     if not kept:
-        return FALSE
+        return false()
     return kept[0] if len(kept) == 1 else z3.Or(*kept)
 
 
 def _not(p: z3.BoolRef) -> z3.BoolRef:
     if is_true(p):
-        return FALSE
+        return false()
     if is_false(p):
-        return TRUE
+        return true()
     return z3.Not(p)
 
 
@@ -217,7 +216,7 @@ class Semantics:
             self.error(value.none, exc)
             return self.unwrap(value.inner, exc)
         if isinstance(value, SNone):
-            self.error(TRUE, exc)
+            self.error(true(), exc)
         if isinstance(value, SOpaque):
             raise Opaque(value.reason)
         return value
@@ -237,7 +236,7 @@ class Semantics:
         if isinstance(value, SStr):
             return z3.Length(value.e) > 0
         if isinstance(value, SNone):
-            return FALSE
+            return false()
         if isinstance(value, SOpt):
             return _and(_not(value.none), self.truthy(value.inner))
         if isinstance(value, SList):
@@ -245,24 +244,24 @@ class Semantics:
         if isinstance(value, SColl):
             return bool_val(bool(value.items))
         if isinstance(value, SModel):
-            return TRUE  # BaseModel defines neither __bool__ nor __len__
+            return true()  # BaseModel defines neither __bool__ nor __len__
         if isinstance(value, SEnum):
             if issubclass(value.cls, (int, str, float)):
                 return self.truthy(self.enum_value(value))
-            return TRUE
+            return true()
         if isinstance(value, SOpaque):
             if value.truthy is not None:
                 return bool_val(value.truthy)
             raise Opaque(value.reason)
         if isinstance(value, SObj):
             if isinstance(value.obj, (type, type(len))) or callable(value.obj):
-                return TRUE
+                return true()
         raise Opaque(f"truthiness of {value.kind}")
 
     def passes(self, value: Sym) -> z3.BoolRef:
         """A predicate's return value passes: ``None`` or truthy (spec §3.2)."""
         if isinstance(value, SNone):
-            return TRUE
+            return true()
         if isinstance(value, SOpt):
             return _or(value.none, self.passes(value.inner))
         return self.truthy(value)
@@ -280,7 +279,7 @@ class Semantics:
         is known only by its truthiness): then the construct is opaque."""
         if isinstance(value, (STruth, SOpaque, SObj)):
             raise Opaque(f"{what} of a value of unknown type")
-        self.error(TRUE, "TypeError")
+        self.error(true(), "TypeError")
 
     def is_nan(self, value: Sym) -> SBool:
         """``math.isnan(x)``: an int or bool is never nan; other types raise."""
@@ -300,7 +299,7 @@ class Semantics:
             return SBool(bool_val(name == "isfinite"))
         if not isinstance(value, SFloat):
             self.not_a_number(value, f"math.{name}()")
-            return SBool(FALSE)
+            return SBool(false())
         if isinstance(value, SNumber):
             self.to_double(value)  # an int is converted: a huge one raises OverflowError
         self.uses_float = True
@@ -424,7 +423,7 @@ class Semantics:
                 a = self.enum_value(a) if isinstance(a, SEnum) else a
                 b = self.enum_value(b) if isinstance(b, SEnum) else b
                 return self.eq(a, b)
-            return FALSE
+            return false()
         if self.is_number(a) and self.is_number(b):
             if isinstance(a, SFloat) or isinstance(b, SFloat):
                 x, y = self.as_float(a), self.as_float(b)
@@ -442,15 +441,15 @@ class Semantics:
         if isinstance(a, SModel) or isinstance(b, SModel):
             if isinstance(a, SModel) and isinstance(b, SModel):
                 raise Opaque("equality of pydantic models")
-            return FALSE
+            return false()
         if isinstance(a, SObj) and isinstance(b, SObj):
             return bool_val(bool(a.obj == b.obj))
         if isinstance(a, STruth) or isinstance(b, STruth):
             raise Opaque("equality of a value of unknown type")
         if isinstance(a, SObj) or isinstance(b, SObj):
-            return FALSE
+            return false()
         if a.kind != b.kind:
-            return FALSE
+            return false()
         raise Opaque(f"equality of {a.kind} values")
 
     def seq_eq(self, a: Sym, b: Sym) -> z3.BoolRef:
@@ -458,11 +457,11 @@ class Semantics:
             a, b = b, a
         if isinstance(a, SColl) and isinstance(b, SColl):
             if len(a.items) != len(b.items):
-                return FALSE
+                return false()
             return _and(*[self.eq(x, y) for x, y in zip(a.items, b.items, strict=True)])
         if isinstance(a, SList) and isinstance(b, SColl):
             if (a.container == "list") != (b.container == "list"):
-                return FALSE  # [1] != (1,)
+                return false()  # [1] != (1,)
             k = len(b.items)
             if k > len(a.slots):
                 return _and(a.n == k, self.havoc_bool("list compared past its slots"))
@@ -474,14 +473,14 @@ class Semantics:
         if isinstance(b, SNone) or isinstance(a, SNone):
             other = a if isinstance(b, SNone) else b
             if isinstance(other, SNone):
-                return TRUE
+                return true()
             if isinstance(other, SOpt):
                 return other.none
             if isinstance(other, SOpaque) and other.truthy is True:
-                return FALSE
+                return false()
             if isinstance(other, SOpaque):
                 raise Opaque(other.reason)
-            return FALSE
+            return false()
         if isinstance(a, SNumber) or isinstance(b, SNumber):
             raise Opaque("`is` on a value whose type is known only at run time")
         if isinstance(a, SOpt):
@@ -493,13 +492,13 @@ class Semantics:
         if isinstance(a, SEnum) or isinstance(b, SEnum):
             other = a if isinstance(b, SEnum) else b
             if isinstance(other, (SInt, SStr, SFloat, SBool, SModel, SList)):
-                return FALSE  # a member is never identical to a plain value
+                return false()  # a member is never identical to a plain value
         if isinstance(a, SBool) and isinstance(b, SBool):
             return a.e == b.e
         if isinstance(a, SBool) or isinstance(b, SBool):
             other = a if isinstance(b, SBool) else b
             if isinstance(other, (SInt, SStr, SFloat, SList, SModel)):
-                return FALSE
+                return false()
         raise Opaque("`is` between values other than None, booleans and enum members")
 
     # -- ordering -----------------------------------------------------------------------
@@ -510,11 +509,11 @@ class Semantics:
         if op in (">", ">="):
             return self.compare("<" if op == ">" else "<=", b, a)
         if isinstance(a, SEnum) and not issubclass(a.cls, (int, str, float)):
-            self.error(TRUE, "TypeError")
-            return FALSE
+            self.error(true(), "TypeError")
+            return false()
         if isinstance(b, SEnum) and not issubclass(b.cls, (int, str, float)):
-            self.error(TRUE, "TypeError")
-            return FALSE
+            self.error(true(), "TypeError")
+            return false()
         a, b = self.numeric(a), self.numeric(b)
         if self.is_number(a) and self.is_number(b):
             if isinstance(a, SFloat) or isinstance(b, SFloat):
@@ -537,8 +536,8 @@ class Semantics:
                 raise Opaque("ordering of sequences")
             if isinstance(a, STruth) or isinstance(b, STruth):
                 raise Opaque("ordering of a value of unknown type")
-        self.error(TRUE, "TypeError")
-        return FALSE
+        self.error(true(), "TypeError")
+        return false()
 
     def float_less(self, op: str, a: SFloat, b: SFloat) -> z3.BoolRef:
         not_nan = _and(_not(tag_is(a.tag, NAN)), _not(tag_is(b.tag, NAN)))
@@ -562,8 +561,8 @@ class Semantics:
         if isinstance(container, SStr):
             item = self.unwrap(item)
             if not isinstance(item, SStr):
-                self.error(TRUE, "TypeError")
-                return FALSE
+                self.error(true(), "TypeError")
+                return false()
             return z3.Contains(container.e, item.e)
         if isinstance(container, SColl):
             return _or(*[self.eq(item, x) for x in container.items])
@@ -581,8 +580,8 @@ class Semantics:
                 and issubclass(container.obj, enum.Enum):
             raise Opaque("`in` on an Enum class")
         if isinstance(container, (SInt, SFloat, SBool, SNone)):
-            self.error(TRUE, "TypeError")
-            return FALSE
+            self.error(true(), "TypeError")
+            return false()
         raise Opaque(f"`in` on a {container.kind}")
 
     # -- arithmetic ---------------------------------------------------------------------
@@ -604,7 +603,7 @@ class Semantics:
                 return SFloat(tag, -value.r)
             if isinstance(value, SNumber):
                 raise Opaque(f"unary `{op}` of a value that is an int or a float")
-            self.error(TRUE, "TypeError")
+            self.error(true(), "TypeError")
             return value
         if isinstance(value, (SInt, SBool)):
             x = self.int_expr(value)
@@ -621,7 +620,7 @@ class Semantics:
         if isinstance(a, SStr) and isinstance(b, SStr):
             if op == "+":
                 return SStr(z3.Concat(a.e, b.e))
-            self.error(TRUE, "TypeError")
+            self.error(true(), "TypeError")
             return a
         if op == "*" and (isinstance(a, SStr) or isinstance(b, SStr)):
             text, count = (a, b) if isinstance(a, SStr) else (b, a)
@@ -639,7 +638,7 @@ class Semantics:
                 raise Opaque(f"`{op}` on sequences")
             if isinstance(a, (SStr, SInt, SFloat, SBool, SNone)) and \
                     isinstance(b, (SStr, SInt, SFloat, SBool, SNone)):
-                self.error(TRUE, "TypeError")
+                self.error(true(), "TypeError")
                 return SInt(int_val(0))
             raise Opaque(f"`{op}` on {a.kind} and {b.kind}")
         if isinstance(a, SNumber) or isinstance(b, SNumber):
@@ -686,11 +685,11 @@ class Semantics:
         if isinstance(value, SNumber):
             return value
         if isinstance(value, SFloat):
-            return SNumber(value.tag, value.r, FALSE)
+            return SNumber(value.tag, value.r, false())
         if isinstance(value, SBool):
-            return SNumber(int_val(FIN), _if(value.e, real_val(1), real_val(0)), TRUE)
+            return SNumber(int_val(FIN), _if(value.e, real_val(1), real_val(0)), true())
         assert isinstance(value, SInt)
-        return SNumber(int_val(FIN), z3.ToReal(value.e), TRUE)
+        return SNumber(int_val(FIN), z3.ToReal(value.e), true())
 
     @contextmanager
     def only_when(self, cond: z3.BoolRef) -> Iterator[None]:
@@ -721,7 +720,7 @@ class Semantics:
             raise Opaque(f"`{op}` on a value that is an int or a float")
 
         def is_int(v: Sym) -> z3.BoolRef:
-            return v.is_int if isinstance(v, SNumber) else TRUE
+            return v.is_int if isinstance(v, SNumber) else true()
 
         def int_view(v: Sym) -> Sym:
             return SInt(z3.ToInt(v.r)) if isinstance(v, SNumber) else v
@@ -751,7 +750,7 @@ class Semantics:
         if q is not None:
             if abs(q) >= OVERFLOW:
                 if overflow is not None:
-                    self.error(TRUE, overflow)
+                    self.error(true(), overflow)
                     return SFloat(int_val(FIN), real_val(0))
                 return SFloat(int_val(PINF if q > 0 else NINF), real_val(0))
             return float_const(float(q))  # Fraction -> float rounds correctly
@@ -920,7 +919,7 @@ class Semantics:
         fin = tag_is(a.tag, FIN)
         self.error(_and(fin, overflowed), "OverflowError")
         value = self.rounded(exact, ulps=2)
-        negative_inf = tag_is(a.tag, NINF) if k % 2 else FALSE
+        negative_inf = tag_is(a.tag, NINF) if k % 2 else false()
         tag = _if(tag_is(a.tag, NAN), int_val(NAN),
                   _if(negative_inf, int_val(NINF),
                       _if(fin, int_val(FIN), int_val(PINF))))
@@ -936,7 +935,7 @@ class Semantics:
                       "/": lambda: x / y, "//": lambda: x // y, "%": lambda: x % y,
                       "**": lambda: x ** y}[op]()
         except (ZeroDivisionError, OverflowError, ValueError) as error:
-            self.error(TRUE, type(error).__name__)
+            self.error(true(), type(error).__name__)
             return SFloat(int_val(FIN), real_val(0))
         except KeyError:
             return None
@@ -976,7 +975,7 @@ class Semantics:
             if isinstance(value, SEnum) and issubclass(value.cls, str):
                 length = self.length(self.enum_value(value))
                 return length
-            self.error(TRUE, "TypeError")
+            self.error(true(), "TypeError")
             return SInt(int_val(0))
         raise Opaque(f"len() of a {value.kind}")
 
@@ -1036,7 +1035,7 @@ class Semantics:
         """``min``/``max`` over (present, value) pairs, Python's choice on ties:
         the first extreme value wins; ``nan`` poisons like Python's comparisons."""
         result: Sym | None = None
-        present_any: z3.BoolRef = FALSE
+        present_any: z3.BoolRef = false()
         for present, value in values:
             if result is None:
                 result, present_any = value, present
@@ -1048,7 +1047,7 @@ class Semantics:
             present_any = _or(present_any, present)
         if result is None:
             if empty_raises:
-                self.error(TRUE, "ValueError")
+                self.error(true(), "ValueError")
             return SInt(int_val(0))
         if empty_raises:
             self.error(_not(present_any), "ValueError")

@@ -49,6 +49,7 @@ from .report import CheckResult, ContractReport
 from .solver import Assertion, QueryCache, SolverOptions, solve
 from .values import Z3_LOCK, SModel, naming
 from .witness import WitnessError, call_predicate, validate
+from .z3_context import in_fresh_context
 
 __all__ = ["check_chain", "check_tool", "tool_description"]
 
@@ -263,6 +264,7 @@ def check_tool(tool: Any, module: str, options: SolverOptions) -> ContractReport
     return report
 
 
+@in_fresh_context
 def check_chain(chain: Any, name: str, options: SolverOptions) -> ContractReport:
     """One ``composition`` check per link of ``chain``."""
     report = ContractReport(name)

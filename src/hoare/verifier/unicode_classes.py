@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable
 
 import z3
 
+from .z3_context import per_context
+
 __all__ = [
     "BASE_CLASSES",
     "LAST_CODE_POINT",
@@ -297,7 +299,7 @@ def approximate(ranges: Ranges, side: str) -> Ranges:
     return normalize([*low, (_WINDOW + 1, MAX_CHAR)])
 
 
-@functools.cache  # z3 terms, built under Z3_LOCK by every caller, like method_language
+@per_context  # z3 terms of the active context, like method_language
 def ranges_re(ranges: Ranges, side: str = "exact") -> z3.ReRef:
     """The z3 regex of one character in ``ranges`` (clipped to z3's alphabet);
     ``side``: ``over``/``under`` approximate a big class (see ``approximate``).
@@ -312,16 +314,12 @@ def ranges_re(ranges: Ranges, side: str = "exact") -> z3.ReRef:
     return z3.Intersect(any_char, z3.Complement(_union(complement(ranges))))
 
 
-_PLAIN: list[z3.ReRef] = []
-
-
+@per_context
 def plain_strings() -> z3.ReRef:
     """Strings with no reserved twin (hence no astral character behind them). On these
     z3's order of strings is Python's; a twin stands for an astral character, which
     sorts above every character z3 has, so ordering involving one is not modelled."""
-    if not _PLAIN:
-        _PLAIN.append(z3.Star(ranges_re(complement(RESERVED))))
-    return _PLAIN[0]
+    return z3.Star(ranges_re(complement(RESERVED)))
 
 
 # -- str methods as languages ------------------------------------------------------------------
@@ -341,7 +339,7 @@ def method_is_exact(name: str) -> bool:
     return not any(is_big(class_ranges(n)) for n in names)
 
 
-@functools.cache
+@per_context
 def method_language(name: str, side: str = "exact") -> z3.ReRef:
     """The strings ``s`` for which ``s.<name>()`` is true (CPython's definitions):
 

@@ -9,8 +9,9 @@ rounding is modelled by ``semantics.Semantics.rounded``), a ``list`` is a symbol
 bounded number of element slots (elements past the slots are *havoc*: fresh
 unconstrained values, which keeps every refutation sound).
 
-z3 terms are built in the main context under ``Z3_LOCK``: z3 contexts are not
-thread-safe and the runtime pre-flight may run in several threads.
+z3 terms are built under ``Z3_LOCK`` (z3 contexts are not thread-safe and the runtime
+pre-flight may run in several threads), in the context ``z3_context`` makes active: a
+fresh one per check, the main one for the pre-flight.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """One lock around every z3 object's life, creation to release.
 
-z3's Python objects share one context (``z3.main_ctx()``), and a context is not
-thread-safe: building a term, solving, and even *freeing* one (``AstRef.__del__`` calls
-``Z3_dec_ref``) from two threads at once corrupts it — a segmentation fault in
+z3's Python objects are built in the active context (``z3.main_ctx()``, which
+``z3_context`` points at a fresh context per check), and a context is not
+thread-safe: building a term, solving, and even *freeing* one (``AstRef.__del__``
+calls ``Z3_dec_ref``) from two threads at once corrupts it — a segmentation fault in
 ``Z3_solver_check_assumptions`` or ``Z3_dec_ref`` when a web server's threads share a
 contract with pre-flight on, or call ``hoare.verify`` together. Two rules make it safe:
 
 * Every entry point that touches z3 (``hoare.verify``, ``Preflight.check``,
   ``Preflight.for_description``, and the translation helpers below them) holds
-  ``Z3_LOCK``, a re-entrant lock, for its whole duration.
+  ``Z3_LOCK``, a re-entrant lock, for its whole duration (entering a ``Z3Context``
+  takes it too). One lock for every context: the active context is process-wide.
 * Freeing is made safe wherever it happens: the finalizer of every z3 class that
   releases a reference is wrapped so that it runs only under ``Z3_LOCK``. A z3 object
   dropped by a thread that cannot take the lock at once (another thread is solving)
@@ -44,8 +46,7 @@ class Z3Lock:
 
     @property
     def raw(self) -> Any:
-        """The underlying ``RLock``, for a hot path that drains ``pending`` itself
-        before releasing it (``Preflight.check``)."""
+        """The underlying ``RLock`` (the finalizers take it without a Python call)."""
         return self._lock
 
     def acquire(self, blocking: bool = True) -> bool:

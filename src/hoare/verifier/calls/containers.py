@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from ..semantics import TRUE, _and, _not, _or
+from ..semantics import _and, _not, _or
 from ..values import SBool, SInt, SList, STruth, Sym, fresh_name, int_val
+from ..z3_context import true
 from .registry import CallSite, function, method
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def _min_max(t: Translator, call: CallSite, name: str) -> Sym:
         return result
     if keywords:
         raise call.unsupported("with default= and several arguments")
-    values = [(TRUE, t.expr(a, call.env)) for a in args]
+    values = [(true(), t.expr(a, call.env)) for a in args]
     return t.min_max(name, values)
 
 

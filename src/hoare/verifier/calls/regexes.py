@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import z3
 
 from ..regex import translate_pattern
-from ..semantics import TRUE
 from ..values import NONE, SOpaque, SOpt, SStr, Sym, decode_z3_string, fresh_name
+from ..z3_context import true
 from .registry import CallSite, function
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def _regex_call(t: Translator, call: CallSite, mode: str) -> Sym:
         raise call.unsupported("with a pattern that is not a literal")
     text = t.unwrap(t.expr(call.args[1], call.env))
     if not isinstance(text, SStr):
-        t.error(TRUE, "TypeError")
+        t.error(true(), "TypeError")
         return NONE
     literal = decode_z3_string(pattern.e.as_string())
     translation = translate_pattern(literal, "python-re", mode)

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import z3
 
 from .. import unicode_classes as uc
-from ..semantics import TRUE, _or
+from ..semantics import _or
 from ..values import SBool, SColl, SInt, SOpt, SStr, SStripped, Sym, fresh_name, int_val
+from ..z3_context import true
 from .registry import CallSite, function, method
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def _affix_test(name: str) -> None:
         for option in options:
             option = t.unwrap(option)
             if not isinstance(option, SStr):
-                t.error(TRUE, "TypeError")
+                t.error(true(), "TypeError")
                 return SBool(z3.BoolVal(False))
             tests.append(z3.PrefixOf(option.e, receiver.e) if name == "startswith"
                          else z3.SuffixOf(option.e, receiver.e))
@@ -94,7 +95,7 @@ def _finder(name: str) -> None:
         assert isinstance(receiver, SStr)
         sub = t.unwrap(call.one(t))
         if not isinstance(sub, SStr):
-            t.error(TRUE, "TypeError")
+            t.error(true(), "TypeError")
             return SInt(int_val(0))
         position = z3.IndexOf(receiver.e, sub.e, 0)
         if name == "index":
@@ -112,7 +113,7 @@ def _remover(name: str) -> None:
         assert isinstance(receiver, SStr)
         affix = t.unwrap(call.one(t))
         if not isinstance(affix, SStr):
-            t.error(TRUE, "TypeError")
+            t.error(true(), "TypeError")
             return receiver
         s, a = receiver.e, affix.e
         if name == "removeprefix":
