@@ -85,6 +85,20 @@ def test_the_residual_proof() -> None:
     assert "opaque_check" in compiled.unknown["post_conditions[6]"]
 
 
+def test_a_spent_time_budget_folds_nothing_more_and_proves_nothing_more() -> None:
+    """A contract's first call compiles its schema: the compile has a time budget, and
+    what it did not prove in time is not folded (always sound) and stays unproved."""
+    spent = compile_contract(DESC, "json_schema", seconds=0)
+    assert spent.schema == DESC.output.schema  # the type's schema, nothing folded
+    assert spent.folded == [] and spent.enforced == {}
+    assert len(spent.dropped) >= 6
+    assert all("time budget (0 s) was spent" in d for d in spent.dropped)
+    assert all("time budget" in why or "opaque_check" in why
+               for why in spent.unknown.values())
+    assert set(spent.unknown) | set(spent.residual) == {f"post_conditions[{i}]"
+                                                         for i in range(8)}
+
+
 def test_openai_strict_subset() -> None:
     compiled = compile_contract(DESC, "openai_strict")
     p = props(compiled.schema)

@@ -38,8 +38,9 @@ import ast
 import copy
 import math
 import re
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -341,14 +342,39 @@ def _keyword(sym: Sym, raw: str) -> str | None:
     return raw
 
 
+COMPILE_SECONDS = 3.0  # the whole compile's time, proofs included (a contract's first call)
+
+
+class _Clock:
+    """The compile's time budget: each z3 query gets at most what is left of it."""
+
+    def __init__(self, options: SolverOptions, seconds: float) -> None:
+        self.options = options
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def left(self) -> SolverOptions | None:
+        """Options for the next query, or None when the budget is spent."""
+        remaining_ms = int((self.deadline - time.monotonic()) * 1000)
+        if remaining_ms < 10:
+            return None
+        return replace(self.options, timeout_ms=min(self.options.timeout_ms, remaining_ms))
+
+    def spent(self) -> str:
+        return f"not tried: the compile's time budget ({self.seconds:g} s) was spent"
+
+
 @in_fresh_context
 def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
-                     options: SolverOptions | None = None) -> Compiled:
+                     options: SolverOptions | None = None,
+                     seconds: float = COMPILE_SECONDS) -> Compiled:
     """The output schema of ``desc`` with the post-conditions folded in, for
-    ``dialect``, and which post-conditions it enforces (see the module docstring)."""
+    ``dialect``, and which post-conditions it enforces (see the module docstring).
+    ``seconds`` bounds the whole compile: what is not proved in time is not folded (or
+    stays residual), which is always sound; it runs at a contract's first call."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
-    options = options or SolverOptions(timeout_ms=2000)
+    clock = _Clock(options or SolverOptions(timeout_ms=2000), seconds)
     schema = copy.deepcopy(desc.output.schema)
     compiled = Compiled(desc.name, dialect, schema)
     cm = contract_model(desc)
@@ -388,6 +414,10 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
                 or "allOf" in target:
             compiled.dropped.append(f"{what}: the field's schema is a reference or a union")
             continue
+        options = clock.left()
+        if options is None:
+            compiled.dropped.append(f"{what}: {clock.spent()}")
+            continue
         proof = solve(context + posts + [Assertion("not C", z3.Not(meaning), "goal")],
                       options)
         if proof.status != "unsat":
@@ -411,7 +441,7 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
     compiled.folded = [item for item, _ in folded]
     enforced_meaning = [m for item, m in folded if _schema_keyword(item.keyword) in honoured]
     _prove_residual(cm, compiled, context, enforced_meaning, samples, folded, honoured,
-                    options)
+                    clock)
     if dialect == "openai_strict":
         _strict_subset(compiled)
     return compiled
@@ -461,7 +491,7 @@ def _regex_literal(text: str) -> str:
 def _prove_residual(cm: ContractModel, compiled: Compiled, context: list[Assertion],
                     enforced: list[z3.BoolRef], samples: list[tuple[Any, bool]],
                     folded: list[tuple[Folded, z3.BoolRef]], honoured: frozenset[str],
-                    options: SolverOptions) -> None:
+                    clock: _Clock) -> None:
     schema = [Assertion(f"schema {i}", m, "schema") for i, m in enumerate(enforced)]
     for t in cm.post:
         name = t.source.id
@@ -474,6 +504,10 @@ def _prove_residual(cm: ContractModel, compiled: Compiled, context: list[Asserti
             continue
         if not enforced:
             compiled.residual[name] = "nothing folded that this dialect honours"
+            continue
+        options = clock.left()
+        if options is None:
+            compiled.unknown[name] = clock.spent()
             continue
         defs = [Assertion(None, d, "def") for d in t.defs]
         query = solve(context + schema + defs + [Assertion("fails", t.fails(), "goal")],
