@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all verify test lint prove bench bench-real bench-queries clean
+.PHONY: all verify test test-wheel lint prove bench bench-real bench-queries clean
 
 all: test
 
@@ -17,9 +17,14 @@ $(STAMP): pyproject.toml
 verify: $(STAMP)
 	$(VENV)/bin/hoare verify examples/
 
-## The whole test suite (offline).
+## The whole test suite (offline): on the editable install, then on the built wheel.
 test: $(STAMP)
 	$(PY) -m pytest
+	$(PY) tests/against_wheel.py
+
+## The suite against the wheel alone, installed (not editable) in .venv-wheel.
+test-wheel: $(STAMP)
+	$(PY) tests/against_wheel.py
 
 ## ruff on everything, mypy --strict on the trusted kernel.
 lint: $(STAMP)
@@ -51,4 +56,4 @@ bench-queries: $(STAMP)
 	$(PY) bench/real_model/queries.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) .venv-wheel build *.egg-info src/*.egg-info

@@ -60,3 +60,16 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop a run that would test another `hoare` than it claims: src/, or the installed
+    wheel under tests/against_wheel.py (tests/library_under_test.py)."""
+    from library_under_test import check_origin
+
+    try:
+        where = check_origin()
+    except RuntimeError as error:
+        raise pytest.UsageError(str(error)) from None
+    if os.environ.get("HOARE_TEST_WHEEL"):
+        print(where)

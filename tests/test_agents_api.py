@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hoare.kernel import Policy
+from library_under_test import LIBRARY
 
 from hoare.agents import (
     ContractContext,
@@ -30,6 +30,7 @@ from hoare.agents import (
     pre,
     tool,
 )
+from hoare.kernel import Policy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -225,7 +226,7 @@ print(json.dumps(results))
 
 def test_contract_assert_contexts_never_cross_threads_or_tasks() -> None:
     done = subprocess.run([sys.executable, "-c", CONCURRENT], capture_output=True, text=True,
-                          timeout=300, env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
+                          timeout=300, env={"PYTHONPATH": LIBRARY, "PATH": ""})
     assert done.returncode == 0, done.stderr
     results: dict[str, Any] = json.loads(done.stdout)
     assert len(results) == 16

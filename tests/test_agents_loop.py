@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from library_under_test import LIBRARY
 from openai_server import OpenAIServer, completion
 
 from hoare import Field, LLMDataModel
@@ -194,10 +195,10 @@ def test_concurrent_agents_sharing_a_tool_never_cross_talk() -> None:
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", AGENTS_IN_THREADS], capture_output=True,
                           text=True, timeout=300,
-                          env={"PYTHONPATH": str(root / "src"), "PATH": ""})
+                          env={"PYTHONPATH": LIBRARY, "PATH": ""})
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)
     assert len(results) == 8

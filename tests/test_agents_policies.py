@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from library_under_test import LIBRARY
 
 from hoare.agents import (
     ContractAgent,
@@ -163,10 +164,10 @@ asyncio.run(main())
 
 
 def test_contract_assert_from_concurrent_tasks_and_agent_threads_never_cross_talk() -> None:
-    root = Path(__file__).resolve().parents[1]
+    Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", TASKS_AND_THREADS], capture_output=True,
                           text=True, timeout=300,
-                          env={"PYTHONPATH": str(root / "src"), "PATH": ""})
+                          env={"PYTHONPATH": LIBRARY, "PATH": ""})
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["answers"] == [f"agent{i}" for i in range(6)]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 from hoare.cli import main
 
@@ -96,7 +97,7 @@ def test_module_names_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_python_dash_m_hoare() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
     done = subprocess.run([sys.executable, "-m", "hoare", "verify", SOUND, "--json"],
                           cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr

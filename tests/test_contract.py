@@ -9,7 +9,6 @@ import threading
 from typing import Literal
 
 import pytest
-from hoare.kernel import Phase, ViolationKind
 
 from hoare import (
     Contract,
@@ -24,6 +23,7 @@ from hoare import (
     contract,
 )
 from hoare.engines import FunctionEngine, Request, Response, Usage
+from hoare.kernel import Phase, ViolationKind
 
 FAST = {"delay": 0, "jitter": 0}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from library_under_test import LIBRARY
 from openai_server import OpenAIServer
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
@@ -147,7 +148,7 @@ def test_hoare_schema_prints_the_schema_and_the_proofs() -> None:
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": str(here.parent / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
     done = subprocess.run([sys.executable, "-m", "hoare", "schema",
                            "test_decoding_runtime:Folded", "--dialect", "llama_cpp", "--json"],
                           cwd=here, capture_output=True, text=True, timeout=300, env=env)
@@ -196,6 +197,5 @@ def test_a_schema_enforced_check_that_fails_is_a_provider_fault(tmp_path: object
     assert "a provider fault" in caplog.text  # type: ignore[attr-defined]
     shown = subprocess.run([sys.executable, "-m", "hoare", "stats", "--db", path, "--json"],
                            capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]
-                                                                / "src")})
+                           env={**os.environ, "PYTHONPATH": LIBRARY})
     assert json.loads(shown.stdout)["contracts"][0]["provider_faults"] == 1

@@ -7,13 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from library_under_test import LIBRARY
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_multi_doc_qa_stays_offline_with_a_key_set() -> None:
     # a base URL nothing listens on: any attempt to go online would fail the run
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-key",
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "PYTHONPATH": str(ROOT / "src")}
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "PYTHONPATH": LIBRARY}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "multi_doc_qa.py")],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -21,14 +23,14 @@ def test_multi_doc_qa_stays_offline_with_a_key_set() -> None:
 
 
 def test_an_unknown_option_is_a_usage_error() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "multi_doc_qa.py"),
                            "--onlin"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 2 and "--live" in done.stderr
 
 
 def test_the_agent_example_runs_offline() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_tools.py")],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -38,7 +40,7 @@ def test_the_agent_example_runs_offline() -> None:
 def test_the_stats_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
     import re
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
     env.pop("HOARE_STATS", None)
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "stats_demo.py"),
                            str(tmp_path / "calls.db")], capture_output=True, text=True,
@@ -56,7 +58,7 @@ def test_the_stats_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
 def test_the_compare_example_gates_and_plots_what_the_readme_shows(tmp_path: Path) -> None:
     import re
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
     env.pop("HOARE_STATS", None)
     png = tmp_path / "compare.png"
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "compare_demo.py"),

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from library_under_test import LIBRARY
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -16,7 +18,7 @@ def _run(code: str, *blocked: str) -> subprocess.CompletedProcess[str]:
     prelude = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in blocked)
     return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                          env={**os.environ, "PYTHONPATH": LIBRARY})
 
 
 def test_otel_missing() -> None:
@@ -62,7 +64,7 @@ def test_sql_missing_warns_and_the_calls_go_on(tmp_path: Path) -> None:
                             "\nfrom hoare.cli import main; sys.exit(main(sys.argv[1:]))",
                             "stats", "--db", "postgresql://u@127.0.0.1:1/db"],
                            capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                           env={**os.environ, "PYTHONPATH": LIBRARY})
     assert stats.returncode == 2 and "pip install 'hoare[sql]'" in stats.stderr
 
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 
 import pytest
-from hoare.kernel import ViolationKind
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
 from hoare.engines import (
@@ -28,6 +27,7 @@ from hoare.engines import (
     Usage,
 )
 from hoare.errors import FatalEngineError, RetryableEngineError
+from hoare.kernel import ViolationKind
 
 GOOD = json.dumps({"answer": "fine"})
 

@@ -8,6 +8,12 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from hoare import Field, LLMDataModel
+from hoare.conditions import is_asynchronous, raise_literals
 from hoare.kernel import (
     ContractConfig,
     Hooks,
@@ -22,12 +28,6 @@ from hoare.kernel import (
     run_call,
     run_sync,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import ValidationError
-
-from hoare import Field, LLMDataModel
-from hoare.conditions import is_asynchronous, raise_literals
 
 
 def _hostile_class(str_behaviour: str) -> type[Exception]:

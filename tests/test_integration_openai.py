@@ -6,11 +6,11 @@ import asyncio
 import json
 
 import pytest
-from hoare.kernel import ViolationKind
 from openai_server import OpenAIServer, completion, error
 
 from hoare import Contract, ContractViolationError, Field, LLMDataModel, Post, contract
 from hoare.engines import Budget, BudgetExceeded, Price, RequestRejected
+from hoare.kernel import ViolationKind
 
 FAST = {"delay": 0, "jitter": 0, "tries": 3}
 

@@ -20,16 +20,6 @@ import time
 from collections.abc import Callable
 
 import pytest
-from hoare.kernel import (
-    ContractConfig,
-    ContractViolationError,
-    Hooks,
-    Outcome,
-    Policy,
-    RetryPolicy,
-    run_async,
-    run_sync,
-)
 from kernel_support.harness import (
     Recorder,
     build_hooks,
@@ -48,6 +38,17 @@ from kernel_support.scripts import (
     random_behaviour,
     raw_input,
     tag_of,
+)
+
+from hoare.kernel import (
+    ContractConfig,
+    ContractViolationError,
+    Hooks,
+    Outcome,
+    Policy,
+    RetryPolicy,
+    run_async,
+    run_sync,
 )
 
 THREADS = 16

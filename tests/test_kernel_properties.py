@@ -19,25 +19,6 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
-from hoare.kernel import (
-    ContractConfig,
-    ContractViolationError,
-    FatalEngineError,
-    Hooks,
-    Outcome,
-    Phase,
-    Policy,
-    Predicate,
-    PreflightResult,
-    Reply,
-    ResultTypeError,
-    RetryPolicy,
-    Verdict,
-    Violation,
-    ViolationKind,
-    run_call,
-    run_sync,
-)
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kernel_support.harness import (
@@ -85,6 +66,26 @@ from kernel_support.scripts import (
     contract_calls,
     raw_input,
     retry_policies,
+)
+
+from hoare.kernel import (
+    ContractConfig,
+    ContractViolationError,
+    FatalEngineError,
+    Hooks,
+    Outcome,
+    Phase,
+    Policy,
+    Predicate,
+    PreflightResult,
+    Reply,
+    ResultTypeError,
+    RetryPolicy,
+    Verdict,
+    Violation,
+    ViolationKind,
+    run_call,
+    run_sync,
 )
 
 # Generating a case costs more than running it; 80 examples per invariant (200 for the

@@ -17,13 +17,14 @@ import threading
 import time
 from collections.abc import Iterable
 
-from hoare.kernel import Outcome, Phase, Rate, Stats, SuccessTracker, wilson_interval
-from hoare.kernel.stats import Z_95
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from kernel_support.harness import execute
 from kernel_support.scripts import cases, random_case
+
+from hoare.kernel import Outcome, Phase, Rate, Stats, SuccessTracker, wilson_interval
+from hoare.kernel.stats import Z_95
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -3,7 +3,9 @@
 Builds offline (``pip wheel --no-build-isolation`` with the environment's own
 setuptools) from a copy of the sources, so the working tree gets no ``build/`` or
 ``*.egg-info``; installs the wheel into a scratch directory and imports every
-package there in a child process, checking each comes from the wheel.
+package there in a child process, checking each comes from the wheel. The whole
+suite runs against the installed wheel too: ``make test-wheel`` (part of ``make
+test``; tests/against_wheel.py).
 """
 
 from __future__ import annotations
@@ -90,38 +92,6 @@ def test_every_package_imports_from_the_installed_wheel(wheel: Path, tmp_path: P
     assert not elsewhere, f"imported from outside the wheel: {elsewhere}"
 
 
-# Test modules that exercise the library in-process (no child process pointed at src/):
-# run against the installed wheel, they show the wheel works, not only that it imports.
-WHEEL_SUITE = ["test_answer_fragments.py", "test_decoding_schema.py", "test_resend.py",
-               "test_compat_symbolicai.py", "test_stats_store.py", "test_telemetry.py",
-               "test_engines.py", "test_kernel_stats.py"]
-
-
-def test_the_suite_passes_against_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
-    target = tmp_path / "site"
-    _pip("install", "--no-deps", "--no-index", "--target", str(target), str(wheel))
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    env.pop("HOARE_STATS", None)
-    where = subprocess.run([sys.executable, "-c", "import hoare, hoare.kernel; "
-                            "print(hoare.__file__); print(hoare.kernel.__file__)"],
-                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
-    assert where.returncode == 0, where.stderr
-    assert all(Path(line).is_relative_to(target) for line in where.stdout.split())
-    suite = [str(ROOT / "tests" / name) for name in WHEEL_SUITE]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "-p", "no:randomly", "--rootdir", str(ROOT), *suite,
-                          "--junitxml", str(tmp_path / "report.xml"),
-                          "-k", "not four_processes and not kill_9 and not forked"],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=1200)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    import xml.etree.ElementTree as ET
-
-    report = ET.parse(tmp_path / "report.xml").getroot().find("testsuite")
-    assert report is not None
-    ran = int(report.get("tests", 0)) - int(report.get("skipped", 0))
-    assert ran >= 80 and report.get("failures") == "0" and report.get("errors") == "0"
-
-
 def test_mypy_sees_the_types_of_an_editable_install(tmp_path: Path) -> None:
     """``make`` installs hoare editable: a static .pth with src/ (no import hook, which
     mypy cannot follow), so ``py.typed`` works there too, hoare.kernel included."""
@@ -146,3 +116,17 @@ def test_mypy_sees_the_types_of_an_editable_install(tmp_path: Path) -> None:
     # the types are seen: the one deliberate error is reported, and only it
     assert 'expression has type "Policy", variable has type "int"' in done.stdout
     assert "Found 1 error in 1 file" in done.stdout, done.stdout
+
+
+def test_a_run_that_claims_the_wheel_but_imports_another_hoare_refuses_to_start(
+        tmp_path: Path) -> None:
+    """``HOARE_TEST_WHEEL`` names the site-packages the suite must test; a run that
+    imports hoare from anywhere else stops before any test (tests/conftest.py)."""
+    (tmp_path / "site").mkdir()
+    env = {**os.environ, "HOARE_TEST_WHEEL": str(tmp_path / "site")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(ROOT / "tests" / "test_public_api.py")],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    assert f"HOARE_TEST_WHEEL={tmp_path / 'site'} but hoare was imported from" in done.stderr
+    assert " passed" not in done.stdout

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 from hoare import Contract, LLMDataModel, contract
 from hoare.engines import FunctionEngine
@@ -126,7 +127,7 @@ print(json.dumps({k: v["count"] for k, v in stats.items() if k != "contract_outc
 
 def test_counts_are_exact_under_many_threads() -> None:
     done = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True,
-                          timeout=300, env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
+                          timeout=300, env={"PYTHONPATH": LIBRARY, "PATH": ""})
     assert done.returncode == 0, done.stderr
     counts = json.loads(done.stdout)
     assert counts["total_execution"] == counts["output_validation"] == 400

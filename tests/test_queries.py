@@ -21,6 +21,7 @@ from typing import Literal
 import jsonschema
 import pytest
 import yaml
+from library_under_test import LIBRARY
 from openai_server import OpenAIServer, completion
 from pydantic import BaseModel
 
@@ -823,7 +824,7 @@ def test_auto_examples_are_valid_answers_and_near_misses() -> None:
 # -- the examples ------------------------------------------------------------------------------
 
 def test_the_query_examples_run_offline() -> None:
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
+    env = {"PYTHONPATH": LIBRARY, "PATH": "/usr/bin:/bin",
            "OPENAI_API_KEY": "sk-not-a-key", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "make_sum.py")],
                           capture_output=True, text=True, env=env, timeout=300)
@@ -904,7 +905,7 @@ def test_best_of_n_reads_the_rates_a_previous_process_stored(tmp_path: Path) -> 
         hoare.flush_stats()
     '''))
     store = str(tmp_path / "calls.db")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
 
     def run(*args: str) -> str:
         done = subprocess.run([sys.executable, str(script), *args], capture_output=True,

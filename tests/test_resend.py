@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from hoare.kernel import ViolationKind
 from openai_server import OpenAIServer
 
 from hoare import Contract, LLMDataModel, Post, contract
 from hoare.engines import FunctionEngine, Options, Request
+from hoare.kernel import ViolationKind
 
 
 class Q(LLMDataModel):

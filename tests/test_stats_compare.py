@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from library_under_test import LIBRARY
 
 from hoare.stats_compare import compare, confidence_sequence, verdict_status
 from hoare.stats_store import CallRecord, StatsStore
@@ -86,7 +87,7 @@ def _store(path: Path, label: str, contract: str, rate: float, calls: int,
 def _compare(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hoare.cli", "compare", "--db", str(db),
                            *extra], capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": str(ROOT / "src"),
+                          env={"PYTHONPATH": LIBRARY,
                                "PATH": os.environ.get("PATH", "")})
 
 

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 from hoare.stats_store import query
 
@@ -64,7 +65,7 @@ def _eval(cwd: Path, *args: str, env: dict[str, str] | None = None
           ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hoare", "eval", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
-                          env={"PYTHONPATH": str(ROOT / "src"),
+                          env={"PYTHONPATH": LIBRARY,
                                "PATH": os.environ.get("PATH", ""), **(env or {})})
 
 
@@ -102,7 +103,7 @@ def test_the_progress_bar_shows_on_a_terminal_only(project: Path) -> None:
         [sys.executable, "-m", "hoare", "eval", "doubling:Double", "data.jsonl",
          "--engine", "doubling:engine", "--db", "b.db"], cwd=project,
         stdout=subprocess.PIPE, stderr=follower, text=True,
-        env={"PYTHONPATH": str(ROOT / "src"), "PATH": os.environ.get("PATH", "")})
+        env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
     os.close(follower)
     shown = b""
     while True:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 from hoare.stats_store import CallRecord, StatsStore, query
 
@@ -38,7 +39,7 @@ def _hoare(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
     code = f"{prelude}\nimport sys\nfrom hoare.cli import main\nsys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                           text=True, timeout=300,
-                          env={"PYTHONPATH": str(ROOT / "src"),
+                          env={"PYTHONPATH": LIBRARY,
                                "PATH": os.environ.get("PATH", ""), "MPLBACKEND": "Agg"})
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 import hoare
 from hoare import Contract, LLMDataModel, Post, configure, contract
@@ -157,7 +158,7 @@ def test_contracted_calls_are_recorded_in_postgresql(database: str) -> None:
     # the command line reads the same store
     shown = subprocess.run([sys.executable, "-m", "hoare", "stats", "--db", database,
                             "--json"], capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                           env={**os.environ, "PYTHONPATH": LIBRARY})
     assert shown.returncode == 0, shown.stderr
     summary = json.loads(shown.stdout)["contracts"][0]
     assert (summary["calls"], summary["successes"]) == (3, 2)
@@ -182,7 +183,7 @@ def test_four_processes_create_and_write_one_database(database: str) -> None:
     (the migrations take turns) and every record lands."""
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, database, f"p{i}", "700"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                                env={**os.environ, "PYTHONPATH": LIBRARY})
                for i in range(4)]
     outputs = [w.communicate(timeout=300) for w in writers]
     assert all(w.returncode == 0 for w in writers), outputs
@@ -272,6 +273,6 @@ def test_a_server_that_refuses_warns_once_and_never_fails_a_call(
     assert "secret-pw" not in warnings[0]  # the password is not logged
     shown = subprocess.run([sys.executable, "-m", "hoare", "stats", "--db", url],
                            capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                           env={**os.environ, "PYTHONPATH": LIBRARY})
     assert shown.returncode == 2 and "cannot read the store" in shown.stderr
     assert "secret-pw" not in shown.stderr

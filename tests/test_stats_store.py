@@ -18,11 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hoare.kernel.stats import wilson_interval
+from library_under_test import LIBRARY
 
 import hoare
 from hoare import Contract, LLMDataModel, Post, configure, contract
 from hoare.engines import FunctionEngine
+from hoare.kernel.stats import wilson_interval
 from hoare.stats_report import parse_since, summarize
 from hoare.stats_store import CallRecord, StatsStore
 
@@ -205,7 +206,7 @@ WRITER = textwrap.dedent(r'''
 
 
 def _env() -> dict[str, str]:
-    return {"PYTHONPATH": str(ROOT / "src"), "PATH": os.environ.get("PATH", "")}
+    return {"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")}
 
 
 def test_four_processes_write_one_file(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ prompt, and SymbolicAI-only options are refused with the alternative named."""
 from __future__ import annotations
 
 import pytest
+from library_under_test import LIBRARY
 from pydantic import SecretStr
 
 from hoare import Contract, ContractDefinitionError, Field, LLMDataModel, contract
@@ -105,7 +106,7 @@ def test_verbose_prints_prompts_and_answers_to_stderr_without_any_logging_setup(
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    Path(__file__).resolve().parents[1]
     script = (
         "from hoare import Contract, LLMDataModel, contract\n"
         "from hoare.engines import FunctionEngine\n"
@@ -114,7 +115,7 @@ def test_verbose_prints_prompts_and_answers_to_stderr_without_any_logging_setup(
         "    def forward(self, input: N) -> N:\n        return self.contract_result\n"
         "C(engine=FunctionEngine(lambda r: '{\"x\": 42}'))(input=N(x=1))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, env={"PYTHONPATH": str(root / "src"), "PATH": ""})
+                          timeout=120, env={"PYTHONPATH": LIBRARY, "PATH": ""})
     assert done.returncode == 0, done.stderr
     assert "Say a number." in done.stderr  # the prompt
     assert '{"x": 42}' in done.stderr  # the answer

@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
+from library_under_test import LIBRARY
 from openai_server import OpenAIServer, completion
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -242,7 +243,7 @@ THREADS = textwrap.dedent(r'''
 
 def test_eight_threads_on_one_instance_in_a_child_process() -> None:
     done = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                          timeout=300, env={**os.environ, "PYTHONPATH": LIBRARY})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"errors": [], "calls": 400, "chats": 800,
                                        "two_each": True}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from library_under_test import FROM_WHEEL, LIBRARY
 
 from hoare import Contract, LLMDataModel, contract
 from hoare.engines import FunctionEngine
@@ -24,8 +25,11 @@ def test_mypy_strict_on_the_readme_example_and_examples(tmp_path: Path) -> None:
     example = tmp_path / "readme_example.py"
     example.write_text(block)
     # hoare as the type checker sees an installed package: its own modules are followed
-    # for types, and only the checked files' errors count
-    env = {**os.environ, "MYPYPATH": str(ROOT / "src")}
+    # for types, and only the checked files' errors count (the wheel's site-packages is
+    # found through the interpreter; mypy refuses it on MYPYPATH)
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
+    if not FROM_WHEEL:
+        env["MYPYPATH"] = LIBRARY
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
          "--cache-dir", str(tmp_path / "mypy-cache"), str(example), str(ROOT / "examples")],

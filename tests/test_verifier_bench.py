@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ def _generator() -> object:
 def test_verify_200_generated_contracts(tmp_path: Path) -> None:
     manifest = _generator().generate(tmp_path, 200, seed=7)  # type: ignore[attr-defined]
     assert sum(1 for entry in manifest.values() if entry["defect"]) >= 5
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": LIBRARY}
     done = subprocess.run([sys.executable, "-m", "hoare", "verify", str(tmp_path), "--json"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     assert done.returncode == 1, done.stderr  # the defects fail

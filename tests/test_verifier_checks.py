@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 from fixtures.replay import check_witnesses, statuses
-from hoare.kernel import ContractConfig
 from pydantic import BaseModel, Field, ValidationError
 
 from hoare import Contract, Pipeline, Post, Pre, contract, verify
 from hoare.description import describe
+from hoare.kernel import ContractConfig
 from hoare.verifier.checks import check_contract
 from hoare.verifier.report import CheckResult, ContractReport
 from hoare.verifier.solver import SolverOptions

@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 from fixtures.replay import passes
-from hoare.kernel import Verdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
@@ -36,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 from hoare import verify
 from hoare.description import PredicateSource
 from hoare.engines import FunctionEngine
+from hoare.kernel import Verdict
 from hoare.verifier.report import CheckResult
 
 NIGHTLY = os.environ.get("HOARE_NIGHTLY") == "1"

@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal
 import pytest
 import z3
 from fixtures.replay import check_witnesses
-from hoare.kernel import ContractConfig, Verdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import (
@@ -36,6 +35,7 @@ from hoare import Contract, Post, contract
 from hoare.conditions import Pre
 from hoare.description import describe
 from hoare.engines import FunctionEngine
+from hoare.kernel import ContractConfig, Verdict
 from hoare.models import type_spec
 from hoare.verifier.checks import (
     check_contract,

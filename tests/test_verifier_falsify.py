@@ -17,7 +17,6 @@ from typing import Any, Literal
 import pytest
 import z3
 from fixtures.replay import passes
-from hoare.kernel import ContractConfig, Verdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
@@ -26,6 +25,7 @@ from verifier_support import predicate_source
 from hoare import Contract, Pipeline, Post, Pre, contract
 from hoare.description import PredicateSource, describe
 from hoare.engines import FunctionEngine
+from hoare.kernel import ContractConfig, Verdict
 from hoare.models import type_spec
 from hoare.verifier import checks, composition, falsify, preflight, qe
 from hoare.verifier import predicates as predicates_module

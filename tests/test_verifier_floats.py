@@ -528,9 +528,8 @@ class Echo(BaseModel):
 
 
 def _vacuity(*conditions: Any) -> list[str]:
-    from hoare.kernel import ContractConfig
-
     from hoare.description import describe
+    from hoare.kernel import ContractConfig
     from hoare.verifier.checks import check_contract
     from hoare.verifier.solver import SolverOptions
 
@@ -578,9 +577,8 @@ class Value(BaseModel):
 
 
 def test_preflight_does_not_refuse_an_input_with_a_float_answer() -> None:
-    from hoare.kernel import ContractConfig, Verdict
-
     from hoare.description import describe
+    from hoare.kernel import ContractConfig, Verdict
     from hoare.verifier.preflight import Preflight
 
     def forward(self: object, input: Offset) -> Value:

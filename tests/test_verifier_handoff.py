@@ -14,7 +14,6 @@ from typing import Annotated, Any
 
 import pytest
 import z3
-from hoare.kernel import ContractConfig
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import (
@@ -30,6 +29,7 @@ from pydantic import (
 
 from hoare.conditions import Post, Pre
 from hoare.description import describe
+from hoare.kernel import ContractConfig
 from hoare.verifier.checks import contract_model, predicate_assertions, type_assertions
 from hoare.verifier.composition import _handoff, _Link, _pipeline_pair
 from hoare.verifier.concrete import BindError, assign

@@ -7,7 +7,6 @@ import threading
 from typing import Any
 
 import pytest
-from hoare.kernel import ContractConfig, Verdict, ViolationKind
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
@@ -15,6 +14,7 @@ from pydantic import BaseModel, Field
 from hoare import Contract, Post, contract
 from hoare.description import describe
 from hoare.engines import FunctionEngine
+from hoare.kernel import ContractConfig, Verdict, ViolationKind
 from hoare.verifier.preflight import Preflight
 
 

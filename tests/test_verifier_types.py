@@ -9,13 +9,13 @@ from typing import Annotated, Any, Literal
 import pytest
 import z3
 from fixtures.replay import check_witnesses
-from hoare.kernel import ContractConfig
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hoare.conditions import Pre
 from hoare.description import describe
+from hoare.kernel import ContractConfig
 from hoare.verifier.checks import check_contract
 from hoare.verifier.regex import translate_pattern
 from hoare.verifier.report import ContractReport

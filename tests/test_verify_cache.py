@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +65,7 @@ def _verify(project: Path, *args: str, cache: Path | None = None,
     log = project / "imports.log"
     log.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT / "src"), str(extra_path or "")) if p)}
+        p for p in (LIBRARY, str(extra_path or "")) if p)}
     env["HOARE_CACHE_DIR"] = str(cache or project.parent / "cache")
     done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "--format", "json",
                            *args], cwd=project, capture_output=True, text=True, env=env,
@@ -187,7 +188,7 @@ def test_a_pipeline_is_rechecked_when_a_stage_changes(tmp_path: Path) -> None:
 def test_a_file_that_fails_to_import_is_never_cached(tmp_path: Path) -> None:
     project = _project(tmp_path)
     (project / "broken.py").write_text("import pathlib\nraise RuntimeError('boom at import')\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
+    env = {**os.environ, "PYTHONPATH": LIBRARY,
            "HOARE_CACHE_DIR": str(tmp_path / "cache")}
     for _ in range(2):
         done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "--format",
@@ -286,7 +287,7 @@ def test_only_deterministic_results_are_cached() -> None:
 
 def test_two_runs_at_once_share_the_cache_safely(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
+    env = {**os.environ, "PYTHONPATH": LIBRARY,
            "HOARE_CACHE_DIR": str(tmp_path / "cache")}
     command = [sys.executable, "-m", "hoare", "verify", ".", "--format", "json"]
     runs = [subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE,

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from library_under_test import LIBRARY
 
 from hoare.cli import main
 
@@ -92,8 +93,8 @@ def test_a_module_that_leaves_a_thread_running_does_not_hold_the_run(tmp_path: P
     (project / "wc_lingering.py").write_text(
         "import threading, time\n"
         "threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n")
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(root / "src"), "HOARE_CACHE_DIR": str(tmp_path / "c")}
+    Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": LIBRARY, "HOARE_CACHE_DIR": str(tmp_path / "c")}
     # a process (the command with -j 1, a worker with -j 2) that waited for the thread would
     # hang for an hour: the timeout fails the test
     done = subprocess.run([sys.executable, "-m", "hoare", "verify", ".", "-j", jobs,

@@ -26,12 +26,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from hoare.kernel import Phase, ViolationKind  # noqa: E402
 from run import MODEL_FILE, SERVER_PACKAGE, ensure_server, start_server  # noqa: E402
 from tasks import NOTES, REVIEWS, TEXTS  # noqa: E402
 
 from hoare import Post  # noqa: E402
 from hoare.engines import OpenAIEngine, Options  # noqa: E402
+from hoare.kernel import Phase, ViolationKind  # noqa: E402
 from hoare.queries import Query, outcome_of  # noqa: E402
 
 RESULTS = HERE / "queries_results.json"

@@ -102,10 +102,10 @@ def start_server(python: Path, model: Path) -> tuple[subprocess.Popen[bytes], st
 
 def run_tasks(url: str, inputs: int) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
-    from hoare.kernel import Phase, ViolationKind
     from tasks import TASKS
 
     from hoare.engines import OpenAIEngine, Options
+    from hoare.kernel import Phase, ViolationKind
 
     figures: dict[str, Any] = {}
     for task in TASKS:

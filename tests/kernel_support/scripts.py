@@ -30,6 +30,8 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from hypothesis import strategies as st
+
 from hoare.kernel import (
     ContractConfig,
     FatalEngineError,
@@ -39,7 +41,6 @@ from hoare.kernel import (
     RetryPolicy,
     Verdict,
 )
-from hypothesis import strategies as st
 
 MAX_TRIES = 6
 PRE_LABELS = ("x0", *(f"pre{n}" for n in range(1, MAX_TRIES + 1)))
