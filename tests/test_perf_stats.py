@@ -69,6 +69,8 @@ def test_the_aggregate_over_an_instance_s_calls() -> None:
                                             "overhead"))
     assert parts == pytest.approx(stats["total_execution"]["total"], rel=1e-6)
     assert stats["total_execution"]["percentage"] == pytest.approx(100.0)
+    # as SymbolicAI: contract_execution is the whole call, forward included
+    assert stats["contract_execution"] == stats["total_execution"]
     latest = stats["contract_outcome"]
     assert latest["success"] and latest["generation_attempts"] == 1
     assert set(latest["phases_ms"]) >= {"input", "act", "post", "forward"}
@@ -95,6 +97,8 @@ def test_the_sums_match_a_direct_computation() -> None:
     assert found["output_validation"]["std"] == pytest.approx(2e-6)
     assert found["overhead"]["total"] == pytest.approx(3e-6)
     assert found["total_execution"]["total"] == pytest.approx(21e-6)
+    assert found["contract_execution"]["total"] == pytest.approx(21e-6)
+    assert found["contract_execution"]["percentage"] == pytest.approx(100.0)
     assert found["forward_execution"]["percentage"] == pytest.approx(100 * 6 / 21)
     assert not math.isnan(found["overhead"]["std"])
 

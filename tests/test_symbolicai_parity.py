@@ -137,3 +137,48 @@ def test_per_call_results_are_read_only_and_a_failed_optional_is_none() -> None:
     for name in ("contract_successful", "contract_result", "contract_exception"):
         with pytest.raises(AttributeError):
             setattr(maybe, name, 1)
+
+
+def test_a_contract_defined_in_a_function_may_name_the_function_s_local_classes() -> None:
+    """SymbolicAI's tests define models inside test functions; under ``from __future__
+    import annotations`` (this module) every annotation is a string, which the
+    function's locals resolve, for ``@contract`` and ``@contract(...)`` alike."""
+
+    class Question(LLMDataModel):
+        text: str
+
+    class Answer(LLMDataModel):
+        text: str
+
+    @contract
+    class Bare(Contract):
+        prompt = "Answer."
+
+        def act(self, input: Question) -> Question:
+            return input
+
+        def forward(self, input: Question) -> Answer:
+            return self.contract_result  # type: ignore[no-any-return]
+
+    @contract(remedy_retry_params={"tries": 1})
+    class Called(Contract):
+        prompt = "Answer."
+
+        def forward(self, input: Question) -> Answer:
+            return self.contract_result  # type: ignore[no-any-return]
+
+    engine = FunctionEngine(lambda request: '{"text": "yes"}')
+    for cls in (Bare, Called):
+        assert cls.__hoare__.input.annotation is Question
+        assert cls(engine=engine)(input=Question(text="?")) == Answer(text="yes")
+
+
+def test_an_annotation_no_scope_defines_is_a_definition_error_naming_it() -> None:
+    with pytest.raises(ContractDefinitionError,
+                       match=r"Nowhere\.forward: name 'Missing' is not defined"):
+        @contract
+        class Nowhere(Contract):
+            prompt = "p"
+
+            def forward(self, input: Missing) -> Text:  # type: ignore[name-defined]  # noqa: F821
+                return self.contract_result  # type: ignore[no-any-return]

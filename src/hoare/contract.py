@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 import inspect
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -812,9 +813,10 @@ class Contract(Generic[In, Out]):
     def contract_perf_stats(self) -> dict[str, Any]:
         """SymbolicAI's aggregate over every call of this instance: for
         ``input_validation``, ``act_execution``, ``output_validation``,
-        ``forward_execution``, ``contract_execution`` (all but ``forward``),
-        ``overhead`` and ``total_execution``, the ``count``, ``total``, ``mean``,
-        ``std``, ``min``, ``max`` (seconds) and ``percentage`` of the total time. Under
+        ``forward_execution``, ``overhead`` and ``contract_execution`` (the whole
+        call, which the others add up to; ``total_execution`` is the same), the
+        ``count``, ``total``, ``mean``, ``std``, ``min``, ``max`` (seconds) and
+        ``percentage`` of the total time. Under
         ``contract_outcome``, the latest call in this thread or task: time per phase
         (ms), engine calls, remedies, backoff time, token usage summed over attempts,
         and what the call's budget meter spent (requests, tokens, cost), if any."""
@@ -1180,7 +1182,9 @@ def contract(
     if on_violation is not None and not callable(on_violation):
         raise TypeError(f"on_violation must be callable(outcome), got {on_violation!r}")
 
-    def decorate(target: C) -> C:
+    def decorate(target: C, defined_in: Mapping[str, Any] | None = None) -> C:
+        if defined_in is None:  # called by the class definition: @contract(...)
+            defined_in = _defining_namespace(sys._getframe(1))
         if not (isinstance(target, type) and issubclass(target, Contract)):
             raise ContractDefinitionError(
                 f"@contract decorates a subclass of hoare.Contract, got {target!r}")
@@ -1191,7 +1195,8 @@ def contract(
                 f"instance.acall(...)` for asynchronous engine I/O")
         _check_prompt(target)
         description = describe(target, config, preflight=preflight, verbose=verbose,
-                               forward=original, feedback=feedback, decoding=decoding)
+                               forward=original, feedback=feedback, decoding=decoding,
+                               localns=defined_in)
         target.__hoare__ = description
         target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options(),
                                             feedback_chars, resend, stream)
@@ -1201,6 +1206,15 @@ def contract(
             logger.setLevel(logging.INFO)
         return target
 
-    if cls is not None:
-        return decorate(cls)
+    if cls is not None:  # bare @contract: the class definition called contract()
+        return decorate(cls, _defining_namespace(sys._getframe(1)))
     return decorate
+
+
+def _defining_namespace(frame: Any) -> Mapping[str, Any]:
+    """The local names of the scope a contract class is defined in (empty at module
+    level, where the module's globals already resolve its annotations): a class
+    defined in a function may be annotated with the function's local classes."""
+    if frame is None or frame.f_locals is frame.f_globals:
+        return {}
+    return dict(frame.f_locals)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -82,9 +82,14 @@ class ContractDescription:
         return self.act_output or self.input
 
 
-def _hints(fn: Callable[..., object], where: str) -> dict[str, Any]:
+def _hints(fn: Callable[..., object], where: str,
+           localns: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``fn``'s annotations, resolved in its module and then in ``localns`` (the
+    namespace the class was defined in: a string annotation, as ``from __future__
+    import annotations`` makes every one, may name a class local to a function)."""
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(fn, localns=dict(localns) if localns else None,
+                                     include_extras=True)
     except Exception as error:
         raise ContractDefinitionError(
             f"cannot resolve the annotations of {where}: {safe_text(error, 500)}. Make every "
@@ -117,14 +122,16 @@ def _annotated_spec(hints: dict[str, Any], key: str, where: str, what: str) -> T
 def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
              verbose: bool = False, forward: Callable[..., object] | None = None,
              feedback: Literal["errors", "messages"] = "errors",
-             decoding: Literal["schema", "types", "none"] = "schema") -> ContractDescription:
-    """Read a contract class. Raises ``ContractDefinitionError`` naming what to fix."""
+             decoding: Literal["schema", "types", "none"] = "schema",
+             localns: Mapping[str, Any] | None = None) -> ContractDescription:
+    """Read a contract class. Raises ``ContractDefinitionError`` naming what to fix.
+    ``localns``: the namespace the class was defined in, for its annotations."""
     name = f"{cls.__module__}:{cls.__qualname__}"
     forward = forward or getattr(cls, "forward", None)
     if not callable(forward):
         raise ContractDefinitionError(f"{name} must define forward(self, input, **kwargs)")
     where = f"{cls.__qualname__}.forward"
-    hints = _hints(forward, where)
+    hints = _hints(forward, where, localns)
     first = _first_parameter(forward, where)
     input_spec = _annotated_spec(hints, first.name, where,
                                  f"its input parameter {first.name!r} with a type")
@@ -138,7 +145,7 @@ def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
             raise ContractDefinitionError(
                 f"{act_where} is async: act runs synchronously between the pre-conditions "
                 f"and generation. Make it a plain def act(self, input: In) -> Out")
-        act_hints = _hints(act, act_where)
+        act_hints = _hints(act, act_where, localns)
         act_first = _first_parameter(act, act_where)
         act_input = _annotated_spec(act_hints, act_first.name, act_where,
                                     f"its input parameter {act_first.name!r} with a type")

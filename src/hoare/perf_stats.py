@@ -1,7 +1,10 @@
 """``contract_perf_stats()``'s aggregate over every call of one instance, in
 SymbolicAI's shape: per operation ``count``, ``total``, ``mean``, ``std``, ``min``,
 ``max`` (seconds) and ``percentage`` of the total execution time, plus ``overhead``
-(the time of a call outside its phases: binding, bookkeeping).
+(the time of a call outside its phases: binding, bookkeeping). As in SymbolicAI,
+``contract_execution`` is the whole call, ``forward`` included (100 %), so that the
+four operations and ``overhead`` add up to it; ``total_execution`` is the same
+figure under the name hoare used first.
 
 Running sums, not a list of calls: memory stays constant however many calls an
 instance serves. A call only appends its clock marks to a queue (a ``deque`` append
@@ -108,8 +111,8 @@ class PerfStats:
                 for position in range(4):
                     if ops[position] > 0:  # as SymbolicAI: an operation that did not run
                         columns[position].append(ops[position] / 1e9)
-                columns[4].append((ops[0] + ops[1] + ops[2]) / 1e9)
                 total = max(total_ns, phases)
+                columns[4].append(total / 1e9)  # as SymbolicAI: the whole call, forward too
                 columns[5].append((total - phases) / 1e9)
                 columns[6].append(total / 1e9)
             for name, column in zip(_NAMES, columns, strict=True):

@@ -4,8 +4,10 @@
 documents and users rely on: an optional ``section_header`` (never serialised), the
 indented ``str()`` rendering, ``format_field``, ``simplify_json_schema`` (a readable
 field list), ``generate_example_json`` (a placeholder instance) and ``instruct_llm``
-(the two, as instructions). Their text follows SymbolicAI's formats so that prompts
-and tests written against them keep working; hoare's own prompts do not use them.
+(the two, as instructions); also ``Const``, ``build_dynamic_llm_datamodel`` and the
+``LengthConstraint``/``CustomConstraint`` records. Their text follows SymbolicAI's
+formats so that prompts and tests written against them keep working; hoare's own
+prompts do not use them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import enum
 import json
 import types
 import typing
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, get_args, get_origin
 
@@ -23,10 +26,13 @@ from pydantic_core import PydanticUndefined
 from ..models import LLMDataModel as _Base
 from ..models import _readable
 
-__all__ = ["Const", "LLMDataModel", "build_dynamic_llm_datamodel"]
+__all__ = ["Const", "CustomConstraint", "LLMDataModel", "LengthConstraint",
+           "build_dynamic_llm_datamodel"]
 
 _HEADER = "section_header"
-_MAX_DEPTH = 64  # str() of deeper nesting is cut (a chain of 1000 models stays printable)
+_MAX_DEPTH = 50  # str() cuts models, lists and dicts nested deeper (SymbolicAI's depth)
+_CUT = "… <max depth reached>"
+_CIRCULAR = "<circular reference>"
 _PLACEHOLDERS: dict[Any, Any] = {str: "example_string", int: 123, float: 123.45, bool: True,
                                  type(None): None, None: None}
 
@@ -49,13 +55,12 @@ class LLMDataModel(_Base):
         return values
 
     # -- str() ----------------------------------------------------------------------
-    def __str__(self, indent: int = 0, visited: set[int] | None = None) -> str:  # type: ignore[override]
+    def __str__(self, indent: int = 0, visited: set[int] | None = None,
+                depth: int = 0) -> str:
         """The fields one per line, nested values indented, under ``[[section_header]]``
         when there is one (at the top level)."""
         visited = set() if visited is None else visited
-        if indent > 2 * _MAX_DEPTH:
-            return " " * (indent + 2) + "…\n"
-        lines = [self.format_field(name, getattr(self, name), indent + 2, visited)
+        lines = [self.format_field(name, getattr(self, name), indent + 2, visited, depth)
                  for name, info in type(self).model_fields.items()
                  if name != _HEADER and not info.exclude]
         text = "\n".join(lines) + "\n" if lines else ""
@@ -64,50 +69,52 @@ class LLMDataModel(_Base):
         return text
 
     def format_field(self, key: str, value: Any, indent: int = 0,
-                     visited: set[int] | None = None) -> str:
+                     visited: set[int] | None = None, depth: int = 0) -> str:
         """One field as ``str()`` shows it: ``key: value``, or nested lines for models,
-        lists and dicts (a model met twice on one path is a ``<circular reference>``)."""
+        lists and dicts. A model, list or dict met again inside itself is a
+        ``<circular reference>``; one nested 50 levels deep is ``… <max depth reached>``."""
         visited = set() if visited is None else visited
         pad = " " * indent
         if value is None:
             return f"{pad}{key}: None"
         if isinstance(value, enum.Enum):
             return f"{pad}{key}: {value.value}"
-        if isinstance(value, LLMDataModel):
-            return f"{pad}{key}:\n{pad}  {self._nested(value, indent, visited)}"
-        if isinstance(value, list):
-            if not value:
-                return f"{pad}{key}:\n"
-            return f"{pad}{key}:\n" + "\n".join(self._item(item, indent, visited)
-                                                 for item in value)
-        if isinstance(value, dict):
-            if not value:
-                return f"{pad}{key}:\n"
-            rows = [self.format_field(k, v, indent + 2, visited)
+        if not isinstance(value, (LLMDataModel, list, dict)):
+            return f"{pad}{key}: {value}"
+        if isinstance(value, (list, dict)) and not value:
+            return f"{pad}{key}:\n"
+        if id(value) in visited:
+            return f"{pad}{key}: {_CIRCULAR}"
+        if depth >= _MAX_DEPTH:
+            return f"{pad}{key}: {_CUT}"
+        visited.add(id(value))
+        try:
+            if isinstance(value, LLMDataModel):
+                shown = value.__str__(indent, visited, depth + 1).strip()
+                return f"{pad}{key}:\n{pad}  {shown}"
+            if isinstance(value, list):
+                return f"{pad}{key}:\n" + "\n".join(self._item(item, indent, visited, depth)
+                                                     for item in value)
+            rows = [self.format_field(str(k), v, indent + 2, visited, depth + 1)
                     if isinstance(v, (dict, list, LLMDataModel)) else f"{pad}  {k}: {v}"
                     for k, v in value.items()]
             return (f"{pad}{key}:\n" if key else "") + "\n".join(rows)
-        return f"{pad}{key}: {value}"
-
-    @staticmethod
-    def _nested(value: LLMDataModel, indent: int, visited: set[int]) -> str:
-        if id(value) in visited:
-            return "<circular reference>"
-        visited.add(id(value))
-        try:
-            return value.__str__(indent, visited).strip()
         finally:
             visited.discard(id(value))
 
-    def _item(self, item: Any, indent: int, visited: set[int]) -> str:
+    def _item(self, item: Any, indent: int, visited: set[int], depth: int) -> str:
         pad = " " * indent
         if isinstance(item, (dict, list)):
-            inner = self.format_field("", item, indent + 2, visited).strip()
+            inner = self.format_field("", item, indent + 2, visited, depth + 1).strip()
             return f"{pad}  - :\n{pad}    {inner}"
         if isinstance(item, LLMDataModel):
             if id(item) in visited:
-                return f"{pad}  - : <circular reference>"
-            shown = self._nested(item, indent + 2, visited)
+                return f"{pad}  - : {_CIRCULAR}"
+            visited.add(id(item))
+            try:
+                shown = item.__str__(indent + 2, visited, depth + 1).strip()
+            finally:
+                visited.discard(id(item))
             return f"{pad}  - : {shown}" if shown else f"{pad}  - :"
         return f"{pad}  - : {item}" if item != "" else f"{pad}  - :"
 
@@ -157,7 +164,7 @@ class LLMDataModel(_Base):
                 if get_origin(info.annotation) in (typing.Union, types.UnionType) else []
             if len(options) > 1:
                 examples = [{name: _example(option, set())} for option in options]
-        shown = [json.dumps(example, indent=1, default=str) for example in examples]
+        shown = [json.dumps(example, indent=2, default=str) for example in examples]
         if len(shown) == 1:
             blocks = f"[[Example]]\n```json\n{shown[0]}\n```"
         else:
@@ -175,6 +182,22 @@ class LLMDataModel(_Base):
         return None
 
 
+@dataclass
+class LengthConstraint:
+    """SymbolicAI's record of a length rule on a field (kept for ported code)."""
+
+    field_name: str | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+
+
+@dataclass
+class CustomConstraint:
+    """SymbolicAI's record of a free-text rule (kept for ported code)."""
+
+    rule: str
+
+
 def Const(value: Any) -> Any:
     """A field that only takes ``value`` (its default), shown in the schema text."""
     return Field(default=value, json_schema_extra={"const_value": value},
@@ -183,11 +206,13 @@ def Const(value: Any) -> Any:
 
 def build_dynamic_llm_datamodel(py_type: Any) -> type[LLMDataModel]:
     """A model with one required ``value`` field of ``py_type`` (SymbolicAI's wrapper
-    of native types)."""
+    of native types). ``...`` is no type: a ``TypeError``."""
+    if py_type is Ellipsis:
+        raise TypeError("build_dynamic_llm_datamodel needs a type, not ...")
     name = f"DynamicValue_{abs(hash(repr(py_type))) & 0xFFFFFFFF:X}"
-    return create_model(name, __base__=LLMDataModel,  # type: ignore[call-overload,no-any-return]
-                        value=(py_type, Field(..., description=f"the value, of type "
-                                                                f"{_readable(py_type)}")))
+    description = f"The value of this dynamically generated data model: {_readable(py_type)}"
+    return create_model(name, __base__=LLMDataModel,
+                        value=(py_type, Field(..., description=description)))
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -204,7 +229,7 @@ def _fields(schema: dict[str, Any], definitions: dict[str, Any], level: int,
                                                                        "No description provided."))
         pad = "  " * level
         row = (f'{pad}- "{name}" ({kind}, {"required" if name in required else "optional"}): '
-               f"{description}")
+               f"{description}") + _examples_text(field_schema, pad + "  ")
         ref = (field_schema.get("$ref") or field_schema.get("items", {}).get("$ref") or "")
         target = ref.split("/")[-1]
         if kind.startswith(("nested object", "array of nested object")) \
@@ -213,6 +238,20 @@ def _fields(schema: dict[str, Any], definitions: dict[str, Any], level: int,
             row += f"\n{pad}  - Nested fields:\n{nested}"
         rows.append(row)
     return "\n".join(rows)
+
+
+def _examples_text(schema: dict[str, Any], pad: str) -> str:
+    """A field's ``Field(examples=[...])`` as bullets below it (one ``example``: a line)."""
+    examples = schema.get("examples", schema.get("example"))
+    if examples is None or examples == []:
+        return ""
+    if not isinstance(examples, (list, tuple)):
+        return f"\n{pad}- Example: {_shown(examples)}"
+    return f"\n{pad}- Examples:" + "".join(f"\n{pad}  - {_shown(e)}" for e in examples)
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _type_text(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
@@ -232,8 +271,12 @@ def _type_text(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
             return "enum (" + ", ".join(map(repr, target["enum"])) + ")"
         return f"nested object ({name})"
     kind = schema.get("type")
+    if kind == "array" and "prefixItems" in schema:
+        return "tuple of (" + ", ".join(_type_text(s, definitions)
+                                        for s in schema["prefixItems"]) + ")"
     if kind == "array":
-        return "array of " + _type_text(schema.get("items", {}), definitions)
+        items = _type_text(schema.get("items", {}), definitions)
+        return f"set of {items}" if schema.get("uniqueItems") else f"array of {items}"
     if kind == "object" and "additionalProperties" in schema:
         values = schema["additionalProperties"]
         return "object" if values is True else "object of " + _type_text(values, definitions)
@@ -273,6 +316,16 @@ def _example(annotation: Any, seen: set[str]) -> Any:
                 ("item1", "item2")
         if origin is dict:
             key, value = args if args else (str, Any)
-            sample_key = _PLACEHOLDERS.get(key, "example_string")
-            return {sample_key: _example(value, seen)}
+            return {_key_example(key, seen): _example(value, seen)}
     return _PLACEHOLDERS.get(annotation, "example_value")
+
+
+def _key_example(annotation: Any, seen: set[str]) -> Any:
+    """A dict key of the annotated type: ``123`` for ``int``, a tuple or frozenset of
+    placeholders, else ``"example_string"`` (what JSON objects have)."""
+    origin = get_origin(annotation) or annotation
+    if origin is tuple:
+        return _example(annotation, seen)
+    if origin is frozenset:
+        return frozenset(_example(annotation, seen))
+    return _PLACEHOLDERS[annotation] if annotation in (int, float, bool) else "example_string"
