@@ -279,8 +279,15 @@ def _forward(used: object, outcome: Outcome, config: ContractConfig, hooks: Hook
             except Exception as error:
                 bad = _hook_violation(ViolationKind.TYPE, Phase.RESULT, 0, config.policy, error)
                 checked = outcome._replace(violations=(*outcome.violations, bad))
+                cause = ""
+                if not outcome.success and outcome.violations:  # say what failed first
+                    first = outcome.violations[0]
+                    cause = (f". The contract had failed before forward ran, so forward "
+                             f"got the fallback case (contract_successful is False); first "
+                             f"violation: [{first.phase.value}] {first.kind.value}: "
+                             f"{first.message}")
                 raise ResultTypeError(
-                    f"forward returned a value of the wrong type: {bad.message}", checked
+                    f"forward returned a value of the wrong type: {bad.message}{cause}", checked
                 ) from error
     finally:
         rec.enter(None)

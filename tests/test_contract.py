@@ -564,3 +564,40 @@ def test_verbose_logs_each_phase_without_secrets(caplog: pytest.LogCaptureFixtur
     for phase in ("input", "pre", "act", "preflight", "post", "forward", "result"):
         assert f"phase {phase}" in text
     assert "generate attempt 2" in text and "sk-" not in text
+
+
+@contract(remedy_retry_params=FAST)
+class Careless(Contract):
+    """A fallback that returns ``contract_result`` unchecked: ``None`` after a failure."""
+
+    prompt = "Answer."
+
+    def forward(self, question: Question) -> Answer:
+        return self.contract_result  # type: ignore[no-any-return]
+
+
+def test_a_wrong_result_after_a_failed_contract_names_what_failed_first() -> None:
+    """A newcomer passing the wrong input type to a careless fallback gets a
+    ResultTypeError; its message names the input problem, not only the None."""
+    careless = Careless(engine=scripted())  # the input check fails: no request
+    with pytest.raises(ResultTypeError) as caught:
+        careless(42)
+    text = str(caught.value)
+    assert "must return Answer, got NoneType" in text
+    assert "had failed before forward ran" in text
+    assert "[input] type: the input is not a valid Question" in text
+    assert "Pass the contract input as type Question" in text
+
+
+def test_a_wrong_result_after_a_successful_contract_says_nothing_of_a_failure() -> None:
+    @contract(remedy_retry_params=FAST)
+    class Wrong(Contract):
+        prompt = "Answer."
+
+        def forward(self, question: Question) -> Answer:
+            return "not an answer"  # type: ignore[return-value]
+
+    with pytest.raises(ResultTypeError) as caught:
+        Wrong(engine=scripted(answer_json()))(Question(text="q"))
+    assert "must return Answer, got str" in str(caught.value)
+    assert "had failed" not in str(caught.value)

@@ -639,3 +639,6 @@ def test_warning_log_does_not_quote_input_values(caplog: pytest.LogCaptureFixtur
     assert len(warnings) == 2
     assert all("PERSONAL-DATA" not in w for w in warnings), warnings
     assert "value must exceed 100" in warnings[0]
+    # the second is an input of the wrong type: the warning names the type, not the value
+    assert "[input attempt 0] type: the input is not a valid Item; pass the contract " \
+           "input as that type" in warnings[1]

@@ -131,7 +131,7 @@ class _Runtime:
         try:
             return spec.validate(raw)
         except ValidationError as error:
-            raise InvalidValue(f"the input is not a valid {spec.name}: "
+            raise InvalidValue(f"{_NOT_VALID}{spec.name}: "
                                f"{format_validation_error(error)}. Pass the contract input as "
                                f"type {spec.name} (or a value pydantic validates as it)") from None
 
@@ -383,12 +383,19 @@ def _log_violation(outcome: Outcome) -> None:
                    "\n".join(_describe_without_values(v) for v in outcome.violations))
 
 
+_NOT_VALID = "the input is not a valid "
+
+
 def _describe_without_values(violation: Violation) -> str:
     where = violation.phase.value
     if violation.predicate is not None:
         where += f":{violation.predicate}"
     if violation.kind is ViolationKind.PREDICATE and violation.error_type is None:
         what = violation.message  # the author's message or source expression
+    elif violation.phase is Phase.INPUT and violation.message.startswith(_NOT_VALID):
+        # the library's own words up to the field details, which may quote the value
+        what = (violation.message.split(": ", 1)[0] + "; pass the contract input as that "
+                "type (the field details are in contract_exception)")
     elif violation.error_type is not None:
         what = f"raised {violation.error_type}"
     else:
