@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
@@ -186,3 +186,46 @@ def test_int_keys_and_defaults_of_hooks() -> None:
     assert address.validate() is None and address.remedy() is None
     example = LLMDataModel.generate_example_json(Person)
     assert example == {"name": "example_string", "age": 123}
+
+
+def _verdicts(base: type[hoare.LLMDataModel], post: Any) -> dict[str, str]:
+    """``hoare verify``'s verdicts on one contract whose models derive from ``base``."""
+
+    class Ask(base):  # type: ignore[valid-type,misc]
+        text: str = Field(min_length=1)
+
+    class Count(base):  # type: ignore[valid-type,misc]
+        n: int = Field(ge=0, le=10)
+        label: Literal["few", "many"] = "few"
+
+    @contract
+    class Counting(Contract):
+        prompt = "Count the words."
+        post_conditions = [hoare.Post(post, "the post-condition")]
+
+        def forward(self, input: Ask) -> Count:
+            return self.contract_result  # type: ignore[no-any-return]
+
+    report = hoare.verify(Counting)
+    return {c.subject: c.status for c in report.contracts[0].checks}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("post", [
+    lambda c: c.n < 5,  # can pass, can fail
+    lambda c: c.n <= 10,  # the type implies it: vacuous
+    lambda c: c.n > 10,  # no output passes
+    lambda c: c.label == "many" or c.n == 3,
+])
+def test_the_verifier_sees_through_the_compat_model_as_through_the_plain_one(post: Any) -> None:
+    """The compat model's own ``__str__`` (SymbolicAI's text) must not make its values
+    opaque to ``hoare verify``: the verdicts equal those on ``hoare.LLMDataModel``."""
+    plain = _verdicts(hoare.LLMDataModel, post)
+    assert "unknown" not in plain.values()
+    assert _verdicts(LLMDataModel, post) == plain
+
+
+def test_str_of_a_compat_model_stays_unmodelled() -> None:
+    """``str(output)`` renders SymbolicAI's text, which the verifier does not model:
+    a post-condition reading it is unknown, never a verdict."""
+    verdicts = _verdicts(LLMDataModel, lambda c: "n: 3" in str(c))
+    assert verdicts["post_satisfiable"] == "unknown"

@@ -3,8 +3,9 @@
 Upstream: github.com/ExtensityAI/symbolicai, commit
 6f11b4bfbb2a36de62c6e8dd1545572689208bf5, ``tests/contract/test_contract.py``
 (26 tests). Each test below keeps its upstream name, models, inputs and assertions,
-written anew; the port changes what a user changes: imports (``symai`` →
-``hoare``), ``Expression`` → ``Contract``, and the engine. SymbolicAI's tests call
+written anew; the port changes what a user changes: the imports
+(``from hoare.compat.symbolicai import Expression, LLMDataModel, contract`` for
+symai's three) and the engine. SymbolicAI's tests call
 a real LLM; here a deterministic stand-in model (``StandIn``) reads the input from
 the user message the contract sent, as a model would, and answers what a
 cooperative model answers for the task, so each assertion is checked, not hoped
@@ -47,14 +48,8 @@ from typing import Any
 import pytest
 
 import hoare
-from hoare import (
-    Contract,
-    ContractDefinitionError,
-    ContractViolationError,
-    Field,
-    LLMDataModel,
-    contract,
-)
+from hoare import ContractDefinitionError, ContractViolationError, Field
+from hoare.compat.symbolicai import Expression, LLMDataModel, contract
 from hoare.engines import FunctionEngine, Request
 
 # --------------------------------------------------------------------------------------
@@ -161,7 +156,7 @@ RELATION_WORDS = {"is", "has", "contains", "uses", "creates", "performs", "are",
 @contract(pre_remedy=True, post_remedy=True, verbose=True,
           remedy_retry_params=dict(tries=2, delay=0.1, max_delay=0.5, jitter=0.1, backoff=1.5,
                                    graceful=False))
-class TestTripletExtractor(Contract):
+class TestTripletExtractor(Expression):
     """Upstream's extractor: ``act`` marks entities and relations, the model builds
     triplets from the marked text, ``post`` holds them to the threshold."""
 
@@ -324,7 +319,7 @@ def test_act_signature_validation(model: Any) -> None:
     model(lambda task, shown: {"triplets": []})
 
     @contract()
-    class ActSignatureMissingInput(Contract):
+    class ActSignatureMissingInput(Expression):
         prompt = "test"
 
         def act(self, wrong_name: TripletExtractorInput, **kwargs: Any
@@ -338,7 +333,7 @@ def test_act_signature_validation(model: Any) -> None:
     # type from forward's first parameter, and says so when the class is decorated
     with pytest.raises(ContractDefinitionError, match="first positional parameter"):
         @contract()
-        class ForwardWithoutInput(Contract):
+        class ForwardWithoutInput(Expression):
             prompt = "test"
 
             def act(self, wrong_name: TripletExtractorInput, **kwargs: Any
@@ -356,7 +351,7 @@ def test_act_signature_validation(model: Any) -> None:
     # upstream: these two fail at the call; hoare refuses them when decorated
     with pytest.raises(ContractDefinitionError, match="act"):
         @contract()
-        class BadActSignatureNoAnnotation(Contract):
+        class BadActSignatureNoAnnotation(Expression):
             prompt = "test"
 
             def act(self, input, **kwargs: Any) -> IntermediateAnalysisResult:  # type: ignore[no-untyped-def]
@@ -367,7 +362,7 @@ def test_act_signature_validation(model: Any) -> None:
 
     with pytest.raises(ContractDefinitionError, match="act"):
         @contract()
-        class BadActSignatureNoReturnAnnotation(Contract):
+        class BadActSignatureNoReturnAnnotation(Expression):
             prompt = "test"
 
             def act(self, input: TripletExtractorInput, **kwargs: Any):  # type: ignore[no-untyped-def]
@@ -381,7 +376,7 @@ def test_act_contract_flow(model: Any) -> None:
     model(lambda task, shown: {"triplets": []})
 
     @contract(pre_remedy=True, post_remedy=True, verbose=True)
-    class FlowTestContractPrecise(Contract):
+    class FlowTestContractPrecise(Expression):
         def __init__(self) -> None:
             super().__init__()
             self.flow_log: list[str] = []
@@ -426,7 +421,7 @@ def test_act_contract_state_interaction(model: Any) -> None:
                                              "object": {"name": "O"}, "confidence": 0.95}]})
 
     @contract(pre_remedy=True, post_remedy=True, verbose=True)
-    class StateInteractionContract(Contract):
+    class StateInteractionContract(Expression):
         def __init__(self) -> None:
             super().__init__()
             self.custom_threshold = 0.5
@@ -497,7 +492,7 @@ def test_act_contract_state_interaction(model: Any) -> None:
 
     # case 3: pre fails without remedy; forward falls back on the original input
     @contract(pre_remedy=False, post_remedy=False, verbose=True)
-    class StateInteractionNoRemedyPreFail(Contract):
+    class StateInteractionNoRemedyPreFail(Expression):
         prompt = "test"
 
         def pre(self, input: TripletExtractorInput) -> bool:
@@ -537,7 +532,7 @@ def test_contract_result_propagation(model: Any) -> None:
          "object": {"name": shown["possible_entities"][0]}, "confidence": 0.88}]})
 
     @contract(pre_remedy=False, post_remedy=True, verbose=True)
-    class ResultPropagationContract(Contract):
+    class ResultPropagationContract(Expression):
         def __init__(self) -> None:
             super().__init__()
             self.intermediate_text_from_act: str | None = None
@@ -595,7 +590,7 @@ def test_contract_perf_stats(model: Any) -> None:
     model(lambda task, shown: {"processed_text": shown["processed_text"].upper()})
 
     @contract(pre_remedy=True, post_remedy=True, verbose=True)
-    class PerfStatsTestContract(Contract):
+    class PerfStatsTestContract(Expression):
         def __init__(self) -> None:
             super().__init__()
             self.sleep_time = 0.01
@@ -660,7 +655,7 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
     model(lambda task, shown: {"value": shown["value"]})
 
     @contract(pre_remedy=True, post_remedy=True, verbose=True)
-    class StateModificationContract(Contract):
+    class StateModificationContract(Expression):
         def __init__(self) -> None:
             super().__init__()
             self.state_counter = 0
@@ -720,7 +715,7 @@ def test_skip_pre_and_post_without_methods(model: Any) -> None:
     @contract(pre_remedy=False, post_remedy=False, verbose=False,
               remedy_retry_params={"tries": 1, "delay": 0, "max_delay": 0, "jitter": 0,
                                    "backoff": 1, "graceful": True})
-    class SimpleNoPreNoPost(Contract):
+    class SimpleNoPreNoPost(Expression):
         prompt = "skip pre/post prompt"
 
         def act(self, input: SimpleInput, **kwargs: Any) -> SimpleInput:
@@ -746,7 +741,7 @@ def test_post_without_remedy_returns_act_output(model: Any) -> None:
     @contract(pre_remedy=False, post_remedy=False, verbose=False,
               remedy_retry_params={"tries": 1, "delay": 0, "max_delay": 0, "jitter": 0,
                                    "backoff": 1, "graceful": True})
-    class SimpleWithPost(Contract):
+    class SimpleWithPost(Expression):
         prompt = "post without remedy prompt"
 
         def act(self, input: SimpleIn, **kwargs: Any) -> SimpleOut:
@@ -774,7 +769,7 @@ def test_forward_return_type_mismatch(model: Any) -> None:
     model(lambda task, shown: "anything")
 
     @contract(pre_remedy=False, post_remedy=False)
-    class BadReturn(Contract):
+    class BadReturn(Expression):
         prompt = "Return type mismatch"
 
         def forward(self, input: NumberModel, **kwargs: Any) -> str:
@@ -791,7 +786,7 @@ def test_final_type_check_graceful_behavior(model: Any) -> None:
     model(lambda task, shown: "anything")
 
     @contract(pre_remedy=False, post_remedy=False, remedy_retry_params={"graceful": False})
-    class BadReturnFail(Contract):
+    class BadReturnFail(Expression):
         prompt = "Testing graceful False"
 
         def forward(self, input: NumberModel, **kwargs: Any) -> str:
@@ -801,7 +796,7 @@ def test_final_type_check_graceful_behavior(model: Any) -> None:
         BadReturnFail()(input=NumberModel(x=1))
 
     @contract(pre_remedy=False, post_remedy=False, remedy_retry_params={"graceful": True})
-    class BadReturnGrace(Contract):
+    class BadReturnGrace(Expression):
         prompt = "Testing graceful True"
 
         def forward(self, input: NumberModel, **kwargs: Any) -> str:
@@ -818,7 +813,7 @@ def test_pre_remedy_input_correction_via_fake_remedy(model: Any) -> None:
     stand_in = model(lambda task, shown: {"x": abs(shown["x"])})
 
     @contract(pre_remedy=True, post_remedy=False)
-    class FixX(Contract):
+    class FixX(Expression):
         prompt = "Ensure x is non-negative: {{x}}"
 
         def pre(self, input: NumberModel) -> bool:
@@ -851,7 +846,7 @@ def test_dynamic_type_annotation_primitive_types(model: Any) -> None:
     model(lambda task, shown: shown.upper())
 
     @contract(pre_remedy=False, post_remedy=False)
-    class PrimitiveStringContract(Contract):
+    class PrimitiveStringContract(Expression):
         prompt = "Convert input to uppercase string"
 
         def forward(self, input: str, **kwargs: Any) -> str:
@@ -866,7 +861,7 @@ def test_dynamic_type_annotation_list_type(model: Any) -> None:
     model(lambda task, shown: [x * x for x in shown])
 
     @contract(remedy_retry_params=dict(tries=4, delay=0))
-    class IdentityListContract(Contract):
+    class IdentityListContract(Expression):
         prompt = "Return the list with all its elements squared"
 
         def forward(self, input: list[int], **kwargs: Any) -> list[int]:
@@ -883,7 +878,7 @@ def test_dynamic_type_annotation_dict_type(model: Any) -> None:
     stand_in = model(lambda task, shown: next(answers)(shown))
 
     @contract(pre_remedy=False, post_remedy=True, remedy_retry_params=dict(tries=4, delay=0))
-    class IdentityDictContract(Contract):
+    class IdentityDictContract(Expression):
         prompt = "Return the values squared"
 
         def post(self, output: dict[str, int]) -> bool:
@@ -904,7 +899,7 @@ def test_dynamic_type_annotation_nested_types(model: Any) -> None:
     model(lambda task, shown: shown)
 
     @contract(pre_remedy=False, post_remedy=False)
-    class NestedContract(Contract):
+    class NestedContract(Expression):
         prompt = "Return the same nested structure unchanged"
 
         def forward(self, input: list[dict[str, int]], **kwargs: Any) -> list[dict[str, int]]:
@@ -920,7 +915,7 @@ def test_dynamic_type_annotation_union_optional_types(model: Any) -> None:
     model(lambda task, shown: shown)
 
     @contract(pre_remedy=True, post_remedy=True, remedy_retry_params=dict(tries=1, delay=0))
-    class UnionOptionalContract(Contract):
+    class UnionOptionalContract(Expression):
         prompt = "Return the input unchanged"
 
         def pre(self, input: int | str) -> bool:
@@ -954,7 +949,7 @@ def test_hybrid_llm_datamodel_to_list_of_str(model: Any) -> None:
     model(lambda task, shown: shown["words"])
 
     @contract(pre_remedy=False, post_remedy=False)
-    class EchoWords(Contract):
+    class EchoWords(Expression):
         prompt = "Echo back the words as a JSON list of strings."
 
         def forward(self, input: WordBag, **kwargs: Any) -> list[str]:
@@ -972,7 +967,7 @@ def test_hybrid_llm_datamodel_to_optional_list_of_str(model: Any) -> None:
     model(lambda task, shown: shown["words"] or None)
 
     @contract(pre_remedy=False, post_remedy=False)
-    class MaybeEchoWords(Contract):
+    class MaybeEchoWords(Expression):
         prompt = ("If the 'words' list is empty, return null; otherwise echo the words as a "
                   "JSON list of strings.")
 
@@ -993,7 +988,7 @@ def test_hybrid_llm_datamodel_to_dict_str_int(model: Any) -> None:
     model(lambda task, shown: {w: len(w) for w in shown["words"]})
 
     @contract(pre_remedy=False, post_remedy=False)
-    class WordLengthMap(Contract):
+    class WordLengthMap(Expression):
         prompt = ("Given a JSON list of strings under key 'words', return a JSON object "
                   "mapping each string to its length.")
 
@@ -1011,7 +1006,7 @@ def test_hybrid_list_of_datamodels_to_flat_list_of_str(model: Any) -> None:
     model(lambda task, shown: [w for bag in shown for w in bag["words"]])
 
     @contract(pre_remedy=False, post_remedy=False)
-    class FlattenBags(Contract):
+    class FlattenBags(Expression):
         prompt = ("You're given a JSON list of objects, each having a 'words' list of strings. "
                   "Return a JSON list of all strings flattened in order.")
 
@@ -1041,7 +1036,7 @@ def test_union_dict_with_int_keys_or_list(model: Any) -> None:
     model(answer)
 
     @contract(remedy_retry_params={"tries": 6}, verbose=True)
-    class ExtractPersons(Contract):
+    class ExtractPersons(Expression):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
 
@@ -1091,7 +1086,7 @@ def test_extra_keywords_reach_forward_untouched(model: Any) -> None:
     received: dict[str, Any] = {}
 
     @contract()
-    class KeepsKeywords(Contract):
+    class KeepsKeywords(Expression):
         prompt = "p"
 
         def forward(self, input: TripletExtractorInput, **kwargs: Any) -> KGState:

@@ -21,13 +21,20 @@ from functools import lru_cache
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticUndefined
 
+from ..contract import Contract, contract
 from ..models import LLMDataModel as _Base
 from ..models import _readable
 
-__all__ = ["Const", "CustomConstraint", "LLMDataModel", "LengthConstraint",
-           "build_dynamic_llm_datamodel"]
+__all__ = ["Const", "CustomConstraint", "Expression", "LLMDataModel", "LengthConstraint",
+           "build_dynamic_llm_datamodel", "contract"]
+
+# A port changes imports only: ``from hoare.compat.symbolicai import Expression,
+# LLMDataModel, contract`` in place of symai's three. ``Expression`` is
+# ``hoare.Contract`` under SymbolicAI's name; ``contract`` is ``hoare.contract``.
+Expression = Contract
 
 _HEADER = "section_header"
 _MAX_DEPTH = 50  # str() cuts models, lists and dicts nested deeper (SymbolicAI's depth)
@@ -40,7 +47,9 @@ _PLACEHOLDERS: dict[Any, Any] = {str: "example_string", int: 123, float: 123.45,
 class LLMDataModel(_Base):
     """``hoare.LLMDataModel`` with SymbolicAI's prompt helpers (see the module doc)."""
 
-    section_header: str | None = Field(default=None, exclude=True, frozen=True)
+    # never serialised, and left out of the JSON schema: a model is never asked for it
+    section_header: SkipJsonSchema[str | None] = Field(default=None, exclude=True,
+                                                       frozen=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -699,6 +699,12 @@ _BEHAVIOUR = frozenset({
 })
 
 
+# Behaviour methods of hoare's own classes that no verdict depends on:
+# ``hoare.compat.symbolicai.LLMDataModel.__str__`` renders SymbolicAI's text, and
+# ``str()`` of a model is never modelled (``Semantics.to_str`` makes it opaque).
+_OWN_UNMODELLED = frozenset({("hoare.compat.symbolicai", "__str__")})
+
+
 def _custom_behaviour(cls: type, base: type) -> str | None:
     """The first behaviour method a subclass of ``base`` defines itself, if any."""
     for klass in cls.__mro__:
@@ -707,6 +713,8 @@ def _custom_behaviour(cls: type, base: type) -> str | None:
                 "enum", "pydantic", "hoare.models") or module.startswith("pydantic."):
             continue
         for name in sorted(_BEHAVIOUR):
+            if (module, name) in _OWN_UNMODELLED:
+                continue
             found = klass.__dict__.get("_new_member_" if name == "__new__" else name)
             function = getattr(found, "__func__", found)
             function = getattr(function, "fget", function)
