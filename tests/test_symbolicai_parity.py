@@ -182,3 +182,18 @@ def test_an_annotation_no_scope_defines_is_a_definition_error_naming_it() -> Non
 
             def forward(self, input: Missing) -> Text:  # type: ignore[name-defined]  # noqa: F821
                 return self.contract_result  # type: ignore[no-any-return]
+
+
+class Undecorated(Contract):  # decorated inside a test below
+    prompt = "p"
+
+    def forward(self, input: Topic) -> Text:
+        return self.contract_result  # type: ignore[no-any-return]
+
+
+def test_a_decorator_applied_elsewhere_does_not_read_that_scope_s_locals() -> None:
+    """Only the scope that defined the class resolves its annotations: a function that
+    decorates a module-level class does not shadow the module's names with its own."""
+    Text = Topic  # noqa: F841 - a local that must not be taken for the module's
+    decorated = contract(remedy_retry_params={"tries": 1})(Undecorated)
+    assert decorated.__hoare__.output.annotation is globals()["Text"]

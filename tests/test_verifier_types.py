@@ -261,3 +261,58 @@ def test_unmodelled_types_are_opaque_not_wrong() -> None:
 
     check = run(contract_on(M, Pre(lambda m: "k" in m.data))).checks[0]
     assert check.status == "unknown" and "dict" in check.message
+
+
+class _Plain(BaseModel):
+    n: int = Field(ge=0, le=10)
+
+
+class _Rendered(BaseModel):
+    """Renders itself its own way, and nothing else: still plain data to predicates."""
+
+    n: int = Field(ge=0, le=10)
+
+    def __str__(self) -> str:
+        return f"n is {self.n}"
+
+    def __repr__(self) -> str:
+        return "Rendered()"
+
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+
+class _Tone(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+    def __str__(self) -> str:
+        return self.value.upper()
+
+
+def _statuses(model: Any, *conditions: Pre) -> list[str]:
+    return [c.status for c in run(contract_on(model, *conditions)).checks]
+
+
+@pytest.mark.parametrize("predicate", [
+    lambda m: m.n < 5, lambda m: m.n <= 10, lambda m: m.n > 10, lambda m: m.n in (2, 3),
+])
+def test_a_model_that_only_renders_itself_gets_the_plain_model_s_verdicts(predicate: Any) -> None:
+    """``__str__``/``__repr__``/``__format__`` change no modelled operation: the verdicts
+    on a model defining them equal those on the same model without them."""
+    plain = _statuses(_Plain, Pre(predicate))
+    assert "unknown" not in plain
+    assert _statuses(_Rendered, Pre(predicate)) == plain
+
+
+def test_rendering_a_model_or_an_enum_stays_unmodelled() -> None:
+    """What those methods return is never modelled: a predicate reading it is unknown."""
+    class WithTone(BaseModel):
+        tone: _Tone
+
+    for model, predicate in [(_Rendered, lambda m: str(m) == "n is 3"),
+                             (_Rendered, lambda m: repr(m) == "Rendered()"),
+                             (_Rendered, lambda m: f"{m}" == "formatted"),
+                             (WithTone, lambda m: str(m.tone) == "LOW")]:
+        assert _statuses(model, Pre(predicate))[0] == "unknown"
+    assert _statuses(WithTone, Pre(lambda m: m.tone == _Tone.HIGH))[0] == "pass"

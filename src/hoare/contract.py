@@ -1189,9 +1189,9 @@ def contract(
     if on_violation is not None and not callable(on_violation):
         raise TypeError(f"on_violation must be callable(outcome), got {on_violation!r}")
 
-    def decorate(target: C, defined_in: Mapping[str, Any] | None = None) -> C:
-        if defined_in is None:  # called by the class definition: @contract(...)
-            defined_in = _defining_namespace(sys._getframe(1))
+    def decorate(target: C, caller: Any = None) -> C:
+        # the frame that applied the decorator: for @contract(...), our caller
+        defined_in = _defining_namespace(caller or sys._getframe(1), target)
         if not (isinstance(target, type) and issubclass(target, Contract)):
             raise ContractDefinitionError(
                 f"@contract decorates a subclass of hoare.Contract, got {target!r}")
@@ -1213,15 +1213,18 @@ def contract(
             logger.setLevel(logging.INFO)
         return target
 
-    if cls is not None:  # bare @contract: the class definition called contract()
-        return decorate(cls, _defining_namespace(sys._getframe(1)))
+    if cls is not None:  # bare @contract: the frame that applied it called contract()
+        return decorate(cls, sys._getframe(1))
     return decorate
 
 
-def _defining_namespace(frame: Any) -> Mapping[str, Any]:
-    """The local names of the scope a contract class is defined in (empty at module
-    level, where the module's globals already resolve its annotations): a class
-    defined in a function may be annotated with the function's local classes."""
-    if frame is None or frame.f_locals is frame.f_globals:
+def _defining_namespace(frame: Any, target: object) -> Mapping[str, Any]:
+    """The local names of the function (or class body) ``target`` was defined in, so
+    that its annotations may name that scope's local classes, as Python's own scoping
+    would; empty when ``frame`` is not that scope (a module, or a decorator applied
+    elsewhere, whose locals must not shadow the module's names)."""
+    qualname = getattr(target, "__qualname__", "")
+    scope = qualname.rpartition(".")[0].removesuffix(".<locals>")
+    if not scope or frame is None or frame.f_code.co_qualname != scope:
         return {}
     return dict(frame.f_locals)

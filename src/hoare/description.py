@@ -84,12 +84,12 @@ class ContractDescription:
 
 def _hints(fn: Callable[..., object], where: str,
            localns: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``fn``'s annotations, resolved in its module and then in ``localns`` (the
-    namespace the class was defined in: a string annotation, as ``from __future__
-    import annotations`` makes every one, may name a class local to a function)."""
+    """``fn``'s annotations, resolved as Python scopes them: ``localns`` (the names of
+    the function the class was defined in) before the module's globals. A string
+    annotation, as ``from __future__ import annotations`` makes every one, may name
+    a class local to that function."""
     try:
-        return typing.get_type_hints(fn, localns=dict(localns) if localns else None,
-                                     include_extras=True)
+        return typing.get_type_hints(fn, localns=localns or None, include_extras=True)
     except Exception as error:
         raise ContractDefinitionError(
             f"cannot resolve the annotations of {where}: {safe_text(error, 500)}. Make every "

@@ -34,7 +34,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-_NAMES = (*OPERATIONS, "contract_execution", "overhead", "total_execution")
+_NAMES = (*OPERATIONS, "overhead", "total_execution")  # summed; contract_execution copies
 _INDEX = {phase: index for index, parts in enumerate(OPERATIONS.values()) for phase in parts}
 _ACT = _INDEX["act"]
 
@@ -112,9 +112,8 @@ class PerfStats:
                     if ops[position] > 0:  # as SymbolicAI: an operation that did not run
                         columns[position].append(ops[position] / 1e9)
                 total = max(total_ns, phases)
-                columns[4].append(total / 1e9)  # as SymbolicAI: the whole call, forward too
-                columns[5].append((total - phases) / 1e9)
-                columns[6].append(total / 1e9)
+                columns[4].append((total - phases) / 1e9)
+                columns[5].append(total / 1e9)
             for name, column in zip(_NAMES, columns, strict=True):
                 self._sums[name].extend(column)
 
@@ -133,5 +132,9 @@ class PerfStats:
         self._fold()
         with self._lock:
             whole = self._sums["total_execution"].total
-            return {name: sums.as_dict(whole) for name, sums in self._sums.items()}
+            figures = {name: sums.as_dict(whole) for name, sums in self._sums.items()}
+        # as SymbolicAI: contract_execution is the whole call, forward included
+        return {**{name: figures[name] for name in OPERATIONS},
+                "contract_execution": dict(figures["total_execution"]),
+                "overhead": figures["overhead"], "total_execution": figures["total_execution"]}
 

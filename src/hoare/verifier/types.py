@@ -690,19 +690,17 @@ _MODELLED_CONFIG = {"str_to_lower", "str_to_upper", "str_strip_whitespace", "str
                     "str_max_length", "use_enum_values", "allow_inf_nan", "validate_default",
                     "regex_engine"}
 # Methods that change how an instance behaves in a predicate (truth, comparison, size…).
+# Not ``__str__``, ``__repr__`` or ``__format__``: ``str()``, ``repr()`` and f-strings of
+# a model or an enum member are never modelled (``Semantics.to_str`` and the f-string
+# make them opaque), so no verdict depends on them; a model that only renders itself
+# (``hoare.compat.symbolicai.LLMDataModel``'s SymbolicAI text) stays data.
 _BEHAVIOUR = frozenset({
     "__bool__", "__len__", "__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__",
-    "__ge__", "__contains__", "__iter__", "__getattr__", "__getattribute__", "__str__",
-    "__format__", "__repr__", "__int__", "__float__", "__index__", "__new__", "__add__",
-    "__radd__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__neg__",
-    "__abs__", "__getitem__", "__instancecheck__",
+    "__ge__", "__contains__", "__iter__", "__getattr__", "__getattribute__", "__int__",
+    "__float__", "__index__", "__new__", "__add__", "__radd__", "__sub__", "__mul__",
+    "__truediv__", "__floordiv__", "__mod__", "__neg__", "__abs__", "__getitem__",
+    "__instancecheck__",
 })
-
-
-# Behaviour methods of hoare's own classes that no verdict depends on:
-# ``hoare.compat.symbolicai.LLMDataModel.__str__`` renders SymbolicAI's text, and
-# ``str()`` of a model is never modelled (``Semantics.to_str`` makes it opaque).
-_OWN_UNMODELLED = frozenset({("hoare.compat.symbolicai", "__str__")})
 
 
 def _custom_behaviour(cls: type, base: type) -> str | None:
@@ -713,8 +711,6 @@ def _custom_behaviour(cls: type, base: type) -> str | None:
                 "enum", "pydantic", "hoare.models") or module.startswith("pydantic."):
             continue
         for name in sorted(_BEHAVIOUR):
-            if (module, name) in _OWN_UNMODELLED:
-                continue
             found = klass.__dict__.get("_new_member_" if name == "__new__" else name)
             function = getattr(found, "__func__", found)
             function = getattr(function, "fget", function)
