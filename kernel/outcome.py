@@ -7,6 +7,7 @@ is built once per call and never shared between calls.
 from __future__ import annotations
 
 import enum
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -160,10 +161,36 @@ def exception_text(error: BaseException, fallback: str | None = None) -> str:
     return type(error).__name__ + (" (its str() raised)" if text is None else "")
 
 
+def _picklable(value: object) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
+def rebuild_error(cls: type[BaseException], args: tuple[object, ...],
+                  state: dict[str, object]) -> BaseException:
+    """An exception rebuilt from a pickle without calling its ``__init__`` (whose
+    signature may differ from ``args``, e.g. keyword-only arguments)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class HoareError(Exception):
     """Root of every exception hoare defines (the whole tree is drawn in ``hoare.errors``).
     It lives in the kernel so that the kernel's own exceptions belong to the tree while
     the kernel imports nothing from the library."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Every error crosses a process boundary (``ProcessPoolExecutor``, logging to
+        another process): its type, ``args`` and message survive; attributes that cannot
+        be pickled are dropped rather than failing the whole error."""
+        args = tuple(a if _picklable(a) else str(a) for a in self.args)
+        state = {k: v for k, v in vars(self).items() if _picklable(v)}
+        return (rebuild_error, (type(self), args, state))
 
 
 class ContractViolationError(HoareError):

@@ -92,3 +92,75 @@ def test_safe_text_truncates_and_says_so() -> None:
     text = errors.safe_text(ValueError("a" * 1000), limit=10)
     assert text.startswith("a" * 10)
     assert "[truncated: 10 of 1000 characters shown]" in text
+
+
+# Exceptions whose name is public but which never leave the kernel's drivers: the
+# carrier of a StopIteration raised by ``forward`` (re-raised as the StopIteration).
+_NEVER_ESCAPE = {"hoare.kernel.effects.ForwardRaised"}
+
+
+def _public(cls: type[BaseException]) -> bool:
+    return not any(part.startswith("_") for part in
+                   (*cls.__module__.split("."), *cls.__qualname__.split(".")))
+
+
+def _name(cls: type[BaseException]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def test_every_public_exception_class_is_in_the_tree() -> None:
+    """Issue 27: one error tree. Catching HoareError catches everything hoare raises."""
+    outside = [_name(c) for c in _exception_classes()
+               if _public(c) and _name(c) not in _NEVER_ESCAPE
+               and not issubclass(c, errors.HoareError)]
+    assert outside == []
+
+
+def _instance(cls: type[BaseException]) -> BaseException:
+    """An instance built as hoare builds it (some constructors take more than a text)."""
+    from hoare.agents.violation import ContractTermination, ContractViolation
+    from hoare.engines.transport import Failure, TransportError
+
+    if issubclass(cls, TransportError):
+        return cls("sent 3 times: HTTP 500",
+                   failure=Failure("server", "boom", 500), attempts=3, delays=(0.5, 1.0))
+    if issubclass(cls, errors.SecretRedacted):
+        return cls("KeyError", "the key was [redacted]")
+    if issubclass(cls, ContractTermination):
+        return cls(ContractViolation(kind="post", location="answer",
+                                     predicate="lambda a: len(a) < 9", message="too long"))
+    return cls("what went wrong: a message")
+
+
+_PICKLED = [c for c in _exception_classes()
+            if not c.__module__.startswith("hoare.kernel.") or _public(c)]
+
+
+@pytest.mark.parametrize("cls", [c for c in _PICKLED if _name(c) not in _NEVER_ESCAPE],
+                         ids=_name)
+def test_every_exception_survives_a_pickle_round_trip(cls: type[BaseException]) -> None:
+    """Issue 30: an error crosses a process boundary (ProcessPoolExecutor) with its type,
+    message and picklable attributes; an attribute that cannot be pickled is dropped."""
+    import pickle
+
+    error = _instance(cls)
+    error.unpicklable = lambda: None  # type: ignore[attr-defined]
+    error.kept = {"attempt": 2}  # type: ignore[attr-defined]
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is cls
+    assert str(back) == str(error)
+    assert back.args == error.args
+    assert back.kept == {"attempt": 2}  # type: ignore[attr-defined]
+    assert not hasattr(back, "unpicklable")
+    for name, value in vars(error).items():
+        if name != "unpicklable":
+            assert repr(getattr(back, name)) == repr(value), name
+
+
+def test_the_private_unsupported_classes_are_one_unmodelled_class() -> None:
+    from hoare import unmodelled
+
+    strays = [_name(c) for c in _exception_classes() if c.__name__ == "_Unsupported"]
+    assert strays == []
+    assert issubclass(unmodelled.Unsupported, unmodelled.Unmodelled)
+    assert issubclass(unmodelled.Unmodelled, errors.HoareError)

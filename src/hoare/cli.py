@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .errors import UsageError
 from .verifier.project_config import FORMATS
 
 __all__ = ["main", "run"]
@@ -26,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{self.prog}: error: {message}")
 
 
-class _UsageError(Exception):
+class _UsageError(UsageError):
     pass
 
 

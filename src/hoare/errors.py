@@ -11,7 +11,12 @@ one kind of failure::
     │   │                             instance can tell (a missing ``prompt``)
     │   ├── ContractCallError         (TypeError) a contracted call with the wrong
     │   │                             arguments (no input, two positional inputs)
-    │   └── EngineNotConfigured       (RuntimeError) no engine given or configured
+    │   ├── EngineNotConfigured       (RuntimeError) no engine given or configured
+    │   ├── ConfigError               hoare.verifier.project_config: a bad [tool.hoare]
+    │   ├── DiscoveryError            hoare.verifier.discover: a target cannot be found
+    │   ├── VerifyError               hoare.verifier.run: nothing was verified (exit 2)
+    │   ├── ToolShapeError            hoare.verifier.tools: a tool verify cannot describe
+    │   └── EvalError                 hoare.evaluate: a bad ``hoare eval`` data set
     ├── ContractViolationError        (kernel) a failed contract under ``enforce`` /
     │   │                             ``quick_enforce``; carries the ``Outcome``
     │   └── ResultTypeError           (TypeError) ``forward`` returned the wrong type
@@ -21,6 +26,13 @@ one kind of failure::
     │                                 (``@contract(stream=True)``): a ``type`` violation
     ├── SecretRedacted                replaces a hook's exception whose text quoted a
     │                                 ``SecretStr`` of the call (spec §8.4)
+    ├── StoreError                    hoare.stats_store: the stats store cannot be used
+    ├── ContractTermination           hoare.agents: a violation under ENFORCE ends the run
+    ├── HoareVerifyFailure            hoare.pytest_plugin: a ``hoare verify`` test failed
+    ├── Unmodelled                    hoare.unmodelled: the verifier does not model
+    │                                 something exactly (the verdict is ``unknown``);
+    │                                 Opaque, Unsupported, SourceNotFound, … below it
+    ├── WatchdogTimeout               (TimeoutError) hoare.engines.deadline: gave up waiting
     └── EngineError                   (kernel) one engine call failed
         ├── RetryableEngineError      another attempt may succeed (the stage retries)
         └── FatalEngineError          (kernel) retrying cannot help: the stage ends
@@ -35,6 +47,11 @@ dependencies point one way (library -> kernel). Concrete engine errors subclass
 exactly one of ``RetryableEngineError`` / ``FatalEngineError`` / ``BudgetError``
 (plus, where useful, one builtin such as ``ValueError``): no class here has more
 than two bases.
+
+Every error pickles (``HoareError.__reduce__``): its type, message and picklable
+attributes cross a process boundary; an attribute that cannot be pickled is dropped.
+Classes of other modules (engines, queries, the verifier) sit under these groups; the
+test ``tests/test_errors.py`` fails when a public exception class is outside the tree.
 
 Exceptions raised by user code (predicates, ``act``, ``forward``, handlers) are not
 wrapped: they become violations or reach the caller unchanged (spec/pipeline.md).

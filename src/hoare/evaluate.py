@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from .errors import UsageError
+
 __all__ = ["EvalError", "EvalRun", "load_dataset", "resolve", "run_eval"]
 
 
-class EvalError(Exception):
+class EvalError(UsageError):
     """A usage error: a target that is not a contract, an unreadable dataset."""
 
 

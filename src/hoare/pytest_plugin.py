@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from .errors import HoareError
+
 __all__ = ["ScriptedEngine"]
 
 
@@ -87,7 +89,7 @@ def _verify_items(session: pytest.Session, config: pytest.Config) -> list[pytest
     return items
 
 
-class HoareVerifyFailure(Exception):
+class HoareVerifyFailure(HoareError):
     """A contract's checks failed under ``--hoare-verify``."""
 
 

@@ -40,6 +40,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from .errors import HoareError
+
 __all__ = [
     "SCHEMA_VERSION",
     "CallRecord",
@@ -95,7 +97,7 @@ _MIGRATIONS = {1: "ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'cont
                2: "ALTER TABLE calls ADD COLUMN provider_faults INTEGER NOT NULL DEFAULT 0"}
 
 
-class StoreError(Exception):
+class StoreError(HoareError):
     """A store that cannot be read: no such file, not a hoare store, a newer schema,
     a server that refuses, SQLAlchemy missing for a URL."""
 

@@ -23,17 +23,20 @@ re-exports it.
 
 from __future__ import annotations
 
+from .errors import HoareError
+
 __all__ = [
     "BindError",
     "Opaque",
     "SourceNotFound",
+    "Unsupported",
     "Unmodelled",
     "Unrepresentable",
     "WitnessError",
 ]
 
 
-class Unmodelled(Exception):
+class Unmodelled(HoareError):
     """Something the verifier does not model exactly: the verdict that needed it is
     ``unknown``. The message says what and where."""
 
@@ -48,6 +51,11 @@ class Opaque(Unmodelled):
 
 class Unrepresentable(Opaque):
     """A string with a character z3 strings cannot hold (above U+2FFFF)."""
+
+
+class Unsupported(Unmodelled):
+    """A construct one translator (a regex, a concrete generator, a tool condition, a
+    quantifier elimination) does not handle; the caller falls back or reports it."""
 
 
 class SourceNotFound(Unmodelled):

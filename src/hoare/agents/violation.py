@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import HoareError
 from .policy import ContractPolicy
 
 __all__ = ["ContractTermination", "ContractViolation", "ViolationHandler"]
@@ -32,7 +33,7 @@ class ContractViolation:
         return f"Contract violation [{self.kind}] at {self.location}: {self.message}{shown}"
 
 
-class ContractTermination(Exception):
+class ContractTermination(HoareError):
     """A violation under ``ENFORCE`` or ``QUICK_ENFORCE``: the run (or the plain call)
     ends; ``violation`` says what failed."""
 

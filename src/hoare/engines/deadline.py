@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 import httpx2 as httpx
 
+from ..errors import HoareError
+
 
 def _budget(request: httpx.Request) -> float | None:
     """The request's timeout in seconds (its largest finite component), or ``None``."""
@@ -119,7 +121,7 @@ class AsyncDeadlineTransport(httpx.AsyncBaseTransport):
 T = TypeVar("T")
 
 
-class WatchdogTimeout(TimeoutError):
+class WatchdogTimeout(HoareError, TimeoutError):
     """``call_within`` gave up waiting (as opposed to ``fn`` raising a timeout itself)."""
 
 

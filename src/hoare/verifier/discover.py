@@ -20,13 +20,15 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UsageError
+
 __all__ = ["DiscoveryError", "Found", "discover", "find_in_module", "load"]
 
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"}
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-class DiscoveryError(Exception):
+class DiscoveryError(UsageError):
     """A target could not be found or imported (the CLI exits with status 2)."""
 
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from ..description import PredicateSource
 from ..models import TypeSpec
+from ..unmodelled import Unsupported
 from .source import SourceNotFound, function_node
 from .witness import _NONE_FOUND, call_predicate, example_of
 
@@ -465,15 +466,12 @@ def pattern_samples(pattern: str, rng: random.Random, count: int = 6) -> list[st
     for index in range(count):
         try:
             out.append(_generate(parsed, rng if index else None))
-        except _Unsupported:
+        except Unsupported:
             return out
         except Exception:
             return out
     return _unique(out)
 
-
-class _Unsupported(Exception):
-    pass
 
 
 def _generate(items: Any, rng: random.Random | None) -> str:
@@ -501,7 +499,7 @@ def _generate(items: Any, rng: random.Random | None) -> str:
         elif name == "AT":
             continue
         else:
-            raise _Unsupported(name)
+            raise Unsupported(name)
     return "".join(parts)
 
 
@@ -510,7 +508,7 @@ def _class_char(items: Any, rng: random.Random | None) -> str:
     for op, arg in items:
         name = str(op)
         if name == "NEGATE":
-            raise _Unsupported("negated class")
+            raise Unsupported("negated class")
         if name == "LITERAL":
             choices.append(chr(arg))
         elif name == "RANGE":
@@ -525,7 +523,7 @@ def _class_char(items: Any, rng: random.Random | None) -> str:
                             " \t" if "SPACE" in text and positive else
                             "aZ_0" if "WORD" in text and positive else "a-")
     if not choices:
-        raise _Unsupported("empty class")
+        raise Unsupported("empty class")
     return choices[0] if rng is None else rng.choice(choices)
 
 

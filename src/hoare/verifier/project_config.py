@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
+
 __all__ = ["ConfigError", "ProjectConfig", "find_pyproject", "load"]
 
 FORMATS = ("table", "json", "sarif", "junit")
@@ -41,7 +43,7 @@ _KEYS = {"targets", "strict", "timeout_ms", "timeout", "rlimit", "jobs", "exclud
 _OVERRIDE_KEYS = {"timeout_ms", "timeout", "rlimit"}
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """``[tool.hoare]`` is malformed (the CLI exits 2, naming the key)."""
 
 

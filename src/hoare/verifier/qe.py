@@ -17,7 +17,7 @@ from typing import Any
 
 import z3
 
-from .unmodelled import Unmodelled
+from ..unmodelled import Unsupported
 from .z3util import is_false, is_true, named_constants
 
 __all__ = ["Compiled", "compile_formula", "eliminate"]
@@ -104,9 +104,6 @@ def _product(xs: list[Any]) -> Any:
     return result
 
 
-class _Unsupported(Unmodelled):
-    pass
-
 
 def compile_formula(expr: z3.ExprRef) -> Compiled | None:
     """A Python function of ``{constant name: value}`` computing ``expr`` (None when
@@ -114,7 +111,7 @@ def compile_formula(expr: z3.ExprRef) -> Compiled | None:
     memo: dict[int, Compiled] = {}
     try:
         return _compile(expr, memo)
-    except (_Unsupported, RecursionError, z3.Z3Exception):
+    except (Unsupported, RecursionError, z3.Z3Exception):
         return None
 
 
@@ -179,4 +176,4 @@ def _compile_node(expr: z3.ExprRef, memo: dict[int, Compiled]) -> Compiled:
         op = _BINARY[kind]
         left, right = children
         return lambda env: op(left(env), right(env))
-    raise _Unsupported(str(expr.decl()))
+    raise Unsupported(str(expr.decl()))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import z3
 
+from ..unmodelled import Unsupported
 from . import unicode_classes as uc
 from .unicode_classes import MAX_CHAR, Ranges
 from .z3_context import per_context
@@ -55,9 +56,6 @@ class RegexTranslation:
     reason: str = ""
     under: z3.ReRef | None = None
 
-
-class _Unsupported(Exception):
-    pass
 
 
 # -- the parsed pattern -------------------------------------------------------------------
@@ -125,14 +123,14 @@ class _Parser:
     def take(self) -> str:
         char = self.peek()
         if not char:
-            raise _Unsupported("unexpected end of pattern")
+            raise Unsupported("unexpected end of pattern")
         self.pos += 1
         return char
 
     def parse(self) -> _Node:
         node = self.alternation()
         if self.pos != len(self.text):
-            raise _Unsupported(f"unbalanced {self.peek()!r}")
+            raise Unsupported(f"unbalanced {self.peek()!r}")
         return node
 
     def alternation(self) -> _Node:
@@ -157,21 +155,21 @@ class _Parser:
         elif char == "{":
             match = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.text, self.pos)
             if not match:
-                raise _Unsupported("a brace that is not a repeat {n}, {n,} or {n,m}")
+                raise Unsupported("a brace that is not a repeat {n}, {n,} or {n,m}")
             self.pos = match.end()
             low = int(match.group(1))
             high = low if match.group(2) is None else (
                 int(match.group(3)) if match.group(3) else None)
             if low > _MAX_REPEAT or (high is not None and (high > _MAX_REPEAT or high < low)):
-                raise _Unsupported("a repeat count out of range")
+                raise Unsupported("a repeat count out of range")
         else:
             return atom
         if isinstance(atom, _Anchor):
-            raise _Unsupported("a repeated anchor")
+            raise Unsupported("a repeated anchor")
         if self.peek() == "?":
             self.pos += 1  # lazy: same language
         if self.peek() and self.peek() in "*+?{":
-            raise _Unsupported("a doubled quantifier (possessive in Python, nested in Rust)")
+            raise Unsupported("a doubled quantifier (possessive in Python, nested in Rust)")
         return _Repeat(atom, low, high)
 
     def atom(self) -> _Node:
@@ -190,7 +188,7 @@ class _Parser:
         if char == "\\":
             return self.escape()
         if char in "*+?{}]":
-            raise _Unsupported(f"a bare {char!r}")
+            raise Unsupported(f"a bare {char!r}")
         return self.literal(ord(char))
 
     def literal(self, code: int) -> _Chars:
@@ -209,24 +207,24 @@ class _Parser:
             elif named:
                 self.pos = named.end()
             elif self.text.startswith(("?=", "?!"), self.pos):
-                raise _Unsupported("lookahead")
+                raise Unsupported("lookahead")
             elif self.text.startswith(("?<=", "?<!"), self.pos):
-                raise _Unsupported("lookbehind")
+                raise Unsupported("lookbehind")
             elif re.match(r"\?[a-zA-Z-]*i", self.text[self.pos:]):
-                raise _Unsupported("case-insensitive matching (?i)")
+                raise Unsupported("case-insensitive matching (?i)")
             else:
-                raise _Unsupported("a group with flags or a named reference")
+                raise Unsupported("a group with flags or a named reference")
         inner = self.alternation()
         if self.take() != ")":
-            raise _Unsupported("an unclosed group")
+            raise Unsupported("an unclosed group")
         return inner
 
     def escape(self) -> _Node:
         char = self.take()
         if char.isdigit():
-            raise _Unsupported(f"backreference or octal escape \\{char}")
+            raise Unsupported(f"backreference or octal escape \\{char}")
         if char in "bB<>":
-            raise _Unsupported(f"anchor or word boundary \\{char}")
+            raise Unsupported(f"anchor or word boundary \\{char}")
         if char.lower() in _CLASS_ESCAPES:
             ranges = _class_ranges(_CLASS_ESCAPES[char.lower()], self.engine)
             return self.chars(uc.complement(ranges, uc.LAST_CODE_POINT) if char.isupper()
@@ -256,16 +254,16 @@ class _Parser:
                 self.pos += widths[char]
             if not re.fullmatch(r"[0-9A-Fa-f]{1,8}", digits) or (
                     self.engine == "python-re" and len(digits) != widths[char]):
-                raise _Unsupported(f"the escape \\{char}{digits}")
+                raise Unsupported(f"the escape \\{char}{digits}")
             code = int(digits, 16)
             if code > uc.LAST_CODE_POINT:
-                raise _Unsupported(f"the escape \\{char}{digits}")
+                raise Unsupported(f"the escape \\{char}{digits}")
             return code
         if char.isdigit():
-            raise _Unsupported(f"backreference or octal escape \\{char}")
+            raise Unsupported(f"backreference or octal escape \\{char}")
         if char in "bB<>":
-            raise _Unsupported(f"anchor or word boundary \\{char}")
-        raise _Unsupported(f"the escape \\{char}")
+            raise Unsupported(f"anchor or word boundary \\{char}")
+        raise Unsupported(f"the escape \\{char}")
 
     def class_char(self) -> int | Ranges:
         """One class member: a code point, or the ranges of a class escape."""
@@ -287,26 +285,26 @@ class _Parser:
         while True:
             char = self.peek()
             if not char:
-                raise _Unsupported("an unclosed class")
+                raise Unsupported("an unclosed class")
             if char == "]" and not first:
                 self.pos += 1
                 break
             if self.text.startswith(("&&", "--", "~~", "[:"), self.pos):
-                raise _Unsupported("a class set operation or POSIX class")
+                raise Unsupported("a class set operation or POSIX class")
             if char == "[" and self.engine == "rust-regex":
                 self.pos += 1
                 members.extend(self.char_class())
                 first = False
                 continue
             if char == "-" and not first and self.peek(1) != "]":
-                raise _Unsupported("a '-' that is neither a range nor at an end of a class")
+                raise Unsupported("a '-' that is neither a range nor at an end of a class")
             start = self.pos
             low = self.class_char()
             if self.peek() == "-" and self.peek(1) not in ("]", ""):
                 self.pos += 1
                 high = self.class_char()
                 if not isinstance(low, int) or not isinstance(high, int) or low > high:
-                    raise _Unsupported(f"the range {self.text[start:self.pos]!r}")
+                    raise Unsupported(f"the range {self.text[start:self.pos]!r}")
                 self.literals.append((low, high))
                 members.append((low, high))
             elif isinstance(low, int):
@@ -340,7 +338,7 @@ def _to_z3(node: _Node, side: str) -> z3.ReRef:
         if node.high == 0:
             return _empty_word()
         return z3.Loop(inner, node.low, node.high)
-    raise _Unsupported("an anchor inside the pattern (only at the ends of an alternative)")
+    raise Unsupported("an anchor inside the pattern (only at the ends of an alternative)")
 
 
 def _alternative_re(node: _Node, mode: str, side: str) -> z3.ReRef:
@@ -402,7 +400,7 @@ def translate_pattern(pattern: str, engine: str = "rust-regex",
     try:
         tree = parser.parse()
         if uc.touches_reserved(uc.normalize(parser.literals)):
-            raise _Unsupported("a character above U+2FFFF or reserved as an astral twin")
+            raise Unsupported("a character above U+2FFFF or reserved as an astral twin")
         options = tree.options if isinstance(tree, _Alt) else (tree,)
         exact = not any(uc.is_big(ranges) for ranges in parser.classes)
 
@@ -412,7 +410,7 @@ def translate_pattern(pattern: str, engine: str = "rust-regex",
 
         regex = build("over")
         under = regex if exact else build("under")
-    except _Unsupported as error:
+    except Unsupported as error:
         return RegexTranslation(None, False, f"unsupported regex feature: {error}")
     except (z3.Z3Exception, RecursionError) as error:
         return RegexTranslation(None, False, f"regex not translated: {error}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from .discover import DiscoveryError
 from .project_config import ConfigError, ProjectConfig, find_pyproject, load, matches
 from .report import ContractReport, ImportProblem, Report
@@ -26,7 +27,7 @@ from .units import Dispatch, run_units
 __all__ = ["Outcome", "VerifyError", "assemble", "run_verify"]
 
 
-class VerifyError(Exception):
+class VerifyError(UsageError):
     """A usage or configuration error: nothing was verified (exit 2)."""
 
 

@@ -31,9 +31,11 @@ from typing import Any
 from pydantic import create_model
 
 from ..description import ContractDescription, PredicateSource
+from ..errors import UsageError
 from ..kernel import ContractConfig, Policy
 from ..models import type_spec
 from ..source import SourceNotFound, function_node
+from ..unmodelled import Unsupported
 from .checks import (
     ContractModel,
     _samples,
@@ -57,7 +59,7 @@ ASSUMED = ("the tool is called with arguments of its parameters' types and retur
            "of its return type")
 
 
-class ToolShapeError(Exception):
+class ToolShapeError(UsageError):
     """A tool the checks cannot describe (no return annotation, a parameter pydantic
     cannot model)."""
 
@@ -104,9 +106,6 @@ def tool_description(tool: Any, module: str) -> ContractDescription:
 # -- rewriting a condition into a predicate on the arguments' model -----------------------
 
 
-class _Unsupported(Exception):
-    pass
-
 
 class _Rewrite(ast.NodeTransformer):
     """``x`` → ``base.x`` (a parameter by name), ``args["x"]``/``args.get("x")`` →
@@ -119,7 +118,7 @@ class _Rewrite(ast.NodeTransformer):
     def _field(self, dict_name: str, key: ast.expr) -> ast.expr:
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)
                 and key.value in self.params):
-            raise _Unsupported(f"{dict_name}[...] with a key that is not a parameter name")
+            raise Unsupported(f"{dict_name}[...] with a key that is not a parameter name")
         return ast.Attribute(ast.Name(self.dicts[dict_name], ast.Load()), key.value,
                              ast.Load())
 
@@ -133,13 +132,13 @@ class _Rewrite(ast.NodeTransformer):
         if isinstance(func, ast.Attribute) and func.attr == "get" and \
                 isinstance(func.value, ast.Name) and func.value.id in self.dicts:
             if node.keywords or not 1 <= len(node.args) <= 2:
-                raise _Unsupported("args.get with other than (name[, default])")
+                raise Unsupported("args.get with other than (name[, default])")
             return self._field(func.value.id, node.args[0])  # every parameter is bound
         return self.generic_visit(node)  # type: ignore[return-value]
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if node.id in self.dicts:
-            raise _Unsupported(f"{node.id} used other than as {node.id}[\"name\"]")
+            raise Unsupported(f"{node.id} used other than as {node.id}[\"name\"]")
         if node.id in self.by_name:
             return ast.Attribute(ast.Name(self.by_name[node.id], ast.Load()), node.id,
                                  ast.Load())
@@ -168,7 +167,7 @@ def _rewritten(fn: Callable[..., Any], params: tuple[str, ...], phase: str,
                by_name: tuple[str, ...], needs_args: bool) -> Callable[..., Any]:
     node = function_node(fn)
     if not isinstance(node, ast.Lambda):
-        raise _Unsupported("a def, not a lambda")
+        raise Unsupported("a def, not a lambda")
     names = [a.arg for a in node.args.args]
     body = copy.deepcopy(node.body)
     free = {n.id for n in ast.walk(body) if isinstance(n, ast.Name)}
@@ -189,7 +188,7 @@ def _rewritten(fn: Callable[..., Any], params: tuple[str, ...], phase: str,
         if needs_args and len(names) >= 2:
             dicts = {names[1]: used}
     if _bound_inside(body) & {*by, *dicts, *renames}:
-        raise _Unsupported("a parameter is rebound inside the condition")
+        raise Unsupported("a parameter is rebound inside the condition")
     body = _Rewrite(by, dicts, renames, params).visit(body)
     two = phase == "post" and needs_args
     source = f"lambda {value}{', ' + used if two else ''}: bool({ast.unparse(body)})"
@@ -212,7 +211,7 @@ def _adapt(condition: Any, params: tuple[str, ...], phase: str, index: int, tool
     kind = "preconditions" if phase == "pre" else "postconditions"
     try:
         fn = _rewritten(condition.predicate, params, phase, by_name, needs_args)
-    except (_Unsupported, SourceNotFound, SyntaxError, OSError, TypeError, ValueError) as why:
+    except (Unsupported, SourceNotFound, SyntaxError, OSError, TypeError, ValueError) as why:
         fn = _calling(condition, phase, params, needs_args,
                       f"{tool}.{kind}[{index}] is not rewritten into a predicate on the "
                       f"arguments: {why}")
