@@ -45,6 +45,7 @@ import logging
 import os
 import re
 import threading
+import urllib.parse
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -201,6 +202,62 @@ def classify_openai_error(error: BaseException) -> Failure | None:
     return None
 
 
+def _masked_url(url: str) -> str:
+    """``url`` for an error message: its user info (a password) masked, escaped, cut short."""
+    shown = re.sub(r"//[^/?#]*@", "//***@", url)
+    shown = repr(shown if len(shown) <= 200 else shown[:200] + "…")
+    return shown
+
+
+def _check_base_url(url: str, source: str) -> None:
+    """Refuse a base URL no HTTP client can use (not a URL, another scheme, no host, a
+    port out of range): a configuration error at construction, never a connection
+    failure retried with backoff at the first call."""
+    problem = ""
+    if not isinstance(url, str):
+        problem = f"expected a string, got {type(url).__name__}"
+    elif url != url.strip() or any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        problem = "it contains whitespace or control characters"
+    else:
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port = parts.port
+        except ValueError as error:
+            problem = f"it is not a URL ({error})"
+        else:
+            if parts.scheme.lower() not in ("http", "https"):
+                problem = (f"the scheme must be http or https, not {parts.scheme!r}"
+                           if parts.scheme else "it has no scheme (http:// or https://)")
+            elif not parts.hostname:
+                problem = "it names no host"
+            elif port is not None and not 1 <= port <= 65535:
+                problem = f"port {port} is outside 1..65535"
+    if problem:
+        shown = _masked_url(url) if isinstance(url, str) else type(url).__name__
+        raise EngineConfigError(f"OpenAIEngine: {source}={shown} is not a usable server URL: "
+                                f"{problem}. Expected e.g. 'http://127.0.0.1:8000/v1'.")
+
+
+def _checked_api_key(key: str | None, source: str) -> str | None:
+    """The key to send: the configured one without surrounding whitespace (a key read from
+    a file keeps its newline, which no HTTP header may carry). A key with characters an
+    HTTP header cannot carry is a configuration error; the message never quotes it."""
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise EngineConfigError(f"OpenAIEngine: {source} must be a string, got "
+                                f"{type(key).__name__}")
+    stripped = key.strip()
+    if not stripped:
+        return None
+    bad = next((c for c in stripped if not 0x20 <= ord(c) < 0x7F), None)
+    if bad is not None:
+        raise EngineConfigError(f"OpenAIEngine: {source} holds a character an HTTP header "
+                                f"cannot carry (U+{ord(bad):04X}); check how the key was "
+                                "copied (the key is not shown).")
+    return stripped
+
+
 def _names_format(message: str) -> bool:
     text = message.lower()
     return any(word in text for word in _FORMAT_WORDS)
@@ -283,14 +340,18 @@ class OpenAIEngine:
         self.max_async_clients = max_async_clients
         self._credentials: tuple[str, str] | None = None
 
+        configured_key: str | None = None
         if client is not None or async_client is not None:
             known = client if client is not None else async_client
             assert known is not None
             self.base_url, userinfo = split_credentials(str(known.base_url))
-            self._api_key = known.api_key
+            self._api_key = configured_key = known.api_key
         else:
             url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-            key = api_key or os.environ.get("OPENAI_API_KEY") or None
+            if url is not None:
+                _check_base_url(url, "base_url" if base_url else "OPENAI_BASE_URL")
+            configured_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+            key = _checked_api_key(configured_key, "api_key" if api_key else "OPENAI_API_KEY")
             if key is None:
                 if url is None:
                     raise EngineConfigError(
@@ -303,7 +364,7 @@ class OpenAIEngine:
             self._credentials = userinfo
             self._api_key = key
         secret_key = None if self._api_key == PLACEHOLDER_API_KEY else self._api_key
-        self._redact = Redactor(secret_key, *(userinfo or ()),
+        self._redact = Redactor(secret_key, configured_key, *(userinfo or ()),
                                 ":".join(userinfo) if userinfo else None)
         if structured == "auto":
             with _LEARNED_LOCK:

@@ -4,11 +4,13 @@ A ``base_url`` may carry a password (``http://user:secret@host/v1``) and a serve
 may echo the API key in an error. ``split_credentials`` takes the user info out
 of a URL (the engine sends it as HTTP basic auth instead, so no client log line
 or exception ever sees it); a ``Redactor`` replaces every known secret, in any
-of its URL encodings, by ``***`` in text the engine shows.
+of its URL encodings and escapings, as configured and stripped of surrounding
+whitespace, by ``***`` in text the engine shows.
 """
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 
 MASK = "***"
@@ -30,15 +32,30 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     return clean, (user, password)
 
 
+def _spellings(secret: str) -> set[str]:
+    """The ways ``secret`` can appear in text: as is, URL-quoted, and escaped as ``repr``
+    of a str or of its bytes and as JSON would (an exception quoting a header value
+    ``b'Bearer key\\n'`` shows the key escaped), once or twice over."""
+    forms = {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}
+    for _ in range(2):
+        for form in list(forms):
+            forms.add(repr(form)[1:-1])
+            forms.add(json.dumps(form)[1:-1])
+            forms.add(repr(form.encode("utf-8", "surrogatepass"))[2:-1])
+    return {form for form in forms if form}
+
+
 class Redactor:
     """Masks the given secrets (and their URL-quoted forms) in any text."""
 
     def __init__(self, *secrets: str | None) -> None:
         found: set[str] = set()
-        for secret in secrets:
-            if secret and len(secret) >= _MIN_SECRET:
-                found.update({secret, urllib.parse.quote(secret, safe=""),
-                              urllib.parse.quote_plus(secret)})
+        for given in secrets:
+            if not isinstance(given, str):
+                continue
+            for secret in {given, given.strip()}:
+                if len(secret) >= _MIN_SECRET:
+                    found.update(_spellings(secret))
         self._secrets = sorted(found, key=len, reverse=True)  # longest first
 
     def __call__(self, text: str) -> str:
