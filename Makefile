@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all verify test test-wheel lint prove bench bench-real bench-queries clean
+.PHONY: all verify test test-dev test-wheel lint prove bench bench-real bench-queries clean
 
 all: test
 
@@ -17,14 +17,16 @@ $(STAMP): pyproject.toml
 verify: $(STAMP)
 	$(VENV)/bin/hoare verify examples/
 
-## The whole test suite (offline): on the editable install, then on the built wheel.
+## The whole test suite (offline), once, on the built wheel installed (not editable) in
+## .venv-wheel: what ships. Parallel over the cores, then the tests marked serial.
 test: $(STAMP)
-	$(PY) -m pytest
 	$(PY) tests/against_wheel.py
 
-## The suite against the wheel alone, installed (not editable) in .venv-wheel.
-test-wheel: $(STAMP)
-	$(PY) tests/against_wheel.py
+## The same suite on the editable install (no wheel build): the fast loop while developing.
+test-dev: $(STAMP)
+	$(PY) tests/against_wheel.py --editable
+
+test-wheel: test
 
 ## ruff on everything, mypy --strict on the trusted kernel.
 lint: $(STAMP)

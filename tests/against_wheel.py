@@ -1,15 +1,16 @@
 """Run the whole test suite against the built wheel, installed as a user installs it.
 
-``make test`` runs the suite on the editable install (``src/`` on the path), then this
-script (``make test-wheel``): it builds the wheel from a copy of the sources (offline,
+``make test`` is this script: it builds the wheel from a copy of the sources (offline,
 with the main virtualenv's setuptools), installs it, not editable, with its extras
 into a fresh virtualenv ``.venv-wheel`` (pinned to the main virtualenv's versions, so
 pip takes them from its cache), and runs pytest there with ``HOARE_TEST_WHEEL`` set to
 that virtualenv's site-packages: tests/conftest.py then refuses to run unless hoare is
 imported from there and ``src/`` is not on the path, and every child process a test
-starts imports the same wheel (tests/library_under_test.py).
+starts imports the same wheel (tests/library_under_test.py). The suite runs once, in
+parallel over the machine's cores (pytest-xdist), then the ``serial`` tests alone.
 
-Usage: python tests/against_wheel.py [pytest arguments...]
+Usage: python tests/against_wheel.py [pytest arguments...]   (the wheel: ``make test``)
+       python tests/against_wheel.py --editable [pytest arguments...]   (``make test-dev``)
 """
 
 from __future__ import annotations
@@ -66,7 +67,55 @@ def install(wheel: Path, work: Path) -> Path:
     return Path(site.stdout.strip())
 
 
+# The suite runs in two phases: everything not marked ``serial`` spread over the
+# machine's cores by pytest-xdist, then the ``serial`` tests (servers, process pools,
+# many threads: tests/conftest.py marks them) one at a time.
+PARALLEL = ["-n", "auto", "-m", "not serial"]
+SERIAL = ["-m", "serial", "-p", "no:xdist"]
+
+
+def _count(report: Path) -> dict[str, int]:
+    """Tests, failures, errors and skips from one phase's JUnit XML report."""
+    import xml.etree.ElementTree as ET
+
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    if not report.exists():
+        return totals
+    for suite in ET.parse(report).getroot().iter("testsuite"):
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+    return totals
+
+
+def run_suite(python: str, env: dict[str, str], arguments: list[str]) -> int:
+    """pytest in both phases (or once with the caller's arguments); prints one closing
+    line over both phases, as CI reads it."""
+    phases = [arguments] if arguments else [PARALLEL, SERIAL]
+    code = 0
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    with tempfile.TemporaryDirectory(prefix="hoare-suite-") as scratch:
+        for index, phase in enumerate(phases):
+            report = Path(scratch) / f"phase{index}.xml"
+            started = time.monotonic()
+            done = subprocess.call([python, "-m", "pytest", f"--junitxml={report}", *phase],
+                                   cwd=ROOT, env=env)
+            print(f"suite: phase {' '.join(phase) or '(all)'} exited {done} "
+                  f"({time.monotonic() - started:.0f} s)", flush=True)
+            if done == 5 and phase is SERIAL:  # no serial test selected: nothing failed
+                done = 0
+            code = code or done
+            for key, value in _count(report).items():
+                totals[key] += value
+    failed = totals["failures"] + totals["errors"]
+    passed = totals["tests"] - failed - totals["skipped"]
+    print(f"suite: {passed} passed, {failed} failed, {totals['skipped']} skipped", flush=True)
+    return code
+
+
 def main(arguments: list[str]) -> int:
+    if arguments[:1] == ["--editable"]:
+        # the fast loop for development: the editable install in .venv, no wheel
+        return run_suite(sys.executable, dict(os.environ), arguments[1:])
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="hoare-wheel-") as scratch:
         work = Path(scratch)
@@ -77,8 +126,7 @@ def main(arguments: list[str]) -> int:
           f"({ready - started:.0f} s); running the suite against it", flush=True)
     env = {**os.environ, "HOARE_TEST_WHEEL": str(site)}
     env.pop("PYTHONPATH", None)
-    code = subprocess.call([str(VENV / "bin" / "python"), "-m", "pytest", *arguments],
-                           cwd=ROOT, env=env)
+    code = run_suite(str(VENV / "bin" / "python"), env, arguments)
     print(f"against_wheel: the suite against the wheel exited {code} "
           f"({time.monotonic() - ready:.0f} s)", flush=True)
     return code

@@ -62,6 +62,27 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
 
 
+# Files whose tests run alone, after the parallel phase (tests/against_wheel.py): they
+# start servers or process pools, or drive many threads, and would compete for the
+# two cores with the other worker.
+SERIAL_FILES = frozenset({
+    "test_faults_threads.py",
+    "test_kernel_concurrency.py",
+    "test_packaging.py",
+    "test_stats_postgres.py",
+    "test_verifier_bench.py",
+    "test_verify_workers.py",
+})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the serial files' tests before ``-m`` selects by marker."""
+    for item in items:
+        if item.path.name in SERIAL_FILES:
+            item.add_marker(pytest.mark.serial)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Stop a run that would test another `hoare` than it claims: src/, or the installed
     wheel under tests/against_wheel.py (tests/library_under_test.py)."""
