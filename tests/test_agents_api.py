@@ -70,7 +70,8 @@ def test_enforce_outside_an_agent_raises_with_a_readable_violation() -> None:
     violation = caught.value.violation
     assert (violation.kind, violation.location, violation.message) == \
         ("pre", "fetch", "count must be positive")
-    assert violation.predicate == "args['count'] > 0"  # the lambda's source
+    # the lambda's source, as cyllama shows it (issue 32 item 9)
+    assert violation.predicate == "lambda args: args['count'] > 0"
     assert violation.context == {"args": {"count": 0}}
     assert violation.policy is ContractPolicy.ENFORCE
     assert "[pre]" in str(violation) and "fetch" in str(violation)

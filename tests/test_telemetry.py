@@ -279,3 +279,139 @@ def test_agent_runs_and_tool_calls_are_spans(spans: InMemorySpanExporter) -> Non
     assert call.attributes["gen_ai.tool.name"] == "divide"
     assert call.parent.span_id == agent.context.span_id
     assert len(chats) == 2 and all(c.parent.span_id == agent.context.span_id for c in chats)
+
+
+# -- tracing never changes a result (issue 28 item 3) --------------------------------------
+class _Broken(Exception):
+    """What a broken span processor raises."""
+
+
+def _processor(hook: str) -> Any:
+    """A span processor whose ``hook`` (``on_start`` or ``on_end``) raises."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    def raising(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise _Broken(f"{hook} is broken")
+
+    return type(f"Broken_{hook}", (SpanProcessor,), {hook: raising})()
+
+
+def _divide_tool() -> Any:
+    from hoare.agents import pre, tool
+
+    @tool
+    @pre(lambda args: args["b"] != 0, "no division by zero")
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        return a / b
+
+    return divide
+
+
+def _run(path: str, engine: Any) -> Any:
+    """One call down ``path`` (a contract, an agent run): what the caller gets."""
+    if path == "contract":
+        shared = Positive(engine=engine)
+        value = shared(Q(n=1))
+        return value.n, shared.contract_successful
+    from hoare.agents import ContractAgent
+
+    result = ContractAgent(engine, tools=[_divide_tool()], agent_type="constrained").run("t")
+    return result.answer, result.success, [e.type.value for e in result.events]
+
+
+def _answers(path: str) -> list[Any]:
+    if path == "contract":
+        return ['{"n": 2}']
+    return [json.dumps({"tool": "divide", "args": {"a": 6, "b": 3}}), json.dumps({"answer": "2"})]
+
+
+PATHS = ["contract", "agent"]  # queries emit no spans
+
+
+@pytest.mark.parametrize("hook", ["on_start", "on_end"])
+@pytest.mark.parametrize("path", PATHS)
+def test_a_span_processor_that_raises_never_changes_a_result(hook: str, path: str) -> None:
+    untraced = _run(path, scripted(*_answers(path)))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(_processor(hook))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.instrument(tracer_provider=provider)
+    try:
+        traced = _run(path, scripted(*_answers(path)))
+    finally:
+        telemetry.uninstrument()
+        provider.shutdown()
+    assert traced == untraced
+    assert untraced[1] is True  # the paid answer, not a fallback
+
+
+def _with_usage(answers: list[str], tokens: Any) -> FunctionEngine:
+    from hoare.engines import Response, Usage
+
+    queue = iter(answers)
+    return FunctionEngine(lambda request: Response(
+        (next(queue),), ("stop",), Usage(1, tokens, tokens), "m"))
+
+
+@pytest.mark.parametrize("tokens", [float("nan"), float("inf"), float("-inf"), -1, 2.5e300])
+@pytest.mark.parametrize("path", PATHS)
+def test_usage_that_is_not_a_finite_count_never_changes_a_result(
+        spans: InMemorySpanExporter, path: str, tokens: Any) -> None:
+    traced = _run(path, _with_usage(_answers(path), tokens))
+    telemetry.uninstrument()
+    untraced = _run(path, _with_usage(_answers(path), tokens))
+    assert traced == untraced and traced[1] is True
+    for chat in by_name(spans)["chat"]:
+        usage = chat.attributes.get("gen_ai.usage.input_tokens")
+        assert usage is None or (isinstance(usage, int) and usage >= 0)
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit, asyncio.CancelledError])
+@pytest.mark.parametrize("path", PATHS)
+def test_every_span_ends_with_an_error_status_when_an_interrupt_stops_the_call(
+        spans: InMemorySpanExporter, path: str, interrupt: type[BaseException]) -> None:
+    def answer(request: Request) -> str:
+        raise interrupt()
+
+    with pytest.raises(interrupt):
+        _run(path, FunctionEngine(answer))
+    finished = spans.get_finished_spans()
+    names = sorted(s.name.split(" ")[0] for s in finished)
+    assert names == (["chat", "hoare.contract"] if path == "contract" else
+                     ["chat", "invoke_agent"])
+    assert all(s.status.status_code is StatusCode.ERROR and
+               s.attributes["error.type"] == interrupt.__qualname__ for s in finished)
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, asyncio.CancelledError])
+def test_a_tool_span_ends_when_an_interrupt_stops_the_tool(
+        spans: InMemorySpanExporter, interrupt: type[BaseException]) -> None:
+    from hoare.agents import ContractAgent, tool
+
+    @tool
+    def halt() -> str:
+        """Stop."""
+        raise interrupt()
+
+    agent = ContractAgent(scripted(json.dumps({"tool": "halt", "args": {}})), tools=[halt],
+                          agent_type="constrained")
+    with pytest.raises(interrupt):
+        agent.run("t")
+    found = by_name(spans)
+    (call,) = found["execute_tool halt"]
+    (run,) = found["invoke_agent agent:constrained[halt]"]
+    assert call.status.status_code is StatusCode.ERROR is run.status.status_code
+    assert agent.tool_stats()["halt"]["calls"] == 0  # interrupted: not counted
+
+
+def test_an_async_contract_call_cancelled_ends_its_spans(spans: InMemorySpanExporter) -> None:
+    async def answer(request: Request) -> str:
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(Positive(engine=FunctionEngine(answer)).acall(Q(n=1)))
+    finished = spans.get_finished_spans()
+    assert len(finished) == 2
+    assert all(s.status.status_code is StatusCode.ERROR for s in finished)

@@ -579,6 +579,10 @@ class _Call:
             if span is not None:
                 _telemetry.finish_engine(span, None, error)
             raise
+        except BaseException as error:  # an interrupt or a cancellation: the span ends too
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
+            raise
         if span is not None:
             _telemetry.finish_engine(span, response, None)
         if self.runtime.description.verbose:
@@ -601,6 +605,10 @@ class _Call:
             response = await self.engine.acomplete(request)
         except Exception as error:
             self.last_error = error
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
+            raise
+        except BaseException as error:  # an interrupt or a cancellation: the span ends too
             if span is not None:
                 _telemetry.finish_engine(span, None, error)
             raise

@@ -15,23 +15,38 @@ from __future__ import annotations
 
 import contextvars
 import enum
+import inspect
 import json
+import threading
 import time
+import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import telemetry as _telemetry
 from ..engines.base import Engine, Message, Request
+from ..errors import ContractDefinitionError
 from ..json_text import extract_json
 from .conditions import _source
-from .context import ContractContext, contract_context, current_context, default_handler
+from .context import (
+    ContractContext,
+    close_awaitable,
+    contract_context,
+    current_context,
+    default_handler,
+    holds,
+)
 from .policy import ContractPolicy
 from .recording import record_agent_call
 from .tool import Tool, tool
 from .violation import ContractTermination, ContractViolation, ViolationHandler
 
 __all__ = ["AgentEvent", "AgentResult", "ContractAgent", "EventType", "IterationState"]
+
+MAX_NESTING = 100
+"""The deepest nesting of arrays and objects in a model's action, tool-call arguments or
+JSON answer: deeper text is a failed attempt, fed back (never a ``RecursionError``)."""
 
 
 class EventType(enum.Enum):
@@ -113,9 +128,39 @@ Check = Callable[[Any], Any]
 
 
 def _hooks(single: Check | None, plural: Sequence[Check] | None, name: str) -> list[Check]:
+    """The normalized list of one kind of agent contract (empty: no constraint)."""
     if single is not None and plural is not None:
         raise ValueError(f"give {name} or {name}s, not both")
-    return [single] if single is not None else list(plural or [])
+    hooks = [single] if single is not None else list(plural or [])
+    for index, hook in enumerate(hooks):
+        if not callable(hook):
+            raise ContractDefinitionError(
+                f"{name}s[{index}] must be a callable, got {type(hook).__name__}")
+    return hooks
+
+
+def _is_async(fn: Any) -> bool:
+    """Is ``fn`` (a function, a wrapper of one, or a callable object) ``async def``?"""
+    try:
+        call = inspect.getattr_static(type(fn), "__call__", None)
+        for candidate in (fn, inspect.unwrap(fn), call):
+            if inspect.iscoroutinefunction(candidate) or \
+                    inspect.isasyncgenfunction(candidate):
+                return True
+    except Exception:
+        return False
+    return False
+
+
+class _ToolStats(dict):  # type: ignore[type-arg]
+    """One tool's ``tool_stats()`` entry; ``"interval"`` is a deprecated alias of
+    ``"interval_95"`` (contract_stats' name), kept for one release."""
+
+    def __getitem__(self, key: Any) -> Any:
+        if key == "interval":
+            warnings.warn("tool_stats()[name]['interval'] is deprecated: use "
+                          "'interval_95'", DeprecationWarning, stacklevel=2)
+        return super().__getitem__(key)
 
 
 class ContractAgent:
@@ -139,6 +184,12 @@ class ContractAgent:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
         self.engine = engine
         self.tools = [t if isinstance(t, Tool) else tool(t) for t in (tools or [])]
+        for chosen in self.tools:
+            if _is_async(chosen.func):
+                raise ContractDefinitionError(
+                    f"tool {chosen.name!r} is an async def function: ContractAgent calls "
+                    f"its tools synchronously and would never await it (its @pre would "
+                    f"never run); give a synchronous function")
         self.policy = policy
         self.violation_handler = violation_handler
         self.task_precondition = task_precondition
@@ -153,14 +204,18 @@ class ContractAgent:
             from ..models import type_spec
 
             self._answer_spec = type_spec(answer_type)
-        self._task_pre = _hooks(task_precondition, task_preconditions, "task_precondition")
-        self._answer_post = _hooks(answer_postcondition, answer_postconditions,
-                                   "answer_postcondition")
-        self._invariants = _hooks(iteration_invariant, iteration_invariants,
-                                  "iteration_invariant")
+        # cyllama's names: each kind of agent contract as a list (empty: no constraint)
+        self.task_preconditions: list[Check] = _hooks(
+            task_precondition, task_preconditions, "task_precondition")
+        self.answer_postconditions: list[Check] = _hooks(
+            answer_postcondition, answer_postconditions, "answer_postcondition")
+        self.iteration_invariants: list[Check] = _hooks(
+            iteration_invariant, iteration_invariants, "iteration_invariant")
+        # threads may share an agent: its counters change under this lock only
+        self._stats_lock = threading.Lock()
         self._checks = 0
         self._violations = 0
-        # per tool: [calls, calls without a contract violation, violations]
+        # per tool: [calls, clean calls (returned, no contract violation), violations]
         self._per_tool: dict[str, list[int]] = {t.name: [0, 0, 0] for t in self.tools}
         # how its runs are named and told apart in the stats store
         self._name = f"agent:{agent_type}[{','.join(t.name for t in self.tools)}]"
@@ -171,7 +226,7 @@ class ContractAgent:
             _telemetry.start_engine(self.engine, request.attempt)
         try:
             response = self.engine.complete(request)
-        except Exception as error:
+        except BaseException as error:  # an interrupt too: the span ends
             if span is not None:
                 _telemetry.finish_engine(span, None, error)
             raise
@@ -184,27 +239,42 @@ class ContractAgent:
         return json.dumps(
             [self.agent_type, self.max_iterations,
              [(t.name, t.description, t.parameters) for t in self.tools],
-             [_source(c) for c in (*self._task_pre, *self._answer_post, *self._invariants)]],
+             [_source(c) for c in (*self.task_preconditions, *self.answer_postconditions,
+                                   *self.iteration_invariants)]],
             default=str, sort_keys=True)
 
     def list_tools(self) -> list[str]:
         return [t.name for t in self.tools]
 
     def get_contract_stats(self) -> dict[str, int]:
-        return {"checks": self._checks, "violations": self._violations}
+        with self._stats_lock:
+            return {"checks": self._checks, "violations": self._violations}
 
     def tool_stats(self) -> dict[str, dict[str, Any]]:
-        """Per tool: calls, violations, and P_succ (calls with no contract violation)
-        with its 95% Wilson interval, as the kernel computes it for contracts."""
+        """Per tool: calls, violations (its own calls' only, exact when threads share
+        the agent), and P_succ with its 95% Wilson interval (``interval_95``), as the
+        kernel computes it for contracts. A call succeeds when the tool returned with no
+        contract violation, the rule the stats store records it by; a call stopped by
+        ``KeyboardInterrupt``, ``SystemExit`` or cancellation is not counted."""
         from ..kernel import wilson_interval
 
+        with self._stats_lock:
+            counts = {name: tuple(c) for name, c in self._per_tool.items()}
         out: dict[str, dict[str, Any]] = {}
-        for name, (calls, clean, violations) in self._per_tool.items():
-            low, high = wilson_interval(clean, calls)
-            out[name] = {"calls": calls, "violations": violations,
-                         "p_succ": clean / calls if calls else None,
-                         "interval": (low, high)}
+        for name, (calls, clean, violations) in counts.items():
+            interval = wilson_interval(clean, calls)
+            out[name] = _ToolStats(calls=calls, violations=violations,
+                                   p_succ=clean / calls if calls else None,
+                                   interval_95=interval, interval=interval)
         return out
+
+    def _count_tool(self, name: str, checks: int, violations: int, clean: bool) -> None:
+        with self._stats_lock:
+            self._checks += checks
+            counts = self._per_tool.setdefault(name, [0, 0, 0])
+            counts[0] += 1
+            counts[1] += clean
+            counts[2] += violations
 
     # -- running -------------------------------------------------------------------------
     def run(self, task: str) -> AgentResult:
@@ -257,23 +327,30 @@ class ContractAgent:
             return event
 
         def on_violation(violation: ContractViolation) -> None:
-            self._violations += 1
+            with self._stats_lock:
+                self._violations += 1
             metadata: dict[str, Any] = {"violation": violation}
             if "index" in violation.context:
                 metadata["index"] = violation.context["index"]
             pending.append(AgentEvent(EventType.CONTRACT_VIOLATION, str(violation), metadata))
-            (self.violation_handler or default_handler)(violation)
             if self.verbose:
                 print(violation)
+            # a handler that raises: ContractContext.handle_violation applies the rule
+            (self.violation_handler or default_handler)(violation)
 
         context = ContractContext(self.policy, on_violation, "agent")
+        text, problem = _text(task)
+        if problem is not None:
+            yield emit(AgentEvent(EventType.ERROR, f"the task is not text: {problem}"))
+            return
+        task_text = text
         try:
             with contract_context(context):
-                for index, check in enumerate(self._task_pre):
+                for index, check in enumerate(self.task_preconditions):
                     self._agent_check(check, task, "task_pre", index)
                     yield from (emit(e) for e in _drain(pending))
                 loop = self._react_loop if self.agent_type == "react" else self._loop
-                yield from loop(task, state, emit, pending)
+                yield from loop(task_text, state, emit, pending)
         except ContractTermination as stop:
             yield from (emit(e) for e in _drain(pending))
             yield emit(AgentEvent(EventType.ERROR, f"contract termination: {stop}",
@@ -283,9 +360,10 @@ class ContractAgent:
         """An agent-level contract (``location == "agent"``), under the agent's policy."""
         if self.policy is ContractPolicy.IGNORE:
             return
-        self._checks += 1
+        with self._stats_lock:
+            self._checks += 1
         try:
-            ok = bool(check(value))
+            ok = holds(check(value))  # an awaitable (async check) fails, closed
         except Exception:
             ok = False
         if not ok:
@@ -312,6 +390,8 @@ class ContractAgent:
         for _ in range(self.max_iterations):
             yield from self._step(state, emit, pending, messages)
             text = self._complete(Request(messages=tuple(messages))).text
+            if not isinstance(text, str):
+                text = ""  # a custom engine's non-text answer: not a valid action
             action, problem = _parse_action(text, by_name)
             if problem is not None:
                 yield emit(AgentEvent(EventType.ERROR, problem, {"raw": text}))
@@ -350,28 +430,23 @@ class ContractAgent:
             yield from self._step(state, emit, pending, messages)
             response = self._complete(Request(messages=tuple(messages), tools=specs))
             if not response.tool_calls:
-                value: Any = response.text
-                if self._answer_spec is not None and not self._answer_spec.wrapped:
-                    try:
-                        value = json.loads(extract_json(response.text))
-                    except ValueError:
-                        pass  # validation says what is wrong
-                problem = yield from self._answer(value, emit, pending)
+                reply = response.text if isinstance(response.text, str) else ""
+                value, checked = self._typed_reply(reply)
+                problem = yield from self._answer(value, emit, pending, checked)
                 if problem is None:
                     return
-                messages += [Message("assistant", response.text),
+                messages += [Message("assistant", reply),
                              Message("user", f"{problem}. Answer again.")]
                 continue
             messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
             for call in response.tool_calls:
-                action, problem = _parse_action(json.dumps(
-                    {"tool": call.name, "args": _arguments(call.arguments)}), by_name)
+                action, problem = _tool_call_action(call.name, call.arguments, by_name)
                 if problem is not None:
                     yield emit(AgentEvent(EventType.ERROR, problem, {"raw": call.arguments}))
                     messages.append(Message("tool", f"error: {problem}", tool_call_id=call.id))
                     continue
                 assert action is not None
-                observation = yield from self._call_tool(by_name[call.name],
+                observation = yield from self._call_tool(by_name[action["tool"]],
                                                          action.get("args") or {}, emit, pending)
                 messages.append(Message("tool", observation, tool_call_id=call.id))
         yield emit(AgentEvent(EventType.ERROR,
@@ -381,16 +456,37 @@ class ContractAgent:
               pending: list[AgentEvent], messages: list[Message]) -> Iterator[AgentEvent]:
         """The start of an iteration: a THOUGHT event, then the iteration invariants."""
         yield emit(AgentEvent(EventType.THOUGHT, f"iteration {state.iterations + 1}"))
-        for index, invariant in enumerate(self._invariants):
+        for index, invariant in enumerate(self.iteration_invariants):
             self._agent_check(invariant, state, "invariant", index)
             yield from (emit(e) for e in _drain(pending))
         state.estimated_prompt_chars = sum(len(m.content) for m in messages)
 
+    def _typed_reply(self, reply: str) -> tuple[Any, bool]:
+        """A native answer's value for ``answer_type``: ``(value, validated)``. A model
+        answer is its JSON; a native type's (``list[str]``, ``int``) is its JSON value,
+        bare or as ``{"value": ...}``, else the text itself (a ``str`` answer)."""
+        spec = self._answer_spec
+        if spec is None:
+            return reply, False
+        try:
+            text = extract_json(reply)
+            parsed = _load_json(text)  # refused past MAX_NESTING, before pydantic parses it
+        except (ValueError, TypeError):
+            return reply, False  # validation says what is wrong
+        if not spec.wrapped:
+            return parsed, False
+        try:
+            return spec.validate_json(text), True
+        except Exception:
+            return reply, False
+
     def _answer(self, value: Any, emit: Callable[[AgentEvent], AgentEvent],
-                pending: list[AgentEvent]) -> Generator[AgentEvent, None, str | None]:
-        """Check a final answer (its type with ``answer_type``, then the answer
-        contracts) and emit it; return what is wrong with its type, or None when done."""
-        if self._answer_spec is not None:
+                pending: list[AgentEvent], checked: bool = False
+                ) -> Generator[AgentEvent, None, str | None]:
+        """Check a final answer (its type with ``answer_type`` unless ``checked``, then
+        the answer contracts) and emit it; return what is wrong with its type, or None
+        when done."""
+        if self._answer_spec is not None and not checked:
             try:
                 value = self._answer_spec.validate(value)
             except Exception as error:  # a type violation: fed back, like a contract
@@ -400,57 +496,90 @@ class ContractAgent:
                           f"{_validation_text(error)}"
                 yield emit(AgentEvent(EventType.ERROR, problem, {"raw": safe_repr(value)}))
                 return problem
-        else:
-            value = str(value)
-        for index, check in enumerate(self._answer_post):
+        elif self._answer_spec is None:
+            text, problem = _text(value)
+            if problem is not None:
+                problem = f"the answer is not text: {problem}"
+                yield emit(AgentEvent(EventType.ERROR, problem))
+                return problem
+            value = text
+        for index, check in enumerate(self.answer_postconditions):
             self._agent_check(check, value, "answer_post", index)
             yield from (emit(e) for e in _drain(pending))
-        shown = value if isinstance(value, str) else json.dumps(
-            self._answer_spec.dump(value) if self._answer_spec else value, default=str)
-        yield emit(AgentEvent(EventType.ANSWER, shown, {"value": value}))
+        yield emit(AgentEvent(EventType.ANSWER, self._shown(value), {"value": value}))
         return None
+
+    def _shown(self, value: Any) -> str:
+        """An answer's text for its event: its JSON, or its repr when that fails."""
+        if isinstance(value, str):
+            return value
+        try:
+            return json.dumps(self._answer_spec.dump(value) if self._answer_spec else value,
+                              default=str)
+        except Exception:  # a validated value whose dump or str() raises
+            from ..models import safe_repr
+
+            return safe_repr(value)
 
     def _call_tool(self, chosen: Tool, args: dict[str, Any],
                    emit: Callable[[AgentEvent], AgentEvent],
                    pending: list[AgentEvent]) -> Generator[AgentEvent, None, str]:
-        """Run one tool call inside the agent's context; return the observation text."""
+        """Run one tool call inside the agent's context; return the observation text.
+
+        The call's violations are counted by its own context's handler, so its
+        statistics are its own when threads share the agent. One rule for
+        ``tool_stats`` and the stats store: a call succeeds when the tool returned
+        with no contract violation; one that raised or returned an awaitable failed;
+        one stopped by an interrupt or a cancellation is not counted (it propagates)."""
         name = chosen.name
         yield emit(AgentEvent(EventType.ACTION, f"{name}({json.dumps(args, default=str)})",
                               {"tool_name": name, "tool_args": args}))
         spec = chosen._contracts
-        self._checks += len(spec.preconditions) + len(spec.postconditions) if spec else 0
-        counts = self._per_tool.setdefault(name, [0, 0, 0])
-        counts[0] += 1
-        before = self._violations
+        checks = len(spec.preconditions) + len(spec.postconditions) if spec else 0
+        agent_handler = _current_handler()
+        violations = 0
+
+        def counted(violation: ContractViolation) -> None:
+            nonlocal violations
+            violations += 1
+            if agent_handler is not None:
+                agent_handler(violation)
+
         started = time.perf_counter_ns()
         span = None if _telemetry.tracer is None else _telemetry.start_agent(
             "execute_tool", name, {"gen_ai.tool.name": name})
-        with contract_context(ContractContext(self.policy, _current_handler(), name)):
-            try:
+        raw: Any = None
+        problem: str | None = None
+        error: Exception | None = None
+        try:
+            with contract_context(ContractContext(self.policy, counted, name)):
                 raw = chosen(**args)
-            except ContractTermination as stop:
-                counts[2] += self._violations - before
-                _record_tool(chosen, False, started)
-                if span is not None:
-                    _telemetry.finish_agent(span, False, stop)
-                raise
-            except Exception as error:
-                counts[2] += self._violations - before
-                counts[1] += self._violations == before
-                _record_tool(chosen, False, started)
-                if span is not None:
-                    _telemetry.finish_agent(span, False, error)
-                yield from (emit(e) for e in _drain(pending))
-                problem = f"{name} raised {type(error).__name__}: {error}"
-                yield emit(AgentEvent(EventType.ERROR, problem, {"tool_name": name}))
-                return f"error: {problem}"
-        counts[2] += self._violations - before
-        counts[1] += self._violations == before
-        _record_tool(chosen, self._violations == before, started)
-        if span is not None:
-            _telemetry.finish_agent(span, self._violations == before)
+            if inspect.isawaitable(raw):  # a sync callable that returned a coroutine
+                close_awaitable(raw)
+                problem = (f"{name} returned an awaitable ({_type_name(raw)}), which a "
+                           f"synchronous agent never awaits: the tool did not run")
+        except ContractTermination as stop:
+            self._count_tool(name, checks, violations, False)
+            _record_tool(chosen, False, started)
+            _telemetry.finish_agent(span, False, stop)
+            raise
+        except Exception as raised:
+            error = raised
+            problem = f"{name} raised {_type_name(raised)}: {_text(raised)[0]}"
+        except BaseException as interrupt:  # not a failure of the tool: not counted
+            _telemetry.finish_agent(span, False, interrupt)
+            raise
+        clean = problem is None and violations == 0
+        self._count_tool(name, checks, violations, clean)
+        _record_tool(chosen, clean, started)
+        _telemetry.finish_agent(span, clean, error)
         yield from (emit(e) for e in _drain(pending))
-        observation = str(raw)
+        if problem is not None:
+            yield emit(AgentEvent(EventType.ERROR, problem, {"tool_name": name}))
+            return f"error: {problem}"
+        observation, unreadable = _text(raw)
+        if unreadable is not None:
+            observation = f"<{_type_name(raw)} result: {unreadable}>"
         yield emit(AgentEvent(EventType.OBSERVATION, observation,
                               {"tool_name": name, "tool_args": args, "raw_result": raw}))
         return observation
@@ -465,14 +594,82 @@ def _record_tool(chosen: Tool, success: bool, started_ns: int) -> None:
         success, started_ns, None)
 
 
-def _arguments(text: str) -> Any:
-    """A tool call's arguments: its JSON text parsed (an empty text is no argument)."""
-    if not text.strip():
-        return {}
+def _text(value: object) -> tuple[str, str | None]:
+    """``(str(value), None)`` as an exact ``str``, or ``("", what went wrong)`` when
+    ``str()`` (or ``__format__``) of a foreign object raises or returns no text."""
+    if type(value) is str:
+        return value, None  # type: ignore[return-value]
     try:
-        return json.loads(text)
-    except ValueError:
-        return text  # _parse_action says it is not an object
+        text = str(value)
+        if isinstance(text, str):
+            return str.__str__(text), None
+        problem = f"its str() returned {_type_name(text)}"
+    except Exception as error:
+        problem = f"its str() raised {_type_name(error)}"
+    return "", f"{_type_name(value)} object ({problem})"
+
+
+def _type_name(value: object) -> str:
+    try:
+        name = type(value).__qualname__
+        return name if isinstance(name, str) else "object"
+    except Exception:
+        return "object"
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text (strings skipped), iteratively."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_NESTING:
+                    break
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _load_json(text: str) -> Any:
+    """``json.loads`` of a model's text, refused with ``ValueError`` when nested deeper
+    than ``MAX_NESTING`` (the parse, and every use of the value after, stays far from
+    the recursion limit)."""
+    if not isinstance(text, str):
+        raise TypeError(f"JSON text must be a str, not {_type_name(text)}")
+    if _nesting(text) > MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels")
+    return json.loads(text)
+
+
+def _tool_call_action(name: object, arguments: object, tools: dict[str, Tool]
+                      ) -> tuple[dict[str, Any] | None, str | None]:
+    """A native tool call as an action, or what is wrong with it."""
+    if not isinstance(name, str):
+        return None, f"a tool's name must be text, got {_type_name(name)}"
+    if not isinstance(arguments, str):
+        return None, f"a tool call's arguments must be JSON text, got {_type_name(arguments)}"
+    if not arguments.strip():
+        args: Any = {}
+    else:
+        try:
+            args = _load_json(arguments)
+        except ValueError as error:
+            if "nested deeper" in str(error):
+                return None, f"the arguments are {error}"
+            return None, "args must be a JSON object"
+    return _checked_action({"tool": name, "args": args}, tools)
 
 
 def _validation_text(error: Exception) -> str:
@@ -480,9 +677,12 @@ def _validation_text(error: Exception) -> str:
 
     from ..models import format_validation_error
 
-    if isinstance(error, ValidationError):
-        return format_validation_error(error)
-    return f"{type(error).__name__}: {error}"
+    try:
+        if isinstance(error, ValidationError):
+            return format_validation_error(error)
+    except Exception:
+        pass
+    return f"{_type_name(error)}: {_text(error)[0] or '(its str() raised)'}"
 
 
 def _current_handler() -> ViolationHandler | None:
@@ -500,9 +700,17 @@ def _parse_action(text: str, tools: dict[str, Tool]
                   ) -> tuple[dict[str, Any] | None, str | None]:
     """The action in a model's answer, or what is wrong with it."""
     try:
-        found = json.loads(extract_json(text))
-    except (ValueError, TypeError):
+        found = _load_json(extract_json(text))
+    except (ValueError, TypeError) as error:
+        if "nested deeper" in str(error):
+            return None, f"the action is {error}"
         return None, "not a JSON object"
+    return _checked_action(found, tools)
+
+
+def _checked_action(found: Any, tools: dict[str, Tool]
+                    ) -> tuple[dict[str, Any] | None, str | None]:
+    """``found`` if it is a valid action for ``tools``, else what is wrong with it."""
     if not isinstance(found, dict):
         return None, "not a JSON object"
     if "answer" in found:

@@ -5,7 +5,8 @@ cyllama's style) or, when every parameter of the lambda is a parameter of the fu
 as those arguments (``lambda x: x != 0``, icontract's style); a single parameter named
 ``args`` means the dict unless the function has a parameter ``args``. A post-condition
 receives ``(result)`` or ``(result, args)``. Conditions are checked in the order written;
-a condition that raises is a violation. The conditions live on the function as
+a condition that raises, or returns an awaitable (an ``async def`` predicate, never
+awaited), is a violation. The conditions live on the function as
 ``_contracts`` (a ``ContractSpec``). Called directly, the function checks them under
 each condition's policy (default ``ENFORCE``: a violation raises ``ContractTermination``);
 inside an agent, under the agent's context (``context.py``).
@@ -13,13 +14,14 @@ inside an agent, under the agent's context (``context.py``).
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .context import current_context, handle
+from .context import current_context, handle, holds
 from .policy import ContractPolicy
 from .violation import ContractViolation
 
@@ -29,13 +31,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _source(predicate: Callable[..., Any]) -> str:
-    from ..source import source_expression
+    """How a violation names its predicate, as cyllama shows it: a lambda's source text,
+    ``lambda …`` included (told apart from other lambdas on its line, one line however
+    many it spans), ``'<lambda>'`` when its source is not available (a REPL); a
+    function's name; another callable's type name."""
+    try:
+        name = getattr(predicate, "__name__", None)
+    except Exception:
+        name = None
+    if not isinstance(name, str):
+        try:
+            return type(predicate).__qualname__
+        except Exception:
+            return "<predicate>"
+    if name != "<lambda>":
+        return name
+    from ..source import function_node
 
     try:
-        text = source_expression(predicate)
-    except Exception:
-        text = None
-    return text or getattr(predicate, "__qualname__", repr(predicate))
+        node = function_node(predicate)
+        if isinstance(node, ast.Lambda):
+            return ast.unparse(node)
+    except Exception:  # no source (a REPL, exec), or none that can be told apart
+        pass
+    return name
 
 
 def _arity(predicate: Callable[..., Any]) -> list[str]:
@@ -65,8 +84,8 @@ class PreCondition:
         """Does it hold? A predicate that raises does not."""
         try:
             if self.by_name:
-                return bool(self.predicate(*(args[name] for name in self.by_name)))
-            return bool(self.predicate(args))
+                return holds(self.predicate(*(args[name] for name in self.by_name)))
+            return holds(self.predicate(args))
         except Exception:
             return False
 
@@ -91,8 +110,8 @@ class PostCondition:
         """Does it hold? A predicate that raises does not."""
         try:
             if self.needs_args:
-                return bool(self.predicate(result, args or {}))
-            return bool(self.predicate(result))
+                return holds(self.predicate(result, args or {}))
+            return holds(self.predicate(result))
         except Exception:
             return False
 
@@ -129,7 +148,7 @@ def check_pre(spec: ContractSpec, location: str, arguments: dict[str, Any]) -> N
             continue
         handle(ContractViolation("pre", location, condition.predicate_str,
                                  condition.message or condition.predicate_str,
-                                 {"args": arguments}, policy))
+                                 {"args": arguments}, policy), policy)
 
 
 def check_post(spec: ContractSpec, location: str, result: Any,
@@ -140,7 +159,7 @@ def check_post(spec: ContractSpec, location: str, result: Any,
             continue
         handle(ContractViolation("post", location, condition.predicate_str,
                                  condition.message or condition.predicate_str,
-                                 {"args": arguments, "result": result}, policy))
+                                 {"args": arguments, "result": result}, policy), policy)
 
 
 def _checked(fn: Callable[..., Any]) -> Callable[..., Any]:

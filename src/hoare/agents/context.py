@@ -9,6 +9,7 @@ follows its own policy (default ``ENFORCE``) with the default handler.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from .policy import ContractPolicy
 from .violation import ContractTermination, ContractViolation, ViolationHandler
 
 __all__ = ["ContractContext", "contract_assert", "contract_context", "current_context",
-           "default_handler", "handle"]
+           "default_handler", "handle", "holds"]
 
 log = logging.getLogger("hoare.agents")
 
@@ -29,6 +30,30 @@ def default_handler(violation: ContractViolation) -> None:
                 violation.message)
 
 
+def holds(result: object) -> bool:
+    """Whether a predicate's or a condition's result counts as holding. An awaitable
+    (what an ``async def`` predicate returns: truthy, yet never run) does not, and is
+    closed so it never warns "never awaited"; nor does a result whose ``__bool__`` (or
+    whose ``__class__``, asked by ``isawaitable``) raises."""
+    try:
+        if inspect.isawaitable(result):
+            close_awaitable(result)
+            return False
+        return bool(result)
+    except Exception:
+        return False
+
+
+def close_awaitable(awaitable: object) -> None:
+    """Close a coroutine (or anything with ``close()``) that will never be awaited."""
+    try:
+        close = getattr(awaitable, "close", None)
+        if callable(close):
+            close()
+    except Exception:
+        log.debug("an awaitable did not close", exc_info=True)
+
+
 @dataclass
 class ContractContext:
     """The policy, handler and location violations are handled with."""
@@ -37,20 +62,44 @@ class ContractContext:
     handler: ViolationHandler | None = None
     location: str = "unknown"
 
-    def handle_violation(self, violation: ContractViolation) -> bool:
-        """Apply the violation's policy: ``True`` to continue (``IGNORE``, ``OBSERVE``);
-        raises ``ContractTermination`` under ``ENFORCE`` (after the handler) and
-        ``QUICK_ENFORCE`` (no handler). ``handler=None`` does nothing beyond the policy."""
-        policy = violation.policy
-        if policy is ContractPolicy.IGNORE:
+    def handle_violation(self, violation: ContractViolation,
+                         policy: ContractPolicy | None = None) -> bool:
+        """Apply this context's policy (or ``policy``, a check's own) and handler, and
+        record it as ``violation.policy``. ``True`` to continue: ``IGNORE`` (handler not
+        called), ``OBSERVE`` (handler called); ``ENFORCE`` calls the handler, then raises
+        ``ContractTermination``; ``QUICK_ENFORCE`` raises it with no handler.
+
+        A handler that raises is logged and the policy still applies: under
+        ``ENFORCE`` the ``ContractTermination`` is chained from the handler's error,
+        under ``OBSERVE`` the run continues (a broken logger must neither let an
+        enforced violation through nor stop an observed one). ``KeyboardInterrupt``,
+        ``SystemExit`` and cancellation from the handler propagate unchanged."""
+        effective = self.policy if policy is None else policy
+        violation.policy = effective
+        if effective is ContractPolicy.IGNORE:
             return True
-        if policy is ContractPolicy.QUICK_ENFORCE:
+        if effective is ContractPolicy.QUICK_ENFORCE:
             raise ContractTermination(violation)
         if self.handler is not None:
-            self.handler(violation)
-        if policy is ContractPolicy.ENFORCE:
+            try:
+                self.handler(violation)
+            except Exception as error:
+                log.warning("the violation handler raised %s on a %s violation at %s; "
+                            "the %s policy applies", _type_name(error), violation.kind,
+                            violation.location, effective.name, exc_info=True)
+                if effective is ContractPolicy.ENFORCE:
+                    raise ContractTermination(violation) from error
+                return True
+        if effective is ContractPolicy.ENFORCE:
             raise ContractTermination(violation)
         return True
+
+
+def _type_name(value: object) -> str:
+    try:
+        return type(value).__qualname__
+    except Exception:
+        return "object"
 
 
 _CURRENT: contextvars.ContextVar[ContractContext | None] = contextvars.ContextVar(
@@ -73,24 +122,29 @@ def contract_context(context: ContractContext) -> Iterator[ContractContext]:
         _CURRENT.reset(token)
 
 
-def handle(violation: ContractViolation) -> bool:
-    """Handle ``violation`` in the current context, else with the default handler."""
+def handle(violation: ContractViolation, policy: ContractPolicy | None = None) -> bool:
+    """Handle ``violation`` in the current context (under ``policy``, a check's own,
+    when given), else under ``policy`` or the violation's own with the default
+    handler."""
     context = _CURRENT.get()
     if context is None:
-        context = ContractContext(violation.policy, default_handler, violation.location)
-    return context.handle_violation(violation)
+        context = ContractContext(policy or violation.policy, default_handler,
+                                  violation.location)
+    return context.handle_violation(violation, policy)
 
 
 def contract_assert(condition: object, message: str = "Assertion failed",
                     policy: ContractPolicy | None = None) -> None:
     """A run-time check inside a tool: a false ``condition`` is an ``assert`` violation,
     handled by the calling agent's context (its policy unless ``policy`` is given), or,
-    outside any agent, under ``policy`` (default ``ENFORCE``: ``ContractTermination``)."""
-    if condition:
+    outside any agent, under ``policy`` (default ``ENFORCE``: ``ContractTermination``).
+    An awaitable ``condition`` (an unawaited ``async`` check) or one whose ``__bool__``
+    raises is false."""
+    if holds(condition):
         return
     context = _CURRENT.get()
     effective = policy or (context.policy if context is not None else ContractPolicy.ENFORCE)
     if effective is ContractPolicy.IGNORE:
         return
     location = context.location if context is not None else "contract_assert"
-    handle(ContractViolation("assert", location, "", message, {}, effective))
+    handle(ContractViolation("assert", location, "", message, {}, effective), effective)
