@@ -32,7 +32,8 @@ check) is judged on its first occurrence.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pydantic_core
@@ -43,9 +44,11 @@ from pydantic import (
     PlainValidator,
     ValidationError,
     WrapValidator,
+    create_model,
 )
 
 from .description import ContractDescription, PredicateSource
+from .kernel import Policy
 from .models import format_validation_error
 from .source import function_node
 
@@ -91,6 +94,9 @@ class Plan:
 
     model: type[BaseModel]
     checks: tuple[tuple[PredicateSource, frozenset[str]], ...]
+    # each field of ``model`` as a model of that one field (its annotation, constraints
+    # and the model's config): a member is validated as JSON, as the full check does
+    fields: Mapping[str, type[BaseModel]]
 
 
 def plan_for(desc: ContractDescription) -> Plan | None:
@@ -115,69 +121,166 @@ def plan_for(desc: ContractDescription) -> Plan | None:
                                                        for m in info.metadata)
             for info in model.model_fields.values()):
         return None  # a key is not its field's name, or a validator may read other fields
-    fields = set(model.model_fields)
-    checks = []
-    for source in desc.post:
-        if source.policy is not None:
-            continue  # its own policy decides what a failure does: leave it to the kernel
-        reads = value_reads(source)
-        if reads is not None and reads and reads <= fields:
-            checks.append((source, reads))
-    return Plan(model, tuple(checks))
-
-
-def _closes(text: str) -> bool:
-    """Is ``text`` a whole JSON object? (After a top-level comma, the object so far closed
-    with ``}`` is one: then its last value was complete, a number's last digit included.)"""
     try:
-        return isinstance(pydantic_core.from_json(text), dict)
-    except ValueError:
-        return False
+        alone = {name: create_model(f"{model.__name__}_{name}", __config__=config,
+                                    **{name: (info.annotation, info)})
+                 for name, info in model.model_fields.items()}
+    except Exception:
+        return None  # a field pydantic cannot rebuild alone: judged in full only
+    checks = []
+    # under ``policy="ignore"`` post-conditions are not evaluated: none is evaluated early
+    if desc.config.policy is not Policy.IGNORE:
+        for source in desc.post:
+            if source.policy is not None:
+                continue  # its own policy decides what a failure does: the kernel's
+            reads = value_reads(source)
+            if reads is not None and reads and reads <= alone.keys():
+                checks.append((source, reads))
+    return Plan(model, tuple(checks), alone)
+
+
+_STRING = re.compile(r'["\\]')  # what ends or escapes inside a string
+_NESTED = re.compile(r'["{}\[\]]')  # what changes the depth below the top level
+_TOP = re.compile(r'["{}\[\],:]')  # ... and, at the top level, what ends a member
+_JSON_SPACE = " \t\n\r"
 
 
 class EarlyStop:
-    """The ``Request.watch`` of one generation: called with the text so far, returns a
-    reason to stop or None."""
+    """The ``Request.watch`` of one generation: fed the answer's pieces as they arrive
+    (``feed``; or called with the text so far), returns a reason to stop or None.
+
+    One pass over the text, whatever the chunking: a scanner keeps its state (depth,
+    inside a string, a pending escape, the current member's pieces) between pieces and
+    looks only at the characters that matter (a compiled character class, so a long
+    string or a deep value costs C time). A top-level member is judged once, when the
+    ``,`` or ``}`` after it arrives, by validating ``{member}`` as JSON against a model
+    of that one field (``Plan.fields``): the full check's own JSON mode and config.
+
+    Judged only while the answer opens with an object (``{`` then a key): the full check
+    takes such an answer's first object as the answer and nothing after it
+    (``json_text``), so a doomed first object is a rejected answer whatever follows. An
+    answer that opens otherwise, or a member that is not well-formed JSON, is left to
+    the full check (never a stop)."""
 
     def __init__(self, plan: Plan, call: Callable[[PredicateSource, object], bool]) -> None:
         self.plan = plan
         self.call = call  # (predicate, partial value) -> passed
         self.done: set[str] = set()
         self.valid: dict[str, object] = {}
-        self.checked = 0  # length of the text at the last parse
         self.instance: BaseModel | None = None
+        self.reason: str | None = None
+        self.fed = 0  # characters fed so far (``__call__`` feeds only what is new)
+        self.opened = False  # the opening ``{`` was read
+        self.finished = False  # the first object closed, or it is not judged: no more work
+        self.depth = 0
+        self.in_string = False
+        self.escape = False  # the last piece ended with a backslash inside a string
+        self.member: list[str] = []  # the current top-level member's earlier pieces
+        self.member_length = 0
+        self.colon = -1  # where the current member's top-level ``:`` is, -1: none yet
+        self.members = 0
 
     def __call__(self, text: str) -> str | None:
-        # parse only when a field may have ended since the last look
-        fresh = text[self.checked:]
-        if "," not in fresh and "}" not in fresh and '"' not in fresh:
+        """The text so far (the ``Request.watch`` protocol): only its new part is read."""
+        fresh = text[self.fed:] if len(text) > self.fed else ""
+        self.fed = max(self.fed, len(text))
+        return self.feed(fresh, counted=True)
+
+    def feed(self, piece: str, *, counted: bool = False) -> str | None:
+        """Read the next piece of the answer; a reason to stop, or None."""
+        if not counted:
+            self.fed += len(piece)
+        if self.reason is not None or self.finished or not piece:
+            return self.reason
+        at = 0
+        if not self.opened:
+            rest = piece.lstrip()  # the full check strips the answer (str.strip)
+            if not rest:
+                return None
+            if rest[0] != "{":
+                self.finished = True  # not an object first: judged in full only
+                return None
+            self.opened, self.depth = True, 1
+            at = len(piece) - len(rest) + 1
+        return self._scan(piece, at)
+
+    def _scan(self, piece: str, at: int) -> str | None:
+        start = at  # where this piece's part of the current member begins
+        end = len(piece)
+        while True:
+            if self.escape:
+                if at >= end:
+                    break
+                at += 1  # the escaped character
+                self.escape = False
+            pattern = _STRING if self.in_string else _TOP if self.depth == 1 else _NESTED
+            found = pattern.search(piece, at)
+            if found is None:
+                break
+            at = found.end()
+            char = piece[at - 1]
+            if self.in_string:
+                if char == '"':
+                    self.in_string = False
+                elif at < end:
+                    at += 1
+                else:
+                    self.escape = True
+            elif char == '"':
+                self.in_string = True
+            elif char in "{[":
+                self.depth += 1
+            elif char in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    self.finished = True
+                    if char != "}":
+                        return None  # malformed: left to the full check
+                    self.reason = self._member(piece, start, at - 1, closing=True)
+                    return self.reason
+            elif char == ",":
+                self.reason = self._member(piece, start, at - 1, closing=False)
+                if self.reason is not None or self.finished:
+                    return self.reason
+                start = at
+            elif self.colon < 0:  # the member's first top-level ':'
+                self.colon = self.member_length + at - 1 - start
+            else:
+                self.finished = True  # two colons in one member: malformed
+                return None
+        self.member.append(piece[start:])
+        self.member_length += end - start
+        return None
+
+    def _member(self, piece: str, start: int, stop: int, *, closing: bool) -> str | None:
+        """Judge the member that just ended (``piece[start:stop]`` is its last part)."""
+        text = "".join(self.member) + piece[start:stop] if self.member else piece[start:stop]
+        colon = self.colon
+        self.member, self.member_length, self.colon = [], 0, -1
+        if colon < 0:
+            if not (closing and self.members == 0 and not text.strip(_JSON_SPACE)):
+                self.finished = True  # not "key": value (or a trailing comma)
             return None
-        self.checked = len(text)
-        start = text.find("{")
-        if start < 0:
-            return None
-        body = text[start:]
+        self.members += 1
         try:
-            partial = pydantic_core.from_json(body, allow_partial="trailing-strings")
+            key = pydantic_core.from_json(text[:colon].strip(_JSON_SPACE))
         except ValueError:
+            self.finished = True  # not a JSON key: malformed, left to the full check
             return None
-        if not isinstance(partial, dict):
-            return None
-        keys = list(partial)
-        complete = keys if _closes(body) or (_closes(body.rstrip().removesuffix(",") + "}") \
-            and body.rstrip().endswith(",")) else keys[:-1]
-        model = self.plan.model
-        for key in complete:
-            if key in self.valid or key not in model.model_fields:
-                continue
-            if self.instance is None:
-                self.instance = model.model_construct()
-            try:
-                model.__pydantic_validator__.validate_assignment(self.instance, key,
-                                                                 partial[key])
-            except ValidationError as error:
-                return f"field {key!r} is not valid: {format_validation_error(error)}"
-            self.valid[key] = getattr(self.instance, key)
+        field = self.plan.fields.get(key) if isinstance(key, str) else None
+        if field is None or key in self.valid:
+            return None  # not a field (ignored, or the full check's concern), or repeated
+        try:
+            value = getattr(field.model_validate_json("{" + text + "}"), key)
+        except ValidationError as error:
+            if any(item.get("type") == "json_invalid" for item in error.errors()):
+                self.finished = True  # malformed (or nested too deep): the full check's
+                return None
+            return f"field {key!r} is not valid: {format_validation_error(error)}"
+        if self.instance is None:
+            self.instance = self.plan.model.model_construct()
+        self.instance.__dict__[key] = value
+        self.valid[key] = value
         for source, reads in self.plan.checks:
             if source.id in self.done or not reads <= self.valid.keys():
                 continue

@@ -13,6 +13,17 @@ blocks labelled as JSON first, then the values in the prose), so the caller
 takes the first that validates against the output type, not the longest.
 ``NaN``/``Infinity`` tokens do not make a value parse here (they are not JSON);
 such text is still handed to the type's own validator, which decides.
+
+An answer that *opens* with a JSON object (``{`` then a key or ``}``) is that object
+alone: later values are not candidates. This is what lets a stream be judged on its
+first object before its end (``hoare.early_stop``): no continuation of a doomed first
+object can then bring in another value that passes.
+
+Every reader here is linear in the text, whatever it holds (runs of backticks, of
+brackets, of quotes, nesting 100,000 deep): fences are found by ``str.find`` with the
+next newline remembered, brackets by one scan of the special characters, and a JSON
+value nested too deep to parse is a value that does not parse, never a
+``RecursionError``.
 """
 
 from __future__ import annotations
@@ -21,8 +32,47 @@ import json
 import re
 from collections.abc import Iterator
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _JSON_LABELS = frozenset({"json", "jsonc", "json5", "javascript", "js"})
+_LABEL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-")
+# the characters that change the bracket depth or the string state (one class: linear)
+_SPECIAL = re.compile(r'["\\{}\[\]]')
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def fences(text: str, *, closed: bool = False) -> Iterator[tuple[str, str, int]]:
+    """Each markdown fence of ``text``, left to right, as ``(label in lower case, body,
+    where the body starts)``: three backticks, an optional label on the rest of that
+    line, then the body up to the next three backticks (or, unless ``closed``, the end
+    of the text): the fences the regex ``FENCE[ \\t]*([A-Za-z0-9_+-]*)[^\\n]*\\n(.*?)
+    (?:FENCE|\\Z)`` finds (FENCE: three backticks), in one pass. The regex retries each
+    backtick of a run and scans to the end of the line each time (quadratic in a run of
+    backticks); here the next newline is found once and reused, and a fence that
+    cannot close ends the search (no later one can close either)."""
+    position = 0
+    newline = -1
+    while True:
+        at = text.find("```", position)
+        if at < 0:
+            return
+        if newline < at + 3:
+            newline = text.find("\n", at + 3)
+            if newline < 0:
+                return  # no line break after any later fence either
+        start = at + 3
+        while start < newline and text[start] in " \t":
+            start += 1
+        end = start
+        while end < newline and text[end] in _LABEL_CHARS:
+            end += 1
+        close = text.find("```", newline + 1)
+        if close < 0:
+            if not closed:
+                yield text[start:end].lower(), text[newline + 1:], newline + 1
+            return
+        yield text[start:end].lower(), text[newline + 1:close], newline + 1
+        position = close + 3
+
+
 def _no_constants(token: str) -> object:
     raise ValueError(f"{token} is not JSON")
 
@@ -44,6 +94,9 @@ def extract_json(text: str) -> str:
     stripped = text.strip()
     if not stripped:
         return ""
+    leading = leading_object(stripped)
+    if leading is not None:
+        return leading
     first, last = stripped[0], stripped[-1]
     if first in _CLOSER and last == _CLOSER[first]:
         return stripped
@@ -80,9 +133,14 @@ def json_candidates(text: str) -> Iterator[str]:
     first, last = stripped[0], stripped[-1]
     if first in _CLOSER and last == _CLOSER[first] and fresh(stripped):
         yield stripped
+    if opens_object(stripped):  # the first object is the answer: nothing else is
+        leading = leading_object(stripped)
+        if leading is not None and fresh(leading):
+            yield leading
+        return
     if "```" in stripped:
-        for match in _FENCE.finditer(stripped):
-            label, body = match.group(1).lower(), match.group(2).strip()
+        for label, body, _ in fences(stripped):
+            body = body.strip()
             if label in _JSON_LABELS and body:
                 for candidate in _values(body):
                     if fresh(candidate):
@@ -147,9 +205,9 @@ def _values(text: str) -> Iterator[str]:
 
 def _from_fences(text: str) -> str | None:
     """The first fence labelled as JSON, else the first fence whose body holds JSON."""
-    fences = [(m.group(1).lower(), m.group(2).strip(), m.start(2)) for m in _FENCE.finditer(text)]
-    labelled = [(body, at) for label, body, at in fences if label in _JSON_LABELS and body]
-    others = [(body, at) for label, body, at in fences
+    found = [(label, body.strip(), at) for label, body, at in fences(text)]
+    labelled = [(body, at) for label, body, at in found if label in _JSON_LABELS and body]
+    others = [(body, at) for label, body, at in found
               if label not in _JSON_LABELS and _find_start(body) is not None]
     for body, at in labelled + others:
         start = _find_start(text, at)
@@ -197,26 +255,50 @@ def _from_prose(text: str) -> str:
     return text[first_start:].strip()
 
 
+def opens_object(text: str) -> bool:
+    """Does ``text`` (already stripped) open with a JSON object: ``{``, JSON whitespace,
+    then a key (``"``) or ``}``? (``{braces}`` in prose does not.)"""
+    if text[:1] != "{":
+        return False
+    after = _JSON_SPACE.match(text, 1).end()  # type: ignore[union-attr]
+    return after == len(text) or text[after] in '"}'
+
+
+def leading_object(text: str) -> str | None:
+    """When ``text`` (already stripped) opens with a JSON object, that object's text: up
+    to where it ends if it parses, else to its closing bracket, else (cut off) all of
+    it. None when it does not open with one."""
+    if not opens_object(text):
+        return None
+    try:
+        _, end = _DECODER.raw_decode(text, 0)
+    except (ValueError, RecursionError):
+        end = _balanced_end(text, 0) or len(text)
+    return text if end == len(text) else text[:end]
+
+
 def _balanced_end(text: str, start: int) -> int | None:
     """The index just past the bracket closing ``text[start]``, skipping over JSON
-    string literals (with escapes), or ``None`` if it never closes."""
+    string literals (with escapes), or ``None`` if it never closes. One pass over the
+    special characters only (a counter, no recursion: any depth)."""
     depth = 0
     in_string = False
-    escaped = False
-    for i in range(start, len(text)):
+    escaped_at = -2  # the index of the character a backslash escapes
+    for match in _SPECIAL.finditer(text, start):
+        i = match.start()
         c = text[i]
         if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
+            if i == escaped_at:
+                continue
+            if c == "\\":
+                escaped_at = i + 1
             elif c == '"':
                 in_string = False
         elif c == '"':
             in_string = True
         elif c in "{[":
             depth += 1
-        elif c in "}]":
+        else:  # a closing bracket
             depth -= 1
             if depth == 0:
                 return i + 1

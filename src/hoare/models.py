@@ -95,8 +95,8 @@ class TypeSpec:
             # An LLM may answer a bare value (``42``) instead of ``{"value": 42}``.
             try:
                 bare = json.loads(text)
-            except ValueError:
-                raise error from None  # not JSON: pydantic's error says so, by the type
+            except (ValueError, RecursionError):  # not JSON, or nested too deep for it:
+                raise error from None  # pydantic's error says so, by the type
             return self.model.model_validate({"value": bare}).value  # type: ignore[attr-defined]
 
     def is_instance(self, value: object) -> bool:

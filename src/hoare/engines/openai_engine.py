@@ -696,9 +696,18 @@ class _StreamReading:
         self.stopped: str | None = None
         self.bound = sum(8 + len(m.content.encode("utf-8", "surrogatepass"))
                          for m in request.messages)
+        # the watch's ``feed`` (``hoare.early_stop``): given each piece once, so a stream is
+        # read in linear time; a plain watch is called with the text so far (joined)
+        try:  # looked up on the class: a foreign watch's __getattr__ is not called
+            feed = getattr(type(self.watch), "feed", None)
+        except Exception:
+            feed = None
+        self.feed: Callable[[str], str | None] | None = (
+            functools.partial(feed, self.watch) if callable(feed) else None)
 
     def add(self, chunk: Any) -> bool:
         """Take one chunk; True: stop reading (the watch gave a reason)."""
+        read = len(self.parts)
         if getattr(chunk, "usage", None) is not None:
             self.usage = chunk.usage
         self.model = getattr(chunk, "model", None) or self.model
@@ -721,7 +730,14 @@ class _StreamReading:
             if choice.finish_reason:
                 self.finish = choice.finish_reason
         if grew and self.watch is not None and self.finish is None:
-            reason = self.watch("".join(self.parts))
+            if self.feed is not None:
+                reason = None
+                for piece in self.parts[read:]:
+                    reason = self.feed(piece)
+                    if reason:
+                        break
+            else:
+                reason = self.watch("".join(self.parts))
             if reason:
                 self.stopped = reason
                 return True

@@ -64,40 +64,75 @@ def finite_parser(values: Sequence[Any]) -> Parser[Any]:
     return Parser(parse, description="finite_answer")
 
 
+def _number(value: object) -> float | None:
+    """``value`` as a float when it is a real number (not a bool) that is not NaN, else
+    None: a server's log-probability is foreign data."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
+    return None if math.isnan(number) else number
+
+
+def _log_sum(terms: Sequence[float]) -> float:
+    """``log(sum(exp(t)))`` without overflow or underflow (the max subtracted first)."""
+    top = max(terms)
+    if math.isinf(top):
+        return top
+    return top + math.log(math.fsum(math.exp(t - top) for t in terms))
+
+
 def distribution_of(values: Sequence[T], tokens: Sequence[tuple[str, float]],
                     temperature: float = 1.0, bias: tuple[T, float] | None = None
                     ) -> dict[T, float]:
     """The distribution over ``values`` from first-token alternatives ``(token,
-    logprob)`` (see the module docstring). Empty when no token matches an answer."""
-    if not (math.isfinite(temperature) and temperature >= 0):
+    logprob)`` (see the module docstring). Empty when no token matches an answer.
+
+    Computed in log space with the largest term subtracted before any ``exp`` (a stable
+    softmax), so any finite log-probability works, +1000 or -1000 alike; a token whose
+    log-probability is not a number (NaN, a string, None) or whose text is not a string
+    tells nothing and is skipped; ``-inf`` is probability 0, ``+inf`` takes all the mass
+    (shared between the answers it names)."""
+    if _number(temperature) is None or not (math.isfinite(temperature) and temperature >= 0):
         raise UsageError(f"temperature must be a finite number >= 0, got {temperature!r}")
     texts = [_normal(answer_text(v)) for v in values]
-    mass = [0.0] * len(values)
+    terms: list[list[float]] = [[] for _ in values]
     seen: set[str] = set()
-    for token, logprob in tokens:
+    for entry in tokens:
+        try:
+            token, raw = entry
+        except (TypeError, ValueError):
+            continue  # not a (token, logprob) pair
+        logprob = _number(raw)
+        if not isinstance(token, str) or logprob is None or logprob == -math.inf:
+            continue
         key = _normal(token)
-        if not key or key in seen or not math.isfinite(logprob):
+        if not key or key in seen:
             continue  # a token repeated with other spacing counts once
         seen.add(key)
         matches = [i for i, text in enumerate(texts) if text.startswith(key)]
+        share = logprob - math.log(len(matches)) if matches else 0.0
         for i in matches:
-            mass[i] += math.exp(logprob) / len(matches)
-    total = sum(mass)
-    if total <= 0:
+            terms[i].append(share)
+    if any(math.inf in t for t in terms):  # certain: the mass goes to those answers alone
+        terms = [[0.0] if math.inf in t else [] for t in terms]
+    logs = [_log_sum(t) if t else -math.inf for t in terms]
+    top = max(logs, default=-math.inf)
+    if top == -math.inf:
         return {}
     if temperature == 0:
-        top = max(mass)
-        winners = [i for i, m in enumerate(mass) if m == top]
+        winners = [i for i, m in enumerate(logs) if m == top]
         probs = [1.0 / len(winners) if i in winners else 0.0 for i in range(len(values))]
-    else:
-        logs = [math.log(m / total) / temperature if m > 0 else -math.inf for m in mass]
-        peak = max(logs)
-        weights = [math.exp(x - peak) if x != -math.inf else 0.0 for x in logs]
-        norm = sum(weights)
+    else:  # p ∝ p₀^(1/T), the largest first: every exponent is <= 0
+        weights = [math.exp((m - top) / temperature) if m != -math.inf else 0.0
+                   for m in logs]
+        norm = math.fsum(weights)
         probs = [w / norm for w in weights]
     if bias is not None:
         element, p = bias
-        if not (0.0 <= p <= 1.0):
+        if _number(p) is None or not (0.0 <= p <= 1.0):
             raise UsageError(f"bias=(e, p) needs 0 <= p <= 1, got {p!r}")
         if element not in values:
             raise UsageError(f"bias element {element!r} is not in the answer set")

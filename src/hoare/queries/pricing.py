@@ -236,6 +236,8 @@ class _Counted:
         got = len(texts) if isinstance(texts, tuple) else n
         usage = getattr(response, "usage", None)
         cached = getattr(usage, "cached_input_tokens", 0) if usage is not None else 0
+        if isinstance(cached, bool) or not isinstance(cached, int) or cached < 0:
+            cached = 0  # an engine's count is foreign data: only a count >= 0 is one
         with self.lock:
             for level in self.levels:
                 level.completions += got - n
