@@ -80,7 +80,8 @@ def test_eval_calls_records_and_reports(project: Path) -> None:
         ("doubling:Double", "candidate", 20, 16)
     assert summary["run"]["raised"] == 4 and item["families"]["post_conditions[0]"] == {
         "calls": 24, "successes": 16, "p_succ": 16 / 24,
-        "interval": item["families"]["post_conditions[0]"]["interval"]}
+        "interval_95": item["families"]["post_conditions[0]"]["interval"],
+        "interval": item["families"]["post_conditions[0]"]["interval_95"]}
     skipped = [line for line in done.stderr.splitlines() if "skipped" in line]
     assert [s.split(":")[1].strip() for s in skipped] == ["skipped line 21", "skipped line 22",
                                                           "skipped line 24"]

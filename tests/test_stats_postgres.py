@@ -225,7 +225,7 @@ def test_a_version_1_database_is_migrated(database: str) -> None:
         version = connection.execute(sa.text(
             "SELECT value FROM meta WHERE key = 'schema_version'")).scalar_one()
     engine.dispose()
-    assert version == str(SCHEMA_VERSION) == "3"
+    assert version == str(SCHEMA_VERSION) == "4"
     assert [(r["contract"], r["label"], r["kind"]) for r in query(database)] == [
         ("old:C", "v1", "contract"), ("m:C", "v2", "tool")]
 

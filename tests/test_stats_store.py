@@ -101,8 +101,9 @@ def test_the_summary_matches_hand_computed_figures() -> None:
             row(True, True, 40.0, None, [("a", True), ("b", True)])]
     (item,) = summarize(rows)["contracts"]
     assert item["calls"] == 4 and item["successes"] == 3 and item["p_succ"] == 0.75
-    assert item["interval"] == list(wilson_interval(3, 4))
+    assert item["interval_95"] == item["interval"] == list(wilson_interval(3, 4))
     assert item["families"]["a"] == {"calls": 5, "successes": 4, "p_succ": 0.8,
+                                     "interval_95": list(wilson_interval(4, 5)),
                                      "interval": list(wilson_interval(4, 5))}
     assert item["families"]["b"]["p_succ"] == 0.75
     assert item["family_product"] == pytest.approx(0.8 * 0.75)
@@ -347,7 +348,7 @@ def test_a_version_1_file_is_read_and_migrated(tmp_path: Path) -> None:
         version = connection.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert version == str(SCHEMA_VERSION) == "3"
+    assert version == str(SCHEMA_VERSION) == "4"
     assert [(r["label"], r["kind"]) for r in query(str(path))] == [
         ("v1", "contract"), ("v2", "agent")]
 

@@ -138,7 +138,7 @@ def _ratio_gate(baseline: Sequence[float], candidate: Sequence[float], increase:
 def _side(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     successes = sum(1 for r in rows if r["success"])
     costs = [r["cost"] for r in rows if r["cost"] is not None]
-    latencies = sorted(r["latency_ms"] for r in rows)
+    latencies = sorted(r["latency_ms"] for r in rows if r["latency_ms"] is not None)
     return {"calls": len(rows), "successes": successes,
             "p_succ": successes / len(rows) if rows else None,
             "cost_per_success": sum(costs) / successes if costs and successes else None,
@@ -192,8 +192,10 @@ def compare(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, An
             [r["cost"] for r in baseline if r["cost"] is not None],
             [r["cost"] for r in candidate if r["cost"] is not None], max_cost_increase, alpha)
     if max_latency_increase is not None:
-        extra["latency"] = _ratio_gate([r["latency_ms"] for r in baseline],
-                                       [r["latency_ms"] for r in candidate],
+        extra["latency"] = _ratio_gate([r["latency_ms"] for r in baseline
+                                        if r["latency_ms"] is not None],
+                                       [r["latency_ms"] for r in candidate
+                                        if r["latency_ms"] is not None],
                                        max_latency_increase, alpha)
     every = [gate, *(g["gate"] for g in extra.values())]
     overall = "worse" if "worse" in every else "cannot tell yet" \

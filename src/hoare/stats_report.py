@@ -38,9 +38,12 @@ def parse_since(text: str, now: float | None = None) -> float:
 
 
 def _rate(successes: int, calls: int) -> dict[str, Any]:
+    """A rate with its Wilson 95% interval as ``interval_95`` (the name of the kernel's
+    ``contract_stats``); ``interval`` is its deprecated alias, kept for one release."""
+    interval = list(wilson_interval(successes, calls)) if calls else None
     return {"calls": calls, "successes": successes,
             "p_succ": successes / calls if calls else None,
-            "interval": list(wilson_interval(successes, calls)) if calls else None}
+            "interval_95": interval, "interval": interval}
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -71,12 +74,13 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         product = math.prod(r["p_succ"] for r in family_rates.values()) \
             if family_rates else None
         costs = [c["cost"] for c in calls if c["cost"] is not None]
-        latencies = [c["latency_ms"] for c in calls]
+        latencies = [c["latency_ms"] for c in calls if c["latency_ms"] is not None]
         overall = _rate(successes, len(calls))
         out.append({
             "name": name, "label": label, "kind": calls[0].get("kind", "contract"),
             "calls": len(calls), "successes": successes,
-            "p_succ": overall["p_succ"], "interval": overall["interval"],
+            "p_succ": overall["p_succ"], "interval_95": overall["interval_95"],
+            "interval": overall["interval_95"],  # deprecated alias of interval_95
             "families": family_rates,
             "family_product": product,
             "first_attempt_p_succ": sum(1 for c in calls if c["first_attempt"]) / len(calls),
@@ -89,6 +93,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "preflight_refusals": sum(1 for c in calls if c["preflight"] == "unsatisfiable"),
             # failed post-conditions that the provider's own schema decoding enforces
             "provider_faults": sum(int(c.get("provider_faults") or 0) for c in calls),
+            # calls a preflight="shadow" pre-flight would have refused
+            "shadow_refusals": sum(int(c.get("shadow_refusals") or 0) for c in calls),
         })
     return {"contracts": out}
 
@@ -100,13 +106,13 @@ def _figure(value: float | None, digits: int = 3) -> str:
 def render_table(summary: dict[str, Any]) -> str:
     lines = []
     for item in summary["contracts"]:
-        low, high = item["interval"] or (None, None)
+        low, high = item["interval_95"] or (None, None)
         lines.append(f"{item['name']}  [label {item['label']}]")
         lines.append(f"  P_succ {_figure(item['p_succ'])}  95% [{_figure(low)}, "
                      f"{_figure(high)}]  over {item['calls']} call(s); first attempt "
                      f"{_figure(item['first_attempt_p_succ'])}")
         for family, rate in item["families"].items():
-            f_low, f_high = rate["interval"] or (None, None)
+            f_low, f_high = rate["interval_95"] or (None, None)
             lines.append(f"    {family:<28} {_figure(rate['p_succ'])}  [{_figure(f_low)}, "
                          f"{_figure(f_high)}]  ({rate['successes']}/{rate['calls']})")
         if item["family_product"] is not None:
@@ -119,6 +125,8 @@ def render_table(summary: dict[str, Any]) -> str:
                      f"refusals {item['preflight_refusals']}"
                      + (f"; provider faults {item['provider_faults']} (schema-enforced "
                         f"checks the provider's answers failed)"
-                        if item["provider_faults"] else ""))
+                        if item["provider_faults"] else "")
+                     + (f"; shadow pre-flight would have refused {item['shadow_refusals']}"
+                        if item.get("shadow_refusals") else ""))
         lines.append("")
     return "\n".join(lines).rstrip() or "no recorded call matches"

@@ -22,6 +22,7 @@ from .stats_store import (
     SCHEMA_VERSION,
     StoreError,
     _refuse_newer,
+    _version_number,
 )
 
 __all__ = ["SqlAlchemyBackend", "read_rows"]
@@ -52,6 +53,7 @@ _calls = sa.Table(
     sa.Column("trials", sa.Text, nullable=False),
     sa.Column("kind", sa.Text, nullable=False, server_default="contract"),
     sa.Column("provider_faults", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("shadow_refusals", sa.Integer, nullable=False, server_default="0"),
 )
 _LOCK_KEY = 0x686F617265  # "hoare": a PostgreSQL advisory lock serializing migrations
 
@@ -73,15 +75,9 @@ def _migrate(engine: sa.Engine) -> None:
                 if connection.dialect.name == "postgresql":
                     connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
                                        {"key": _LOCK_KEY})
-                inspector = sa.inspect(connection)
-                version = SCHEMA_VERSION
-                if inspector.has_table("meta"):
-                    found = connection.execute(
-                        sa.select(_meta.c.value).where(_meta.c.key == "schema_version")
-                    ).scalar_one_or_none()
-                    version = int(found) if found is not None else SCHEMA_VERSION
-                _refuse_newer(version)
-                if version == SCHEMA_VERSION:
+                found = _stored_version(connection)
+                version = SCHEMA_VERSION if found is None else found
+                if found is None:
                     _metadata.create_all(connection, checkfirst=True)
                 for step in range(version, SCHEMA_VERSION):
                     connection.execute(sa.text(_MIGRATIONS[step]))
@@ -93,6 +89,27 @@ def _migrate(engine: sa.Engine) -> None:
             if attempt == 4:
                 raise
             time.sleep(0.05 * (attempt + 1))
+
+
+def _stored_version(connection: sa.Connection) -> int | None:
+    """The schema version of the hoare tables, None when there are none yet (other
+    applications' tables may share the database); ``StoreError``, before anything is
+    written, for a newer schema or ``meta``/``calls`` tables that are not hoare's."""
+    inspector = sa.inspect(connection)
+    has_meta, has_calls = inspector.has_table("meta"), inspector.has_table("calls")
+    if not has_meta and not has_calls:
+        return None
+    if not has_meta or not has_calls:
+        raise StoreError("not a hoare stats store: a table named 'meta' or 'calls' that "
+                         "hoare did not make; refused and left unmodified")
+    found = connection.execute(
+        sa.select(_meta.c.value).where(_meta.c.key == "schema_version")).scalar_one_or_none()
+    version = _version_number(found)
+    if version is None:
+        raise StoreError("not a hoare stats store: its 'meta' table has no valid "
+                         "schema_version; refused and left unmodified")
+    _refuse_newer(version)
+    return version
 
 
 class SqlAlchemyBackend:
@@ -128,14 +145,9 @@ def read_rows(url: str, columns: Sequence[str], contract: str | None, label: str
     engine = _engine(url)
     try:
         with engine.connect() as connection:
-            inspector = sa.inspect(connection)
-            if not inspector.has_table("calls") or not inspector.has_table("meta"):
+            version = _stored_version(connection)
+            if version is None:
                 raise StoreError("not a hoare stats store (no calls table)")
-            found = connection.execute(
-                sa.select(_meta.c.value).where(_meta.c.key == "schema_version")
-            ).scalar_one_or_none()
-            version = int(found) if found is not None else 0
-            _refuse_newer(version)
             statement = sa.select(*(
                 sa.literal(_FILL[name]).label(name) if _SINCE.get(name, 0) > version
                 else _calls.c[name] for name in columns))

@@ -20,10 +20,19 @@ records when the store opens and every hour after. A forked child opens its own
 store on its first record (the parent's writer thread does not survive a fork). At
 exit, a WARNING says how many records were dropped, if any.
 
+Every value is checked before it is written, record by record (``_clean``): counts
+beyond the column's range, NaN or infinite figures, text that is not UTF-8 (lone
+surrogates, as ``os.environ`` gives for undecodable bytes: stored escaped, ``\\xff``)
+or too long are stored sanitized, and a record that cannot be is skipped with a
+WARNING; a batch the database still refuses is written row by row, so one bad record
+never costs the rest of its batch.
+
 Schema versions: 1, the first; 2 adds ``kind`` (``contract``, ``tool`` or ``agent``;
-older rows are contracts); 3 adds ``provider_faults`` (older rows: 0). Opening an
-older store migrates it in one transaction; a newer one is refused (``upgrade
-hoare``), never written.
+older rows are contracts); 3 adds ``provider_faults`` (older rows: 0); 4 adds
+``shadow_refusals`` (1 when a ``preflight="shadow"`` pre-flight would have refused the
+call; older rows: 0). Opening an older store migrates it in one transaction. A store
+that is refused (a newer schema: ``upgrade hoare``; a SQLite file with tables that is
+not a hoare store) is never modified in any way: no pragma, no table, no migration.
 """
 
 from __future__ import annotations
@@ -31,12 +40,14 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import math
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -54,7 +65,7 @@ __all__ = [
     "shown_target",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BATCH = 256
 QUEUE_SIZE = 10_000
 POLL = 0.05  # seconds between the writer's looks at the queue
@@ -64,7 +75,8 @@ _log = logging.getLogger("hoare.stats")
 
 COLUMNS = ("ts", "contract", "contract_hash", "label", "success", "first_attempt",
            "attempts", "remedies", "preflight", "input_tokens", "output_tokens", "cost",
-           "latency_ms", "engine", "model", "trials", "kind", "provider_faults")
+           "latency_ms", "engine", "model", "trials", "kind", "provider_faults",
+           "shadow_refusals")
 # ``trials``: the call's predicate-family trials as JSON, [[family, passed], ...]: one
 # row per call keeps a batch to one executemany. No index: inserts stay cheap, and
 # ``hoare stats`` reads the calls it reports on anyway.
@@ -89,12 +101,14 @@ CREATE TABLE IF NOT EXISTS calls (
     model TEXT,
     trials TEXT NOT NULL,
     kind TEXT NOT NULL DEFAULT 'contract',
-    provider_faults INTEGER NOT NULL DEFAULT 0
+    provider_faults INTEGER NOT NULL DEFAULT 0,
+    shadow_refusals INTEGER NOT NULL DEFAULT 0
 );
 """
 # Each step brings a store from version ``n`` to ``n + 1``; run in one transaction.
 _MIGRATIONS = {1: "ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'contract'",
-               2: "ALTER TABLE calls ADD COLUMN provider_faults INTEGER NOT NULL DEFAULT 0"}
+               2: "ALTER TABLE calls ADD COLUMN provider_faults INTEGER NOT NULL DEFAULT 0",
+               3: "ALTER TABLE calls ADD COLUMN shadow_refusals INTEGER NOT NULL DEFAULT 0"}
 
 
 class StoreError(HoareError):
@@ -124,6 +138,8 @@ class CallRecord(NamedTuple):
     kind: str = "contract"
     # failed post-conditions that the schema the provider decoded with enforces
     provider_faults: int = 0
+    # 1 when a preflight="shadow" pre-flight would have refused the call
+    shadow_refusals: int = 0
 
 
 def is_url(target: str) -> bool:
@@ -146,12 +162,13 @@ class _SqliteBackend:
     """The embedded store: one connection, owned by the writing thread."""
 
     def __init__(self, path: str) -> None:
+        _check_sqlite(path)  # a refused store is refused before anything touches it
         self.connection = sqlite3.connect(path, timeout=30, isolation_level=None,
                                           check_same_thread=False)
         try:
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
-            _migrate_sqlite(self.connection)
+            _migrate_sqlite(self.connection, path)
         except BaseException:
             self.connection.close()
             raise
@@ -200,23 +217,98 @@ def _insert(rows: int) -> str:
     return text
 
 
-def _migrate_sqlite(connection: sqlite3.Connection) -> None:
-    """Create the schema, or bring an older one up to ``SCHEMA_VERSION``."""
+def _read_only(path: str) -> sqlite3.Connection:
+    """A connection that cannot write ``path`` nor create anything beside it. A WAL
+    database with no ``-wal`` file has all its content in the file itself: it is read
+    as immutable, since a read-only connection would leave ``-wal`` and ``-shm`` files
+    behind (it may not remove them)."""
+    from urllib.request import pathname2url
+
+    options = "mode=ro"
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+        if len(header) == 20 and header[18] == 2 and not os.path.exists(path + "-wal"):
+            options += "&immutable=1"
+    except OSError:
+        pass
+    return sqlite3.connect(f"file:{pathname2url(os.path.abspath(path))}?{options}",
+                           uri=True, timeout=30)
+
+
+def _check_sqlite(path: str) -> None:
+    """Refuse ``path`` (``StoreError``) if it is not a hoare store nor empty, or has a
+    newer schema, reading it only: a refused file is left exactly as it was."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            return  # a new store
+    except OSError:
+        return  # let the connection say what is wrong
+    try:
+        connection = _read_only(path)
+    except sqlite3.Error as error:
+        raise StoreError(f"{path}: cannot be opened ({error})") from error
+    try:
+        _stored_version(connection, path)
+    except sqlite3.Error as error:
+        raise StoreError(f"{path}: not a hoare stats store ({error}); left "
+                         f"unmodified") from error
+    finally:
+        connection.close()
+
+
+def _stored_version(connection: sqlite3.Connection, path: str) -> int | None:
+    """The schema version of a hoare store, None for a database without tables (a new
+    store); ``StoreError`` for another application's database or a newer schema."""
+    tables = {row[0] for row in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return None
+    if not {"meta", "calls"} <= tables:
+        shown = ", ".join(sorted(_display(str(t)) for t in tables)[:5])
+        raise StoreError(f"{path}: not a hoare stats store (it has other tables: "
+                         f"{shown}); refused and left unmodified")
+    found = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                               ).fetchone()
+    version = _version_number(None if found is None else found[0])
+    if version is None:
+        raise StoreError(f"{path}: not a hoare stats store (no valid schema_version in "
+                         f"its meta table); refused and left unmodified")
+    _refuse_newer(version)
+    return version
+
+
+def _version_number(value: object) -> int | None:
+    """A stored schema version (text of a positive integer), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 1 else None
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() \
+            and len(value.strip()) < 10:
+        number = int(value.strip())
+        return number if number >= 1 else None
+    return None
+
+
+def _migrate_sqlite(connection: sqlite3.Connection, path: str) -> None:
+    """Create the schema, or bring an older one up to ``SCHEMA_VERSION``; the version
+    is read again inside the write transaction (another process may have created the
+    store since ``_check_sqlite``)."""
     connection.execute("BEGIN IMMEDIATE")
     try:
-        found = None
-        if connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-            found = connection.execute(
-                "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(found[0]) if found else SCHEMA_VERSION
-        _refuse_newer(version)
-        for statement in _SQLITE_SCHEMA.strip().split(";"):
-            if statement.strip() and version == SCHEMA_VERSION:
-                connection.execute(statement)
+        version = _stored_version(connection, path)
+        if version is None:
+            for statement in _SQLITE_SCHEMA.strip().split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            version = SCHEMA_VERSION
         for step in range(version, SCHEMA_VERSION):
             connection.execute(_MIGRATIONS[step])
-        connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES "
-                           "('schema_version', ?)", (str(SCHEMA_VERSION),))
+        if version != SCHEMA_VERSION or not connection.execute(
+                "SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone():
+            connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES "
+                               "('schema_version', ?)", (str(SCHEMA_VERSION),))
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
@@ -249,8 +341,12 @@ class StatsStore:
         self._stop = False
         self._lock = threading.Lock()
         self._drained = threading.Condition()  # notified when the queue is written
+        self._forked = False  # a forked child's copy: its writer starts on first record
+        self.sanitized = 0  # records stored with a value replaced (``_clean``)
+        self._reported: set[str] = set()  # the kinds of bad value already warned about
         self._thread = threading.Thread(target=self._run, name="hoare-stats", daemon=True)
         self._thread.start()
+        _live.add(self)
 
     # -- the calling side ------------------------------------------------------------
     def record(self, item: CallRecord | tuple[Any, ...]) -> None:
@@ -262,7 +358,29 @@ class StatsStore:
             self._pending.append(item)
             return
         with self._lock:
+            if self._forked and not self._stop:  # the first record of a forked child
+                self._forked, self.broken = False, None
+                self._thread = threading.Thread(target=self._run, name="hoare-stats",
+                                                daemon=True)
+                self._thread.start()
+                self._pending.append(item)
+                return
             self.dropped += 1
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's writer thread and connection did not come
+        along (a SQLite connection must not be used across a fork). The child keeps
+        none of the parent's queue (the parent writes it) and starts its own writer,
+        with its own connection, at its first record: ``broken`` is set meanwhile so
+        that ``record`` takes its slow path, and the hot path stays one test."""
+        self._pending = deque()
+        self._busy = False
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._drained = threading.Condition()
+        self.dropped = self.written = 0
+        self._forked = True
+        self.broken = "a forked child's store, opened at its first record"
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued record is written (or dropped); False on timeout."""
@@ -340,22 +458,70 @@ class StatsStore:
             return None
 
     def _write(self, backend: _Backend, batch: Sequence[tuple[Any, ...]]) -> None:
-        rows = [(*item[:15], _encoded(item[15]), item[16] if len(item) > 16 else "contract",
-                 item[17] if len(item) > 17 else 0) for item in batch]
+        rows = []
+        for item in batch:
+            problems: list[str] = []
+            row = _clean(item, problems)
+            if problems:
+                self._report(item, problems, row is None)
+            if row is None:
+                with self._lock:
+                    self.dropped += 1
+            else:
+                rows.append(row)
         if not rows:
             return
         try:
             backend.write(rows)
-        except Exception as error:  # dropped and counted; the next batch tries again
-            with self._lock:
-                self.dropped += len(rows)
-            if self.last_error is None:
-                _log.warning("hoare stats: cannot write to %s: %s; %d records dropped (the "
-                             "calls are unaffected)", shown_target(self.path), error, len(rows))
-            self.last_error = str(error)
+        except Exception as error:
+            if len(rows) > 1 and not _unavailable(error):
+                # a value the database refuses: row by row, so only that row is lost
+                for row in rows:
+                    self._write_rows(backend, [row])
+                return
+            self._failed(error, len(rows))
             return
         with self._lock:
             self.written += len(rows)
+
+    def _write_rows(self, backend: _Backend, rows: Sequence[tuple[Any, ...]]) -> None:
+        try:
+            backend.write(rows)
+        except Exception as error:
+            self._failed(error, len(rows))
+            return
+        with self._lock:
+            self.written += len(rows)
+
+    def _failed(self, error: Exception, count: int) -> None:
+        """Dropped and counted; the next batch tries again."""
+        with self._lock:
+            self.dropped += count
+        if self.last_error is None:
+            _log.warning("hoare stats: cannot write to %s: %s; %d records dropped (the "
+                         "calls are unaffected)", shown_target(self.path),
+                         _display(str(error), 300), count)
+        self.last_error = _display(str(error), 300)
+
+    def _report(self, item: tuple[Any, ...], problems: list[str], skipped: bool) -> None:
+        """One WARNING per kind of bad value and store (a loop of bad records must not
+        flood the log); counted in ``sanitized`` or ``dropped``."""
+        if not skipped:
+            with self._lock:
+                self.sanitized += 1
+        kinds = [p.split(":", 1)[0] for p in problems]
+        fresh = [p for p, k in zip(problems, kinds, strict=True) if k not in self._reported]
+        if not fresh:
+            return
+        self._reported.update(kinds)
+        try:
+            name = _display(item[1], 200) if isinstance(item[1], str) else "?"
+        except Exception:
+            name = "?"
+        _log.warning("hoare stats: a call record of %s for %s %s: %s (further records "
+                     "with such values are not reported)", name, shown_target(self.path),
+                     "was skipped" if skipped else "was stored sanitized",
+                     "; ".join(fresh))
 
 
 def shown_target(target: str) -> str:
@@ -368,6 +534,209 @@ def shown_target(target: str) -> str:
         return make_url(target).render_as_string(hide_password=True)
     except Exception:
         return target.split("://", 1)[0] + "://..."
+
+
+_INT32 = 2**31 - 1  # the attempt and fault columns are INTEGER (32 bits) in PostgreSQL
+_INT64 = 2**63 - 1  # SQLite's and BIGINT's largest integer
+TEXT_LIMIT = 4096  # characters of a name, label, engine or model kept
+TRIALS_LIMIT = 1000  # predicate families kept per record
+
+
+def _escaped_char(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, as surrogateescape gives it
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def storable_text(value: str, limit: int = TEXT_LIMIT) -> str:
+    """``value`` as text every back end stores and reads back unchanged: lone
+    surrogates (undecodable bytes of ``os.environ``) and NUL escaped (``\\xff``,
+    ``\\x00``), at most ``limit`` characters."""
+    text = str.__str__(value)  # a str subclass's own methods are not trusted
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join(_escaped_char(c) if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return text.replace("\x00", "\\x00") if "\x00" in text else text
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def _display(value: str, limit: int = TEXT_LIMIT) -> str:
+    """``value`` safe to show in a terminal, a log or XML: control characters and
+    lone surrogates escaped."""
+    return storable_text(value, limit).translate(_CONTROL)
+
+
+def _number(value: object) -> float | None:
+    """A finite real number as a float, else None (NaN, infinities, huge ints, text,
+    objects: their dunders are never called)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float.__float__(value) if isinstance(value, float) else \
+            float(int.__index__(value))
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _integer(value: object, top: int) -> int | None:
+    """An integer in ``0..top`` (bool as 0/1), else None."""
+    if isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, int):
+        return None
+    number = int.__index__(value)
+    return number if 0 <= number <= top else None
+
+
+def _stored_integer(value: object, top: int) -> int | None:
+    """An integer in ``0..top`` as read back: a whole float counts (a column another
+    program declared REAL gives 1.0 for 1)."""
+    if type(value) is float and value.is_integer() and 0 <= value <= top:
+        return int(value)
+    return _integer(value, top)
+
+
+def _clean(item: tuple[Any, ...], problems: list[str]) -> tuple[Any, ...] | None:
+    """``item`` (the fields of a ``CallRecord``) as a row every back end accepts, the
+    problems noted in ``problems``; None when a field that cannot be replaced (the
+    time, the names, the outcome, the latency) is unusable: the record is skipped."""
+    try:
+        fields = tuple.__getitem__(item, slice(None)) if isinstance(item, tuple) else ()
+    except Exception:
+        fields = ()
+    if len(fields) < 16:
+        problems.append("shape: not a call record")
+        return None
+    fields = fields + (("contract", 0, 0)[len(fields) - 16:] if len(fields) < 19 else ())
+    ts, name, digest, label, success, first, attempts, remedies, preflight, tokens_in, \
+        tokens_out, cost, latency, engine, model, trials, kind, faults, shadow = fields[:19]
+    row: list[Any] = []
+    moment = _number(ts)
+    if moment is None:
+        problems.append(f"ts: {_shown_value(ts)} is not a finite time")
+        return None
+    row.append(moment)
+    for field, value in (("contract", name), ("contract_hash", digest), ("label", label)):
+        if not isinstance(value, str):
+            problems.append(f"{field}: {_shown_value(value)} is not text")
+            return None
+        row.append(_sanitized_text(field, value, problems))
+    for field, value in (("success", success), ("first_attempt", first)):
+        flag = _integer(value, 1)
+        if flag is None:
+            problems.append(f"{field}: {_shown_value(value)} is not a boolean")
+            return None
+        row.append(flag)
+    for field, value in (("attempts", attempts), ("remedies", remedies)):
+        row.append(_clamped(field, value, problems))
+    row.append(_optional_text("preflight", preflight, problems))
+    for field, value in (("input_tokens", tokens_in), ("output_tokens", tokens_out)):
+        count = _integer(value, _INT64)
+        if count is None and value is not None:
+            problems.append(f"{field}: {_shown_value(value)} is not a count in "
+                            f"0..2**63-1: stored as NULL")
+        row.append(count)
+    price = _number(cost)
+    if (price is None and cost is not None) or (price is not None and price < 0):
+        problems.append(f"cost: {_shown_value(cost)} is not a finite amount >= 0: "
+                        f"stored as NULL")
+        price = None
+    row.append(price)
+    elapsed = _number(latency)
+    if elapsed is None or elapsed < 0:
+        problems.append(f"latency_ms: {_shown_value(latency)} is not a finite duration")
+        return None
+    row.append(elapsed)
+    row.append(_optional_text("engine", engine, problems))
+    row.append(_optional_text("model", model, problems))
+    row.append(_trials_text(trials, problems))
+    if not isinstance(kind, str):
+        problems.append(f"kind: {_shown_value(kind)} is not text: stored as 'contract'")
+        kind = "contract"
+    row.append(_sanitized_text("kind", kind, problems))
+    row.append(_clamped("provider_faults", faults, problems))
+    row.append(_clamped("shadow_refusals", shadow, problems))
+    return tuple(row)
+
+
+def _shown_value(value: object) -> str:
+    """A short description of a bad value for a warning (never its dunders)."""
+    if isinstance(value, (bool, int, float)) and type(value) in (bool, int, float):
+        text = repr(value)
+        return text if len(text) <= 40 else f"an integer of {len(text)} digits"
+    if isinstance(value, str):
+        return f"text of {len(value)} character(s)"
+    return f"a {type(value).__name__}"
+
+
+def _sanitized_text(field: str, value: str, problems: list[str]) -> str:
+    text = storable_text(value)
+    if text != value:
+        problems.append(f"{field}: text that is not UTF-8, holds NUL or is longer than "
+                        f"{TEXT_LIMIT} characters: stored escaped or cut")
+    return text
+
+
+def _optional_text(field: str, value: object, problems: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        problems.append(f"{field}: {_shown_value(value)} is not text: stored as NULL")
+        return None
+    return _sanitized_text(field, value, problems)
+
+
+def _clamped(field: str, value: object, problems: list[str]) -> int:
+    """A count of a NOT NULL column: out of range clamped, not a count 0."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = int.__index__(value)
+        if 0 <= number <= _INT32:
+            return number
+        problems.append(f"{field}: {_shown_value(value)} out of 0..2**31-1: clamped")
+        return min(max(number, 0), _INT32)
+    count = _integer(value, _INT32)
+    if count is None:
+        problems.append(f"{field}: {_shown_value(value)} is not a count: stored as 0")
+        return 0
+    return count
+
+
+def _trials_text(trials: object, problems: list[str]) -> str:
+    """The trials as JSON: the cached text of a well-formed tuple, else the pairs that
+    are (family text, passed boolean), at most ``TRIALS_LIMIT`` of them."""
+    if type(trials) is tuple and len(trials) <= TRIALS_LIMIT and all(
+            type(pair) is tuple and len(pair) == 2 and type(pair[0]) is str
+            and len(pair[0]) <= TEXT_LIMIT and type(pair[1]) is bool for pair in trials):
+        try:
+            return _encoded(trials)  # type: ignore[arg-type]
+        except ValueError:
+            pass
+    kept: list[tuple[str, bool]] = []
+    try:
+        for pair in trials if isinstance(trials, (tuple, list)) else ():
+            if len(kept) == TRIALS_LIMIT:
+                break
+            if isinstance(pair, (tuple, list)) and len(pair) == 2 \
+                    and isinstance(pair[0], str) and _integer(pair[1], 1) is not None:
+                kept.append((storable_text(pair[0]), bool(_integer(pair[1], 1))))
+    except Exception:
+        pass
+    problems.append("trials: not a sequence of (family, passed) pairs of at most "
+                    f"{TRIALS_LIMIT}: the well-formed ones kept")
+    return json.dumps(kept)
+
+
+def _unavailable(error: BaseException) -> bool:
+    """The database is unavailable (locked, unreachable, read-only, disk full), as
+    opposed to refusing a value: writing row by row would not help."""
+    return any(cls.__name__ == "OperationalError" for cls in type(error).__mro__)
 
 
 _ENCODED: dict[tuple[tuple[str, bool], ...], str] = {}
@@ -421,12 +790,16 @@ def _at_exit() -> None:
                          store.broken or store.last_error or "the queue was full")
 
 
+_live: weakref.WeakSet[StatsStore] = weakref.WeakSet()  # every store of this process
+
+
 def _forget_stores() -> None:
-    """In a forked child: the parent's writer threads did not come along, so the child
-    opens its own stores (and writes its records) on first use."""
+    """In a forked child: the parent's writer threads did not come along; every store
+    (those held by reference too) starts its own writer at the child's first record."""
     global _stores_lock
-    _stores.clear()
     _stores_lock = threading.Lock()
+    for store in list(_live):
+        store._after_fork()
 
 
 atexit.register(_at_exit)
@@ -434,13 +807,22 @@ os.register_at_fork(after_in_child=_forget_stores)
 
 _READ = ("id", "ts", "contract", "label", "success", "first_attempt", "attempts", "cost",
          "latency_ms", "input_tokens", "output_tokens", "preflight", "kind", "provider_faults",
-         "trials")
+         "shadow_refusals", "trials")
+WARN_ROWS = 20  # bad rows named one by one; beyond, only counted
 
 
 def query(target: str, contract: str | None = None, label: str | None = None,
-          since: float | None = None) -> list[dict[str, Any]]:
+          since: float | None = None, warn: Callable[[str], None] | None = None
+          ) -> list[dict[str, Any]]:
     """The stored calls (with their trials), oldest first, for ``hoare stats`` and
-    ``hoare compare``; ``StoreError`` saying what is wrong with ``target`` otherwise."""
+    ``hoare compare``; ``StoreError`` saying what is wrong with ``target`` otherwise.
+
+    A row hoare did not write (NULLs, text in numeric columns, negative or huge
+    numbers, NaN) is skipped or sanitized, and ``warn`` (default: a WARNING in the
+    ``hoare.stats`` log) is told which row and why."""
+    tell = warn or (lambda text: _log.warning("hoare stats: %s", text))
+    contract = None if contract is None else storable_text(contract)
+    label = None if label is None else storable_text(label)
     if is_url(target):
         from .stats_sql import read_rows
 
@@ -448,17 +830,90 @@ def query(target: str, contract: str | None = None, label: str | None = None,
     else:
         rows = _read_sqlite(_sqlite_path(target), contract, label, since)
     out = []
+    bad = 0
     for row in rows:
-        try:
-            trials = [(str(f), bool(p)) for f, p in json.loads(row[-1])]
-        except (ValueError, TypeError):
-            trials = []
-        item = dict(zip(_READ[:-1], row[:-1], strict=True))
-        item["success"], item["first_attempt"] = bool(item["success"]), \
-            bool(item["first_attempt"])
-        item["trials"] = trials
-        out.append(item)
+        problems: list[str] = []
+        item = _read_row(row, problems)
+        if problems:
+            bad += 1
+            if bad <= WARN_ROWS:
+                ident = row[0] if type(row[0]) is int else _shown_value(row[0])
+                tell(f"row id {ident}: " + "; ".join(problems))
+        if item is not None:
+            out.append(item)
+    if bad > WARN_ROWS:
+        tell(f"{bad - WARN_ROWS} more row(s) with bad values (not named)")
     return out
+
+
+def _read_row(row: Sequence[Any], problems: list[str]) -> dict[str, Any] | None:
+    """One stored row as ``query`` returns it, or None (skipped, said in ``problems``)."""
+    values = dict(zip(_READ, row, strict=True))
+    moment = _number(values["ts"])
+    if moment is None:
+        problems.append(f"ts {_shown_value(values['ts'])} is not a finite time: skipped")
+        return None
+    item: dict[str, Any] = {"id": values["id"], "ts": moment}
+    for field in ("contract", "label"):
+        if not isinstance(values[field], str):
+            problems.append(f"{field} {_shown_value(values[field])} is not text: skipped")
+            return None
+        item[field] = storable_text(values[field])
+    for field in ("success", "first_attempt"):
+        flag = _stored_integer(values[field], 1)
+        if flag is None:
+            problems.append(f"{field} {_shown_value(values[field])} is not 0 or 1: skipped")
+            return None
+        item[field] = bool(flag)
+    item["attempts"] = _stored_integer(values["attempts"], _INT64)
+    cost = _number(values["cost"])
+    if (cost is not None and cost < 0) or (cost is None and values["cost"] is not None):
+        problems.append(f"cost {_shown_value(values['cost'])} is not a finite amount >= 0:"
+                        f" read as unknown")
+        cost = None
+    item["cost"] = cost
+    latency = _number(values["latency_ms"])
+    if latency is None or latency < 0:
+        problems.append(f"latency_ms {_shown_value(values['latency_ms'])} is not a finite "
+                        f"duration: read as unknown")
+        latency = None
+    item["latency_ms"] = latency
+    for field in ("input_tokens", "output_tokens"):
+        count = _stored_integer(values[field], _INT64)
+        if count is None and values[field] is not None:
+            problems.append(f"{field} {_shown_value(values[field])} is not a count: read "
+                            f"as unknown")
+        item[field] = count
+    preflight = values["preflight"]
+    item["preflight"] = storable_text(preflight) if isinstance(preflight, str) else None
+    kind = values["kind"]
+    item["kind"] = storable_text(kind) if isinstance(kind, str) else "contract"
+    for field in ("provider_faults", "shadow_refusals"):
+        count = _stored_integer(values[field], _INT64)
+        if count is None:
+            problems.append(f"{field} {_shown_value(values[field])} is not a count: read "
+                            f"as 0")
+        item[field] = count or 0
+    item["trials"] = _read_trials(values["trials"], problems)
+    return item
+
+
+def _read_trials(text: object, problems: list[str]) -> list[tuple[str, bool]]:
+    """The stored trials JSON as (family, passed) pairs; the malformed ones dropped."""
+    try:
+        pairs = json.loads(text) if isinstance(text, str) and len(text) < 10_000_000 \
+            else None
+    except (ValueError, RecursionError):
+        pairs = None
+    if not isinstance(pairs, list):
+        problems.append("trials is not a JSON list of [family, passed]: read as none")
+        return []
+    kept = [(storable_text(pair[0]), bool(pair[1])) for pair in pairs
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+            and _stored_integer(pair[1], 1) is not None]
+    if len(kept) != len(pairs):
+        problems.append(f"{len(pairs) - len(kept)} malformed trial(s) dropped")
+    return kept
 
 
 def _read_sqlite(path: str, contract: str | None, label: str | None, since: float | None
@@ -466,28 +921,29 @@ def _read_sqlite(path: str, contract: str | None, label: str | None, since: floa
     if not Path(path).is_file():
         raise StoreError(f"{path}: no such file")
     try:
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        connection = _read_only(path)
     except sqlite3.Error as error:
         raise StoreError(f"{path}: cannot be opened ({error})") from error
+    # text another program stored that is not UTF-8 is read escaped, not raised
+    connection.text_factory = lambda raw: raw.decode("utf-8", "backslashreplace")
     try:
-        found = connection.execute(
-            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(found[0]) if found else 0
-        _refuse_newer(version)
+        version = _stored_version(connection, path)
+        if version is None:
+            raise StoreError(f"{path}: not a hoare stats store (no tables)")
         where, args = _where(contract, label, since, "?")
         columns = [c if _SINCE.get(c, 0) <= version else repr(_FILL[c]) for c in _READ]
         return connection.execute(
             f"SELECT {', '.join(columns)} FROM calls WHERE {where} ORDER BY ts, id",
             args).fetchall()
-    except (sqlite3.Error, ValueError) as error:
+    except (sqlite3.Error, ValueError, OverflowError) as error:
         raise StoreError(f"{path}: not a hoare stats store ({error})") from error
     finally:
         connection.close()
 
 
 # the schema version that added a column, and what older rows read as
-_SINCE = {"kind": 2, "provider_faults": 3}
-_FILL: dict[str, object] = {"kind": "contract", "provider_faults": 0}
+_SINCE = {"kind": 2, "provider_faults": 3, "shadow_refusals": 4}
+_FILL: dict[str, object] = {"kind": "contract", "provider_faults": 0, "shadow_refusals": 0}
 
 
 def _where(contract: str | None, label: str | None, since: float | None, mark: str
