@@ -4,13 +4,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all verify test test-dev test-wheel lint prove bench bench-real bench-queries clean
+.PHONY: all verify test test-dev test-wheel lint docs prove bench bench-real bench-queries fuzz clean
 
 all: test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,dev,plots,otel,sql,queries]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,dev,plots,otel,sql,queries,docs]'
 	touch $(STAMP)
 
 ## The main job: prove the example contract set consistent with z3 (offline, no API key).
@@ -28,10 +28,19 @@ test-dev: $(STAMP)
 
 test-wheel: test
 
+## Differential fuzzer of hoare verify and the pre-flight against real Python and pydantic
+## (tests/fuzz/README.md): HOARE_FUZZ_CASES (default 20000), HOARE_FUZZ_SEED (default random).
+fuzz: $(STAMP)
+	cd tests && ../$(PY) -m fuzz
+
 ## ruff on everything, mypy --strict on the trusted kernel.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy --strict kernel/
+
+## The documentation site (docs/, mkdocs.yml) into build/site; any warning fails it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## Machine-check the Lean 4 model of the kernel (needs elan/lake; never faked).
 prove:

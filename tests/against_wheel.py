@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".venv-wheel"
-EXTRAS = "test,dev,plots,otel,sql,queries"
+EXTRAS = "test,dev,plots,otel,sql,queries,docs"
 
 
 def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:

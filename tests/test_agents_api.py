@@ -239,9 +239,9 @@ def test_contract_assert_contexts_never_cross_threads_or_tasks() -> None:
 def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     import re
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
-                if "hoare.agents" in b]
-    exec(compile(block, "README.md", "exec"), {"__name__": "readme_agents"})
+                if "fetch_items" in b]
+    exec(compile(block, "docs/agents.md", "exec"), {"__name__": "readme_agents"})
     assert capsys.readouterr().out.startswith(
         "Contract violation [pre] at fetch_items: count must be positive")

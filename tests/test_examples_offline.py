@@ -46,7 +46,7 @@ def test_the_stats_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
                            str(tmp_path / "calls.db")], capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "stats.md").read_text(encoding="utf-8")
     (shown,) = re.findall(r"```\n(__main__:TriageTicket.*?)```", readme, re.S)
 
     def stable(text: str) -> list[str]:  # latencies differ from run to run
@@ -65,7 +65,7 @@ def test_the_compare_example_gates_and_plots_what_the_readme_shows(tmp_path: Pat
                            str(tmp_path / "calls.db"), str(png)], capture_output=True,
                           text=True, env=env, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr  # the candidate is worse
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "stats.md").read_text(encoding="utf-8")
     (shown,) = re.findall(r"```\n(stats_demo:TriageTicket: .*?)```", readme, re.S)
 
     def stable(text: str) -> list[str]:  # latencies differ from run to run
@@ -74,4 +74,4 @@ def test_the_compare_example_gates_and_plots_what_the_readme_shows(tmp_path: Pat
 
     assert stable(done.stdout) == stable(shown)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
-    assert (ROOT / "examples" / "compare_demo.png").is_file()  # the README's picture
+    assert (ROOT / "docs" / "compare_demo.png").is_file()  # the stats page's picture

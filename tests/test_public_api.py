@@ -23,7 +23,8 @@ def test_everything_in_all_exists(name: str) -> None:
 
 
 def test_every_name_the_readme_shows_is_exported() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = "".join(page.read_text(encoding="utf-8")
+                   for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
     shown = set(re.findall(r"`([A-Z][A-Za-z0-9_]+)[(`\[.]", text))
     shown |= {n.strip() for imports in re.findall(r"from hoare[\w.]* import ([\w, ]+)", text)
               for n in imports.split(",") if n.strip()}

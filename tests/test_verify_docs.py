@@ -1,4 +1,4 @@
-"""What the README and the pre-commit hook say about ``hoare verify`` is what it does:
+"""What docs/verify.md and the pre-commit hook say about ``hoare verify`` is what it does:
 the synopsis lists every option, the ``[tool.hoare]`` example loads, the hook's
 command runs."""
 
@@ -13,7 +13,7 @@ from hoare.cli import _parser, main
 from hoare.verifier.project_config import load
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
 
 
 def _verify_options() -> list[set[str]]:
@@ -26,7 +26,7 @@ def _verify_options() -> list[set[str]]:
 
 
 def test_the_synopsis_lists_every_option() -> None:
-    (synopsis,) = re.findall(r"```\n(hoare verify \[TARGET.*?)```", README, re.S)
+    (synopsis,) = re.findall(r"```\n(hoare verify \[TARGET.*?)```", PAGE, re.S)
     written = set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", synopsis))
     options = _verify_options()
     assert [o for o in options if not o & written] == []  # each option, in some spelling
@@ -34,7 +34,7 @@ def test_the_synopsis_lists_every_option() -> None:
 
 
 def test_the_tool_hoare_example_loads(tmp_path: Path) -> None:
-    (block,) = re.findall(r"```toml\n(\[tool\.hoare\].*?)```", README, re.S)
+    (block,) = re.findall(r"```toml\n(\[tool\.hoare\].*?)```", PAGE, re.S)
     (tmp_path / "pyproject.toml").write_text(block)
     config = load(tmp_path / "pyproject.toml")
     assert config.targets == ["src/myapp/contracts"] and config.strict is True

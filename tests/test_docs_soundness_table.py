@@ -1,4 +1,4 @@
-"""The README's soundness table of registered calls is the registry's own rendering."""
+"""The soundness table of registered calls in docs/verify.md is the registry's own rendering."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 
 from hoare.verifier.calls.registry import markdown_table
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "verify.md"
 
 
 def test_readme_registry_table_is_the_registry() -> None:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     found = re.search(r"<!-- registry-table:start -->\n(.*?)<!-- registry-table:end -->",
                       text, re.S)
-    assert found, "README lost its registry table markers"
+    assert found, "docs/verify.md lost its registry table markers"
     assert found.group(1) == markdown_table(), (
-        "README's table of registered calls is stale: paste markdown_table() "
+        "docs/verify.md's table of registered calls is stale: paste markdown_table() "
         "from hoare.verifier.calls.registry between the markers")
