@@ -1,0 +1,160 @@
+"""One fuzz case: a contract module (input and output models, module constants,
+pre- and post-conditions), drawn from a seed, rendered as source and loaded
+from a file (the verifier reads predicates with ``inspect.getsource``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import random
+import re
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+
+from .models import Model, Pool, draw_model
+from .predicates import Atom, Constant, Grammar, module_constants
+
+__all__ = ["Case", "draw_case", "load", "unload"]
+
+HEADER = '''import math
+import re
+from enum import Enum, IntEnum, StrEnum
+from typing import Annotated, Generic, Literal, Optional, TypeVar, Union
+
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt,
+                      StrictStr, StringConstraints, conint, constr)
+
+from hoare import Contract, Post, Pre, contract
+
+T = TypeVar("T")
+'''
+
+
+@dataclass
+class Case:
+    """What ``render`` turns into a module; every part can be shrunk on its own."""
+
+    seed: int
+    constants: list[Constant]
+    inp: Model
+    out: Model
+    pres: list[str]
+    posts: list[str]
+    pool: Pool
+    covered: Counter[str] = field(default_factory=Counter)
+
+    def render(self) -> str:
+        defs: list[str] = []
+        for model in (self.inp, self.out):
+            for d in model.defs():
+                if d not in defs:
+                    defs.append(d)
+        constants = "\n".join(f"{c.name} = {c.source}" for c in self.constants)
+        pres = "\n".join(f"        Pre(lambda i: {body}, {f'pre {k}'!r}),"
+                         for k, body in enumerate(self.pres))
+        posts = []
+        for k, body in enumerate(self.posts):
+            args = "o, i" if re.search(r"\bi\.", body) else "o"
+            posts.append(f"        Post(lambda {args}: {body}, {f'post {k}'!r}),")
+        return f'''{HEADER}
+{constants}
+
+
+{chr(10).join(defs)}
+
+{self.inp.source()}
+
+{self.out.source()}
+
+@contract(post_remedy=False, on_violation=lambda outcome: None)
+class Generated(Contract):
+    prompt = "generated"
+    pre_conditions = [
+{pres}
+    ]
+    post_conditions = [
+{chr(10).join(posts)}
+    ]
+
+    def forward(self, input: In) -> Out:
+        return self.contract_result
+'''
+
+    def features(self) -> list[str]:
+        out = [*self.inp.features, *self.out.features]
+        for model in (self.inp, self.out):
+            for _n, ftype in model.fields:
+                out += ftype.features
+        return out
+
+    def without_pre(self, index: int) -> Case:
+        return replace(self, pres=[p for k, p in enumerate(self.pres) if k != index])
+
+    def without_post(self, index: int) -> Case:
+        return replace(self, posts=[p for k, p in enumerate(self.posts) if k != index])
+
+    def with_pre(self, index: int, body: str) -> Case:
+        return replace(self, pres=[body if k == index else p for k, p in enumerate(self.pres)])
+
+    def with_post(self, index: int, body: str) -> Case:
+        return replace(self, posts=[body if k == index else p
+                                    for k, p in enumerate(self.posts)])
+
+    def without_field(self, role: str, name: str) -> Case:
+        model = self.inp if role == "i" else self.out
+        fields = [(n, t) for n, t in model.fields if n != name]
+        smaller = replace(model, fields=fields,
+                          parent_fields=min(model.parent_fields, len(fields)))
+        return replace(self, inp=smaller) if role == "i" else replace(self, out=smaller)
+
+
+def draw_case(seed: int) -> Case:
+    """The case of ``seed``: the same seed gives the same source in any process."""
+    rng = random.Random(seed)
+    pool = Pool()
+    inp = draw_model(rng, "In", rng.randrange(1, 3))
+    out = draw_model(rng, "Out", rng.randrange(1, 4))
+    constants = module_constants(rng)
+    covered: Counter[str] = Counter()
+    in_atoms = [Atom(f"i.{n}", t) for n, t in inp.fields]
+    out_atoms = [Atom(f"o.{n}", t) for n, t in out.fields]
+    depth = rng.choice([1, 2, 2, 3])
+    pre_grammar = Grammar(rng, in_atoms, constants, pool, covered, depth)
+    post_grammar = Grammar(rng, out_atoms + (in_atoms if rng.random() < 0.4 else []),
+                           constants, pool, covered, depth)
+    pres = [pre_grammar.boolean() for _ in range(rng.choice([0, 0, 1, 1, 2]))]
+    posts = [post_grammar.boolean() for _ in range(rng.choice([1, 1, 2, 3]))]
+    return Case(seed, constants, inp, out, pres, posts, pool, covered)
+
+
+_DIR = Path(tempfile.mkdtemp(prefix="hoare_fuzz_"))
+_COUNTER = itertools.count()
+
+
+def load(source: str) -> ModuleType:
+    """Import ``source`` from a file of its own (``inspect.getsource`` needs one)."""
+    name = f"hoare_fuzz_case_{os.getpid()}_{next(_COUNTER)}"
+    path = _DIR / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        unload(module)
+        raise
+    return module
+
+
+def unload(module: ModuleType) -> None:
+    sys.modules.pop(module.__name__, None)
+    path = getattr(module, "__file__", None)
+    if path:
+        Path(path).unlink(missing_ok=True)
