@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all verify test test-dev test-wheel lint docs prove bench bench-real bench-queries fuzz fuzz clean
+.PHONY: all verify test test-dev test-wheel lint docs prove bench bench-real bench-queries fuzz clean
 
 all: test
 
@@ -27,11 +27,6 @@ test-dev: $(STAMP)
 	$(PY) tests/against_wheel.py --editable
 
 test-wheel: test
-
-## Differential fuzzer of hoare verify and the pre-flight against real Python and pydantic
-## (tests/fuzz/README.md): HOARE_FUZZ_CASES (default 20000), HOARE_FUZZ_SEED (default random).
-fuzz: $(STAMP)
-	cd tests && ../$(PY) -m fuzz
 
 ## Differential fuzzer of hoare verify and the pre-flight against real Python and pydantic
 ## (tests/fuzz/README.md): HOARE_FUZZ_CASES (default 20000), HOARE_FUZZ_SEED (default random).
