@@ -3,8 +3,10 @@ offline as it is printed, the site builds with MkDocs ``--strict``, and the READ
 stays a front page.
 
 A block whose fence says ``python live`` needs a live model: it is skipped, with the
-reason shown. A block defining ``test_*`` functions runs under pytest (with hoare's
-plugin, as a user's test file would); any other block runs as a script. Each runs in a
+reason shown. A block whose fence says ``python verify`` is a module to be checked:
+``hoare verify`` on it must exit 0 (and so must not run its main guard). A block
+defining ``test_*`` functions runs under pytest (with hoare's plugin, as a user's test
+file would); any other block runs as a script. Each runs in a
 child process from the repository's root, with the ``hoare`` under test.
 """
 
@@ -35,7 +37,8 @@ def _blocks() -> list[object]:
             name = f"{page.relative_to(ROOT)}:{line}"
             marks = ([pytest.mark.skip(reason=f"{name} needs a live model (```python live)")]
                      if "live" in match.group(1).split() else [])
-            found.append(pytest.param(match.group(2), name, id=name, marks=marks))
+            mode = "verify" if "verify" in match.group(1).split() else "run"
+            found.append(pytest.param(match.group(2), name, mode, id=name, marks=marks))
     return found
 
 
@@ -43,8 +46,9 @@ def test_the_docs_have_python_blocks_to_run() -> None:
     assert len(_blocks()) >= 5  # the README's example, agents, engines, queries, verify
 
 
-@pytest.mark.parametrize(("code", "where"), _blocks())
-def test_every_python_block_runs_offline(code: str, where: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("code", "where", "mode"), _blocks())
+def test_every_python_block_runs_offline(code: str, where: str, mode: str,
+                                         tmp_path: Path) -> None:
     page, _, line = where.rpartition(":")
     script = tmp_path / ("test_block.py" if re.search(r"^def test_", code, re.M)
                          else "block.py")
@@ -53,9 +57,13 @@ def test_every_python_block_runs_offline(code: str, where: str, tmp_path: Path) 
     env = {**os.environ, "PYTHONPATH": LIBRARY}
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HOARE_MODEL", "HOARE_STATS"):
         env.pop(name, None)
-    command = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                "--rootdir", str(tmp_path), str(script)]
-               if script.name.startswith("test_") else [sys.executable, str(script)])
+    if mode == "verify":
+        command = [sys.executable, "-m", "hoare", "verify", "--no-cache", str(script)]
+    elif script.name.startswith("test_"):
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                   "--rootdir", str(tmp_path), str(script)]
+    else:
+        command = [sys.executable, str(script)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, f"{where}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
