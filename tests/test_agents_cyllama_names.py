@@ -204,3 +204,27 @@ def test_the_violation_carries_the_predicate_text() -> None:
     result = agent.run("t")
     assert result.events[-1].metadata["violation"].predicate == \
         "lambda answer: len(answer) > 3"
+
+
+def test_the_documented_context_policy_example_runs(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    """The agents documentation's context-policy example (README.md, or docs/agents.md
+    where the README links to it) prints what its comments say."""
+    import linecache
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pages = [p for p in (root / "README.md", root / "docs" / "agents.md") if p.exists()]
+    blocks = [(page.name, block) for page in pages
+              for block in re.findall(r"```python\n(.*?)```",
+                                      page.read_text(encoding="utf-8"), re.S)
+              if "ContractContext(" in block and "hoare.agents" in block]
+    assert blocks, "no documented ContractContext example"
+    for name, block in blocks:
+        filename = f"<documented {name}>"  # its source readable, as from a file
+        linecache.cache[filename] = (len(block), None, block.splitlines(True), filename)
+        exec(compile(block, filename, "exec"), {"__name__": "documented_agents"})
+        assert capsys.readouterr().out.splitlines() == [
+            "lambda args: args['b'] != 0 OBSERVE", "undefined",
+            "Contract violation [assert] at by hand: checked by hand", "ENFORCE"]

@@ -558,3 +558,52 @@ def test_tool_stats_are_exact_when_many_threads_share_an_agent(tmp_path: Any) ->
         "errors": [], "calls": len(ns), "violations": violations,
         "p_succ": clean / len(ns), "rows": len(ns), "row_successes": clean,
         "agent_violations": violations}
+
+
+# -- bad definitions are refused, naming what is wrong -------------------------------------
+@pytest.mark.parametrize("bad", ["enforce", "ENFORCE", 2, None, object()])
+def test_a_policy_that_is_not_a_contract_policy_is_refused(bad: Any) -> None:
+    with pytest.raises(ContractDefinitionError, match="must be a ContractPolicy"):
+        ContractAgent(scripted(), policy=bad)
+    with pytest.raises(ContractDefinitionError, match="must be a ContractPolicy"):
+        ContractContext(bad)
+    if bad is not None:  # None: the condition's default (the context's policy)
+        with pytest.raises(ContractDefinitionError, match="@pre's policy"):
+            pre(lambda args: True, "m", policy=bad)
+        with pytest.raises(ContractDefinitionError, match="contract_assert's policy"):
+            contract_assert(False, "m", policy=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "10", None])
+def test_max_iterations_must_be_a_positive_int(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_iterations must be an int >= 1"):
+        ContractAgent(scripted(), max_iterations=bad)
+
+
+def test_conditions_and_handlers_that_cannot_work_are_refused() -> None:
+    with pytest.raises(ContractDefinitionError, match="callable predicate"):
+        pre("args['n'] > 0")  # type: ignore[arg-type]
+    with pytest.raises(ContractDefinitionError, match="message must be a str"):
+        post(lambda r: True, hostile(DUNDERS)())  # type: ignore[arg-type]
+    with pytest.raises(ContractDefinitionError, match="violation_handler must be callable"):
+        ContractAgent(scripted(), violation_handler="print")  # type: ignore[arg-type]
+    with pytest.raises(ContractTermination, match="Hostile message"):
+        contract_assert(False, hostile(DUNDERS)())  # type: ignore[arg-type]
+
+
+def test_a_stream_closed_early_unwinds_and_ends_cleanly() -> None:
+    from hoare.agents import current_context
+
+    agent = constrained(scripted({"tool": "fetch", "args": {}}, {"answer": "x"}),
+                        tools=[tool(lambda: "got", name="fetch")])
+    unraisable: list[Any] = []
+    previous, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        events = agent.stream("t")
+        assert next(events).type is EventType.THOUGHT
+        events.close()  # the caller stopped reading: the run's own context unwinds now
+        del events
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert [u.exc_value for u in unraisable] == [] and current_context() is None

@@ -31,6 +31,7 @@ from ..json_text import extract_json
 from .conditions import _source
 from .context import (
     ContractContext,
+    checked_policy,
     close_awaitable,
     contract_context,
     current_context,
@@ -180,8 +181,16 @@ class ContractAgent:
         if agent_type not in ("react", "constrained"):
             raise ValueError(f"agent_type must be 'react' (native tool calling) or "
                              f"'constrained' (one JSON action per step), got {agent_type!r}")
-        if max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or \
+                max_iterations < 1:
+            from ..models import safe_repr
+
+            raise ValueError(f"max_iterations must be an int >= 1, got "
+                             f"{_type_name(max_iterations)} {safe_repr(max_iterations)}")
+        checked_policy(policy, "ContractAgent's policy")
+        if violation_handler is not None and not callable(violation_handler):
+            raise ContractDefinitionError(f"violation_handler must be callable or None, "
+                                          f"got {_type_name(violation_handler)}")
         self.engine = engine
         self.tools = [t if isinstance(t, Tool) else tool(t) for t in (tools or [])]
         for chosen in self.tools:
@@ -309,7 +318,11 @@ class ContractAgent:
                 except StopIteration:
                     break
                 yield event
-        except BaseException as error:
+        except BaseException as error:  # an interrupt, or the caller closed the stream
+            try:
+                private.run(inner.close)  # its contexts unwound where they were entered
+            except Exception:
+                pass
             if span is not None:
                 private.run(_telemetry.finish_agent, span, False, error)
             raise
@@ -619,6 +632,8 @@ def _type_name(value: object) -> str:
 
 def _nesting(text: str) -> int:
     """The deepest nesting of ``[``/``{`` in JSON text (strings skipped), iteratively."""
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return 0  # cannot be deeper than the bound: no scan
     depth = deepest = 0
     in_string = escaped = False
     for char in text:

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .context import current_context, handle, holds
+from ..errors import ContractDefinitionError
+from .context import checked_policy, current_context, handle, holds
 from .policy import ContractPolicy
 from .violation import ContractViolation
 
@@ -221,9 +222,22 @@ def _decorator(add: Callable[[ContractSpec, tuple[str, ...]], None]) -> Callable
     return decorate
 
 
+def _checked_condition(kind: str, predicate: object, message: object,
+                       policy: object) -> None:
+    """Refuse at definition what would fail every check or every violation report."""
+    if not callable(predicate):
+        raise ContractDefinitionError(f"@{kind} needs a callable predicate, got "
+                                      f"{type(predicate).__qualname__}")
+    if not isinstance(message, str):
+        raise ContractDefinitionError(f"@{kind}'s message must be a str, got "
+                                      f"{type(message).__qualname__}")
+    checked_policy(policy, f"@{kind}'s policy", optional=True)
+
+
 def pre(predicate: Callable[..., Any], message: str = "",
         policy: ContractPolicy | None = None) -> Callable[[F], F]:
     """Add a pre-condition (checked before the conditions written below it)."""
+    _checked_condition("pre", predicate, message, policy)
     return _decorator(lambda spec, parameters: spec.preconditions.insert(0, PreCondition(
         predicate, message, policy=policy, by_name=_by_name(predicate, parameters))))
 
@@ -231,5 +245,6 @@ def pre(predicate: Callable[..., Any], message: str = "",
 def post(predicate: Callable[..., Any], message: str = "",
          policy: ContractPolicy | None = None) -> Callable[[F], F]:
     """Add a post-condition on ``(result)`` or ``(result, args)``."""
+    _checked_condition("post", predicate, message, policy)
     return _decorator(lambda spec, _parameters: spec.postconditions.insert(
         0, PostCondition(predicate, message, policy=policy)))

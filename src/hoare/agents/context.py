@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ..errors import ContractDefinitionError
 from .policy import ContractPolicy
 from .violation import ContractTermination, ContractViolation, ViolationHandler
 
@@ -44,6 +45,16 @@ def holds(result: object) -> bool:
         return False
 
 
+def checked_policy(policy: object, where: str, optional: bool = False) -> None:
+    """Refuse a policy that is not a ``ContractPolicy`` (a string such as ``"enforce"``
+    would otherwise be none of them, and silently act as none)."""
+    if isinstance(policy, ContractPolicy) or (optional and policy is None):
+        return
+    raise ContractDefinitionError(
+        f"{where} must be a ContractPolicy ({', '.join(p.name for p in ContractPolicy)})"
+        f"{' or None' if optional else ''}, got {_type_name(policy)}")
+
+
 def close_awaitable(awaitable: object) -> None:
     """Close a coroutine (or anything with ``close()``) that will never be awaited."""
     try:
@@ -62,6 +73,13 @@ class ContractContext:
     handler: ViolationHandler | None = None
     location: str = "unknown"
 
+    def __post_init__(self) -> None:
+        checked_policy(self.policy, "ContractContext.policy")
+        if self.handler is not None and not callable(self.handler):
+            raise ContractDefinitionError(
+                f"ContractContext.handler must be callable or None, got "
+                f"{_type_name(self.handler)}")
+
     def handle_violation(self, violation: ContractViolation,
                          policy: ContractPolicy | None = None) -> bool:
         """Apply this context's policy (or ``policy``, a check's own) and handler, and
@@ -74,6 +92,8 @@ class ContractContext:
         under ``OBSERVE`` the run continues (a broken logger must neither let an
         enforced violation through nor stop an observed one). ``KeyboardInterrupt``,
         ``SystemExit`` and cancellation from the handler propagate unchanged."""
+        if policy is not None:
+            checked_policy(policy, "handle_violation's policy")
         effective = self.policy if policy is None else policy
         violation.policy = effective
         if effective is ContractPolicy.IGNORE:
@@ -93,6 +113,17 @@ class ContractContext:
         if effective is ContractPolicy.ENFORCE:
             raise ContractTermination(violation)
         return True
+
+
+def _message_text(message: object) -> str:
+    """A non-text message as text (its ``str()``, or its type's name when that raises)."""
+    try:
+        text = str(message)
+        if isinstance(text, str):
+            return str.__str__(text)
+    except Exception:
+        pass
+    return f"<{_type_name(message)} message>"
 
 
 def _type_name(value: object) -> str:
@@ -142,6 +173,9 @@ def contract_assert(condition: object, message: str = "Assertion failed",
     raises is false."""
     if holds(condition):
         return
+    checked_policy(policy, "contract_assert's policy", optional=True)
+    if not isinstance(message, str):
+        message = _message_text(message)
     context = _CURRENT.get()
     effective = policy or (context.policy if context is not None else ContractPolicy.ENFORCE)
     if effective is ContractPolicy.IGNORE:
