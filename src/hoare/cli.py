@@ -9,22 +9,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import UsageError
-from .verifier.project_config import FORMATS
+from .verifier.project_config import FORMATS, seconds_argument
 
 __all__ = ["main", "run"]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so ``main`` returns the status."""
+    """argparse that raises instead of exiting, so ``main`` returns the status; the
+    error is one line naming the flag, not the usage block (``--help`` shows that)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        raise _UsageError(f"{self.prog}: error: {message}")
+        raise _UsageError(f"{self.prog}: error: {message} (usage: {self.prog} --help)")
 
 
 class _UsageError(UsageError):
@@ -68,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
                              "(default 10000000, about a second)")
     verify.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N|auto",
                         help="worker processes (default auto: one per core)")
+    verify.add_argument("--import-timeout", type=seconds_argument, default=None,
+                        metavar="SECONDS",
+                        help="time each file's import may take before it is reported as an "
+                             "import error (default 60)")
     verify.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip files and directories matching GLOB (repeatable)")
     verify.add_argument("--no-cache", action="store_true",
@@ -93,9 +100,9 @@ def _parser() -> argparse.ArgumentParser:
                     "percentiles; pre-flight refusals. Calls are recorded with "
                     "hoare.configure(stats=PATH_OR_URL), $HOARE_STATS or [tool.hoare] "
                     "stats.")
-    stats.add_argument("--db", required=True, metavar="PATH_OR_URL",
+    stats.add_argument("--db", default=None, metavar="PATH_OR_URL",
                        help="the store the calls were recorded in: a SQLite file or a "
-                            "SQLAlchemy URL")
+                            "SQLAlchemy URL (default: $HOARE_STATS or [tool.hoare] stats)")
     stats.add_argument("--contract", metavar="MODULE:CLASS", default=None,
                        help="only this contract")
     stats.add_argument("--label", default=None, help="only this run label")
@@ -122,7 +129,11 @@ def _parser() -> argparse.ArgumentParser:
         "eval", help="run a contract over a dataset and record P_succ before deploying",
         description="Call a contract on each input of a JSON Lines dataset, record every "
                     "call in the stats store and print its figures (as hoare stats). A "
-                    "line that is not a valid input is reported and skipped.")
+                    "line that is not a valid input (not UTF-8, not JSON, nested too "
+                    "deep, not the contract's input) is reported with its number and "
+                    "skipped. Exit 0; 1 when a call was not recorded, no line was valid, "
+                    "or --min-p-succ X is given and the Wilson 95% lower bound of "
+                    "P_succ is below X; 2 on a usage error.")
     evaluate.add_argument("contract", metavar="MODULE:CONTRACT",
                           help="the @contract class (imported from the current directory "
                                "too)")
@@ -141,6 +152,11 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--jobs", type=_positive, default=1, metavar="N",
                           help="calls at once, on one shared instance (default 1)")
     evaluate.add_argument("--json", action="store_true", help="the figures as JSON")
+    evaluate.add_argument("--min-p-succ", type=_fraction, default=None, metavar="X",
+                          help="exit 1 when the Wilson 95%% lower bound of this run's "
+                               "P_succ is below X (a number in [0, 1]): the run shows, "
+                               "with 95%% confidence, that P_succ is at least X only "
+                               "when the bound is")
     compare = commands.add_parser(
         "compare", help="compare two run labels on P_succ (an anytime-valid gate)",
         description="Compare the calls recorded under two run labels, per contract, with "
@@ -148,9 +164,10 @@ def _parser() -> argparse.ArgumentParser:
                     "not inflate false verdicts. Exit 0: the candidate is shown no worse "
                     "than the baseline by more than --max-drop; 1: shown worse by more; "
                     "3: not shown either way yet; 2: usage error.")
-    compare.add_argument("--db", required=True, metavar="PATH_OR_URL",
+    compare.add_argument("--db", default=None, metavar="PATH_OR_URL",
                          help="the store the calls were recorded in: a SQLite file or a "
-                              "SQLAlchemy URL")
+                              "SQLAlchemy URL (default: $HOARE_STATS or [tool.hoare] "
+                              "stats)")
     compare.add_argument("--baseline", required=True, metavar="LABEL")
     compare.add_argument("--candidate", required=True, metavar="LABEL")
     compare.add_argument("--contract", metavar="MODULE:CLASS", default=None,
@@ -245,9 +262,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _verify(args)
 
 
-def _stats(args: argparse.Namespace) -> int:
-    import json
+def _store_target(given: str | None, command: str) -> str | None:
+    """The store ``hoare stats``, ``compare`` and ``eval`` read: ``--db``, else
+    ``$HOARE_STATS``, else ``[tool.hoare] stats`` (None, said on stderr, when none)."""
+    from . import configuration
 
+    target = given if given is not None else configuration.stats_target()
+    if not target:
+        print(f"hoare {command}: error: no stats store: give --db PATH_OR_URL, or set "
+              f"HOARE_STATS or [tool.hoare] stats", file=sys.stderr)
+        return None
+    return target
+
+
+def _warner(command: str) -> Callable[[str], None]:
+    """Where ``query`` says which rows it skipped or sanitized: stderr, one line each."""
+    def warn(text: str) -> None:
+        print(f"hoare {command}: warning: {_terminal_safe(text)}", file=sys.stderr)
+    return warn
+
+
+def _terminal_safe(text: str) -> str:
+    """``text`` with control characters and lone surrogates escaped: a name read from
+    a store may hold anything, and must not drive the terminal."""
+    from .stats_store import _display
+
+    return _display(text, 100_000)
+
+
+def _json_text(value: object) -> str:
+    """``value`` as strict JSON (RFC 8259): a NaN or infinite figure becomes null,
+    never ``NaN``/``Infinity``, and text is escaped to ASCII."""
+    return json.dumps(_finite(value), indent=2, allow_nan=False)
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, str):
+        from .stats_store import storable_text
+
+        return storable_text(value, len(value) + 1)
+    return value
+
+
+def _stats(args: argparse.Namespace) -> int:
     from .stats_report import parse_since, render_table, summarize
     from .stats_store import StoreError, query
 
@@ -256,13 +319,18 @@ def _stats(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"hoare stats: error: {error}", file=sys.stderr)
         return 2
+    target = _store_target(args.db, "stats")
+    if target is None:
+        return 2
     try:
-        rows = query(args.db, args.contract, args.label, since)
+        rows = query(target, args.contract, args.label, since, warn=_warner("stats"))
     except (StoreError, ImportError) as error:
-        print(f"hoare stats: error: --db {_shown_db(args.db)}: {error}", file=sys.stderr)
+        print(f"hoare stats: error: --db {_shown_db(target)}: {_terminal_safe(str(error))}",
+              file=sys.stderr)
         return 2
     summary = summarize(rows)
-    print(json.dumps(summary, indent=2) if args.json else render_table(summary))
+    print(_json_text(summary) if args.json
+          else _paint_table(_terminal_safe_lines(render_table(summary))))
     if args.plot:
         return _plot("stats", lambda plots: plots.plot_stats(rows, args.plot), args.plot)
     return 0
@@ -324,54 +392,62 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import json
     import os
     from pathlib import Path
 
     from . import configuration
     from .evaluate import EvalError, run_eval
+    from .kernel.stats import wilson_interval
     from .stats_report import render_table, summarize
-    from .stats_store import StoreError, flush_all, query
+    from .stats_store import StoreError, flush_all, query, storable_text
 
-    if args.db is not None:
-        target = args.db
-    else:  # $HOARE_STATS or [tool.hoare] stats
-        configured = configuration.stats_store()
-        target = getattr(configured, "path", None)
-    if not isinstance(target, str):
-        print("hoare eval: error: no stats store: give --db PATH_OR_URL, or set "
-              "HOARE_STATS or [tool.hoare] stats", file=sys.stderr)
+    target = _store_target(args.db, "eval")
+    if target is None:
         return 2
-    label = args.label or os.environ.get("HOARE_LABEL") or "eval"
+    label = storable_text(args.label or os.environ.get("HOARE_LABEL") or "eval")
     try:
         engine = _engine(args.engine, args.model)
         configuration.configure(stats=target, label=label)
         store = configuration.stats_store()
         name, run = run_eval(args.contract, Path(args.dataset), engine, args.jobs)
     except EvalError as error:
-        print(f"hoare eval: error: {error}", file=sys.stderr)
+        print(f"hoare eval: error: {_terminal_safe(str(error))}", file=sys.stderr)
         return 2
     flush_all(timeout=60)
     for line in run.skipped:
-        print(f"hoare eval: skipped {line}", file=sys.stderr)
+        print(f"hoare eval: skipped {_terminal_safe(line)}", file=sys.stderr)
     broken = getattr(store, "broken", None) or getattr(store, "last_error", None)
     if broken:
-        print(f"hoare eval: error: the calls were not all recorded: {broken}",
-              file=sys.stderr)
+        print(f"hoare eval: error: the calls were not all recorded: "
+              f"{_terminal_safe(str(broken))}", file=sys.stderr)
         return 1
     if not run.calls:
-        print(f"hoare eval: error: {args.dataset} has no valid input", file=sys.stderr)
+        print(f"hoare eval: error: {_terminal_safe(args.dataset)} has no valid input",
+              file=sys.stderr)
         return 1
     try:
-        rows = query(target, name, label, run.started)
+        rows = query(target, name, label, run.started, warn=_warner("eval"))
     except (StoreError, ImportError) as error:
-        print(f"hoare eval: error: --db {_shown_db(target)}: {error}", file=sys.stderr)
+        print(f"hoare eval: error: --db {_shown_db(target)}: {_terminal_safe(str(error))}",
+              file=sys.stderr)
         return 1
     summary = summarize(rows)
     summary["run"] = {"calls": run.calls, "successes": run.successes, "raised": run.raised,
                       "skipped": run.skipped}
-    print(json.dumps(summary, indent=2) if args.json else render_table(summary))
-    return 0
+    status = 0
+    if args.min_p_succ is not None:
+        low = wilson_interval(run.successes, run.calls)[0]
+        passed = low >= args.min_p_succ
+        summary["run"]["min_p_succ"] = {"threshold": args.min_p_succ,
+                                        "wilson_95_lower_bound": low, "passed": passed}
+        if not passed:
+            status = 1
+            print(f"hoare eval: P_succ not shown to be at least {args.min_p_succ:g}: the "
+                  f"Wilson 95% lower bound is {low:.4f} ({run.successes}/{run.calls} "
+                  f"calls succeeded)", file=sys.stderr)
+    print(_json_text(summary) if args.json
+          else _paint_table(_terminal_safe_lines(render_table(summary))))
+    return status
 
 
 def _engine(choice: str | None, model: str | None) -> object:
@@ -409,21 +485,24 @@ def _shown_db(target: str) -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import json
-
     from .stats_compare import compare, render_table, verdict_status
     from .stats_store import StoreError, query
 
+    target = _store_target(args.db, "compare")
+    if target is None:
+        return 2
     try:
-        a_rows = query(args.db, args.contract, args.baseline)
-        b_rows = query(args.db, args.contract, args.candidate)
+        a_rows = query(target, args.contract, args.baseline, warn=_warner("compare"))
+        b_rows = query(target, args.contract, args.candidate, warn=_warner("compare"))
     except (StoreError, ImportError) as error:
-        print(f"hoare compare: error: --db {_shown_db(args.db)}: {error}", file=sys.stderr)
+        print(f"hoare compare: error: --db {_shown_db(target)}: "
+              f"{_terminal_safe(str(error))}", file=sys.stderr)
         return 2
     contracts = sorted({r["contract"] for r in a_rows} & {r["contract"] for r in b_rows})
     if not contracts:
-        print(f"hoare compare: error: no contract has calls under both {args.baseline!r} "
-              f"and {args.candidate!r}", file=sys.stderr)
+        print(f"hoare compare: error: no contract has calls under both "
+              f"{_terminal_safe(repr(args.baseline))} and "
+              f"{_terminal_safe(repr(args.candidate))}", file=sys.stderr)
         return 2
     results = [{"contract": name, **compare(
         [r for r in a_rows if r["contract"] == name],
@@ -437,14 +516,15 @@ def _compare(args: argparse.Namespace) -> int:
             with open(args.junit, "w", encoding="utf-8") as handle:
                 handle.write(_junit(results, args.baseline, args.candidate))
         except OSError as error:
-            print(f"hoare compare: error: cannot write {args.junit}: {error}",
-                  file=sys.stderr)
+            print(f"hoare compare: error: cannot write {_terminal_safe(args.junit)}: "
+                  f"{_terminal_safe(str(error))}", file=sys.stderr)
             return 2
     if args.json:
-        print(json.dumps({"baseline": args.baseline, "candidate": args.candidate,
-                          "status": status, "contracts": results}, indent=2))
+        print(_json_text({"baseline": args.baseline, "candidate": args.candidate,
+                          "status": status, "contracts": results}))
     else:
-        print(render_table(results, args.baseline, args.candidate))
+        print(_paint_table(_terminal_safe_lines(
+            render_table(results, args.baseline, args.candidate))))
     if args.plot:
         drawn = _plot("compare", lambda plots: plots.plot_compare(
             results, a_rows, b_rows, args.baseline, args.candidate, args.plot), args.plot)
@@ -453,32 +533,79 @@ def _compare(args: argparse.Namespace) -> int:
     return status
 
 
+def _terminal_safe_lines(text: str) -> str:
+    return "\n".join(_terminal_safe(line) for line in text.split("\n"))
+
+
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(value: object) -> str:
+    """``value`` as text XML 1.0 allows: characters it forbids (control characters,
+    lone surrogates, U+FFFE/U+FFFF) written as a visible escape (``\\x01``)."""
+    return _XML_ILLEGAL.sub(lambda found: f"\\x{ord(found[0]):02x}"
+                            if ord(found[0]) < 0x100 else f"\\u{ord(found[0]):04x}",
+                            str(value))
+
+
 def _junit(results: list[dict[str, object]], baseline: str, candidate: str) -> str:
-    from xml.sax.saxutils import quoteattr
+    from xml.sax.saxutils import escape, quoteattr
+
+    def attribute(value: object) -> str:
+        return quoteattr(_xml_text(value))
 
     failures = sum(1 for r in results if r["gate"] == "worse")
     skipped = sum(1 for r in results if r["gate"] == "cannot tell yet")
     lines = ['<?xml version="1.0" encoding="utf-8"?>',
-             f'<testsuite name={quoteattr(f"hoare compare {baseline} -> {candidate}")} '
+             f'<testsuite name={attribute(f"hoare compare {baseline} -> {candidate}")} '
              f'tests="{len(results)}" failures="{failures}" skipped="{skipped}">']
     for result in results:
         lines.append(f'  <testcase classname="hoare.compare" '
-                     f'name={quoteattr(str(result["contract"]))}>')
+                     f'name={attribute(result["contract"])}>')
         gates = result["gates"]
         text = f"{result['verdict']}; gates {gates}; difference {result['difference']}"
         if result["gate"] == "worse":
             shown = ", ".join(name for name, gate in gates.items()  # type: ignore[attr-defined]
                               if gate == "worse")
-            message = quoteattr(f"candidate worse by more than the margin ({shown})")
-            lines.append(f"    <failure message={message}>{quoteattr(text)[1:-1]}</failure>")
+            message = attribute(f"candidate worse by more than the margin ({shown})")
+            lines.append(f"    <failure message={message}>{escape(_xml_text(text))}"
+                         f"</failure>")
         elif result["gate"] == "cannot tell yet":
-            lines.append(f'    <skipped message={quoteattr("cannot tell yet")}/>')
+            lines.append(f'    <skipped message={attribute("cannot tell yet")}/>')
         lines.append("  </testcase>")
     lines.append("</testsuite>")
     return "\n".join(lines) + "\n"
 
 
+# -- colour on a terminal (never in files or pipes; NO_COLOR turns it off) ---------------
+_STYLES = {"PASS": "32", "not worse": "32", "FAIL": "1;31", "worse": "1;31",
+           "WARN": "33", "UNKNOWN": "33", "cannot tell yet": "33"}
+_WORDS = re.compile(r"\b(PASS|FAIL|WARN|UNKNOWN|not worse|cannot tell yet|worse)\b")
+
+
+def _colour_wanted(stream: Any = None) -> bool:
+    """Colour only on a terminal, unless ``NO_COLOR`` is set (https://no-color.org)
+    or ``TERM=dumb``."""
+    import os
+
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _paint_table(text: str) -> str:
+    """The verdict words of a table in colour when ``_colour_wanted``."""
+    if not _colour_wanted():
+        return text
+    return _WORDS.sub(lambda found: f"\x1b[{_STYLES[found[1]]}m{found[1]}\x1b[0m", text)
+
+
 def _verify(args: argparse.Namespace) -> int:
+    from .verifier.report_formats import write_report
     from .verifier.run import VerifyError, run_verify
 
     try:
@@ -489,21 +616,21 @@ def _verify(args: argparse.Namespace) -> int:
                 strict=args.strict, timeout_ms=args.timeout_ms, rlimit=args.rlimit,
                 jobs=args.jobs, exclude=args.exclude, cache=not args.no_cache,
                 cache_dir=args.cache_dir, config=args.config, verbose=args.verbose,
-                only_affected=args.only_affected)
-    except VerifyError as error:
-        if not args.targets:
-            print(args.usage, end="", file=sys.stderr)
-        print(f"hoare verify: error: {error}", file=sys.stderr)
+                only_affected=args.only_affected, import_timeout=args.import_timeout)
+    except VerifyError as error:  # one line naming the key or flag, no usage block
+        hint = "" if args.targets else " (usage: hoare verify --help)"
+        print(f"hoare verify: error: {_terminal_safe(str(error))}{hint}", file=sys.stderr)
         return 2
     for line in outcome.messages:
         print(f"hoare verify: {line}", file=sys.stderr)
     if args.output:
         try:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(outcome.text + "\n")
+            write_report(args.output, outcome.text + "\n")
         except OSError as error:
             print(f"hoare verify: error: cannot write {args.output}: {error}", file=sys.stderr)
             return 2
+    elif (args.format or "table") == "table" and not args.json:
+        print(_paint_table(outcome.text))
     else:
         print(outcome.text)
     return outcome.status
@@ -516,13 +643,30 @@ def run() -> None:
     import os
     import threading
 
-    status = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        status = main()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `hoare ... | head`: the reader left; end quietly
+        _quiet_after_broken_pipe()
+        os._exit(141)  # 128 + SIGPIPE, as a shell reports a command a pipe ended
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         os._exit(status)
     sys.exit(status)
+
+
+def _quiet_after_broken_pipe() -> None:
+    """Point stdout (and a broken stderr) at /dev/null, so that nothing tries to
+    write the rest to the closed pipe and print a traceback."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,7 +15,7 @@ from .engines.base import Engine
 from .errors import EngineNotConfigured
 
 __all__ = ["EngineNotConfigured", "cache_size", "configure", "default_engine", "label",
-           "stats_store"]
+           "stats_store", "stats_target"]
 
 DEFAULT_CACHE_SIZE = 256
 
@@ -121,6 +121,16 @@ def stats_store() -> object | None:
     return store
 
 
+def stats_target() -> str | None:
+    """Where calls are recorded (``configure(stats=...)``, else ``$HOARE_STATS``, else
+    ``[tool.hoare] stats``), without opening the store: ``hoare stats``, ``compare``
+    and ``eval`` read it when ``--db`` is not given."""
+    path = _stats
+    if path is _KEEP:
+        path = os.environ.get("HOARE_STATS") or _project_stats()
+    return None if path is None else str(path)
+
+
 def _project_setting(key: str) -> object:
     """``[tool.hoare] <key>`` of the nearest pyproject.toml (None when absent or the
     file cannot be read, which is warned about: it must not fail a call)."""
@@ -133,10 +143,14 @@ def _project_setting(key: str) -> object:
         if found is None:
             return None
         with found.open("rb") as handle:
-            value = tomllib.load(handle).get("tool", {}).get("hoare", {}).get(key)
-    except (OSError, tomllib.TOMLDecodeError) as error:
+            table: object = tomllib.load(handle)
+        for part in ("tool", "hoare"):  # a file may give ``tool = 1``: not a table
+            table = table.get(part, {}) if isinstance(table, dict) else {}
+        value = table.get(key) if isinstance(table, dict) else None
+    except (OSError, ValueError, RecursionError) as error:  # not UTF-8, not TOML, deep
         logging.getLogger("hoare.stats").warning(
-            "hoare stats: cannot read [tool.hoare] %s: %s", key, error)
+            "hoare stats: cannot read [tool.hoare] %s: %s", key,
+            " ".join(str(error).split())[:300])
         return None
     if key == "stats" and isinstance(value, str) and value and "://" not in value:
         return str(found.parent / value)  # relative to the pyproject.toml

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from .errors import UsageError
 
@@ -63,34 +63,77 @@ def resolve(target: str, what: str) -> Any:
     return value
 
 
+MAX_LINE = 16 * 1024 * 1024  # bytes of one dataset line; a longer one is skipped
+
+
+def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """``(number, line)`` of a binary file, a line of more than ``MAX_LINE`` bytes as
+    None (read past, never held whole)."""
+    number = 0
+    while True:
+        line = handle.readline(MAX_LINE + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # skip the rest of that line
+                line = handle.readline(MAX_LINE)
+            yield number, None
+            continue
+        yield number, line
+
+
 def load_dataset(path: Path, validate: Callable[[object], Any], run: EvalRun
                  ) -> Iterator[Any]:
-    """The valid inputs of ``path``, in order; the others are noted in ``run``."""
+    """The valid inputs of ``path``, in order; the others (a line that is not UTF-8,
+    not JSON, nested too deep, too long, or not a valid input) are noted in ``run``
+    with their line number and skipped."""
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as error:
         raise EvalError(f"dataset {path}: cannot be read: {error}") from error
     with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except ValueError as error:
-                run.skipped.append(f"line {number}: not JSON ({error})")
-                continue
-            candidates = [item]
-            if isinstance(item, dict) and "input" in item:
-                candidates.insert(0, item["input"])
-            problem = ""
-            for candidate in candidates:
+        try:
+            for number, raw in _lines(handle):
+                if raw is None:
+                    run.skipped.append(f"line {number}: longer than {MAX_LINE} bytes")
+                    continue
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM
+                    raw = raw[3:]
                 try:
-                    yield validate(candidate)
-                    break
-                except Exception as error:
-                    problem = problem or " ".join(str(error).split())[:300]
-            else:
-                run.skipped.append(f"line {number}: not a valid input: {problem}")
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    run.skipped.append(f"line {number}: not UTF-8 (byte {error.start + 1}: "
+                                       f"{error.reason})")
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except RecursionError:
+                    run.skipped.append(f"line {number}: JSON nested too deeply")
+                    continue
+                except ValueError as error:
+                    run.skipped.append(f"line {number}: not JSON ({error})")
+                    continue
+                candidates = [item]
+                if isinstance(item, dict) and "input" in item:
+                    candidates.insert(0, item["input"])
+                problem = ""
+                for candidate in candidates:
+                    try:
+                        value = validate(candidate)
+                    except RecursionError:
+                        problem = problem or "nested too deeply"
+                    except Exception as error:
+                        problem = problem or " ".join(str(error).split())[:300]
+                    else:
+                        yield value
+                        break
+                else:
+                    run.skipped.append(f"line {number}: not a valid input: {problem}")
+        except OSError as error:
+            raise EvalError(f"dataset {path}: cannot be read: {error}") from error
 
 
 class _Progress:
