@@ -167,12 +167,17 @@ def test_a_lambdas_predicate_is_its_source_and_a_functions_its_name() -> None:
              args["n"] > 0
              and args["n"] % 2 == 0)
     same_line = [lambda x: x > 1, lambda y: y > 2]
+    same_names = [lambda x: x > 1, lambda x: x > 2]  # told apart by their positions
+    nested = lambda x: (lambda y: y)(x) > 0  # noqa: E731 (a lambda is what is tested)
     assert PreCondition(first).predicate_str == "lambda args: args['n'] > 0"
     assert PreCondition(second).predicate_str == "lambda args: args['n'] < 9"
     assert PreCondition(multi).predicate_str == \
         "lambda args: args['n'] > 0 and args['n'] % 2 == 0"
     assert [PostCondition(f).predicate_str for f in same_line] == \
         ["lambda x: x > 1", "lambda y: y > 2"]
+    assert [PostCondition(f).predicate_str for f in same_names] == \
+        ["lambda x: x > 1", "lambda x: x > 2"]
+    assert PreCondition(nested).predicate_str == "lambda x: (lambda y: y)(x) > 0"
     assert PreCondition(is_positive).predicate_str == "is_positive"
     assert PreCondition(_Check()).predicate_str == "_Check"
     assert PreCondition(functools.partial(is_positive)).predicate_str == "partial"

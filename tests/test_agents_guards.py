@@ -607,3 +607,18 @@ def test_a_stream_closed_early_unwinds_and_ends_cleanly() -> None:
     finally:
         sys.unraisablehook = previous
     assert [u.exc_value for u in unraisable] == [] and current_context() is None
+
+
+def test_tools_that_cannot_be_called_by_name_are_refused() -> None:
+    def look(q: str) -> str:
+        """Look."""
+        return q
+
+    with pytest.raises(ContractDefinitionError, match=r"distinct.*\['look'\]"):
+        ContractAgent(scripted(), tools=[look, tool(look)])
+    with pytest.raises(ContractDefinitionError, match="a tool must be a callable, got str"):
+        ContractAgent(scripted(), tools=["look"])
+    with pytest.raises(ContractDefinitionError, match="name must be a non-empty str"):
+        tool(look, name=hostile(DUNDERS)())
+    assert [t.name for t in ContractAgent(scripted(), tools=[look, tool(look, name="see")]
+                                          ).tools] == ["look", "see"]

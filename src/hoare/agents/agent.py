@@ -193,6 +193,12 @@ class ContractAgent:
                                           f"got {_type_name(violation_handler)}")
         self.engine = engine
         self.tools = [t if isinstance(t, Tool) else tool(t) for t in (tools or [])]
+        names = [t.name for t in self.tools]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ContractDefinitionError(
+                f"tool names must be distinct (the model calls a tool by its name): "
+                f"{repeated} given more than once; pass tool(fn, name=...) to rename one")
         for chosen in self.tools:
             if _is_async(chosen.func):
                 raise ContractDefinitionError(

@@ -19,8 +19,20 @@ class Tool:
 
     def __init__(self, func: Callable[..., Any], name: str | None = None,
                  description: str | None = None) -> None:
+        from ..errors import ContractDefinitionError
+
+        if not callable(func):
+            raise ContractDefinitionError(
+                f"a tool must be a callable, got {type(func).__qualname__}")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ContractDefinitionError(
+                f"a tool's name must be a non-empty str, got {type(name).__qualname__}")
+        if description is not None and not isinstance(description, str):
+            raise ContractDefinitionError(f"a tool's description must be a str, got "
+                                          f"{type(description).__qualname__}")
         self.func = func
-        self.name = name or getattr(func, "__name__", "tool")
+        found = getattr(func, "__name__", None)
+        self.name = name or (found if isinstance(found, str) and found else "tool")
         doc = inspect.getdoc(func) or ""
         self.description = description if description is not None else \
             doc.split("\n\n", 1)[0].strip()
