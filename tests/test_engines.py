@@ -128,12 +128,23 @@ def test_empty_choices_is_an_engine_error() -> None:
 def test_null_content_becomes_empty_text_and_missing_usage_counts_zero_tokens() -> None:
     body = {"id": "x", "object": "chat.completion", "created": 0, "model": MODEL,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
-                         "finish_reason": "content_filter"}]}
+                         "finish_reason": "stop"}]}
     with OpenAIServer([body]) as server:
         response = server.engine().complete(req())
     assert response.texts == ("",)
-    assert response.finish_reasons == ("content_filter",)
+    assert response.finish_reasons == ("stop",)
     assert response.usage.as_dict() == {"requests": 1, "input_tokens": 0, "output_tokens": 0}
+
+
+def test_null_content_withheld_by_a_content_filter_is_not_an_empty_answer() -> None:
+    """(It was reported as the answer "" before: tests/test_engines_wire.py covers the class.)"""
+    from hoare.engines.base import ContentFiltered
+
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
+                         "finish_reason": "content_filter"}]}
+    with OpenAIServer([body]) as server, pytest.raises(ContentFiltered, match="content filter"):
+        server.engine().complete(req())
 
 
 # -- structured output --------------------------------------------------------------------

@@ -10,10 +10,12 @@ stage, never spends its remedy attempts).
 from .base import (
     BudgetExceeded,
     CacheMiss,
+    ContentFiltered,
     Engine,
     EngineAnswerError,
     EngineError,
     Message,
+    ModelRefusal,
     Options,
     Request,
     Response,
@@ -36,10 +38,11 @@ from .transport import (
 
 __all__ = [
     "Budget", "BudgetExceeded", "BudgetedEngine", "CacheConflict", "CacheFileError",
-    "CacheMiss", "CacheMode", "CachedEngine", "ConnectionFailed", "Engine", "EngineAnswerError",
-    "EngineConfigError",
+    "CacheMiss", "CacheMode", "CachedEngine", "ConnectionFailed", "ContentFiltered", "Engine",
+    "EngineAnswerError", "EngineConfigError",
     "EngineError", "EngineTimeout", "Failure", "FunctionEngine", "Message", "MissingPrice",
-    "OpenAIEngine", "Options", "Price", "RateLimited", "Request", "RequestRejected", "Response",
+    "ModelRefusal", "OpenAIEngine", "Options", "Price", "RateLimited", "Request",
+    "RequestRejected", "Response",
     "ServerError", "Spend", "ToolCall", "TransportError", "TransportRetry", "Usage",
 ]
 

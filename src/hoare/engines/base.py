@@ -227,9 +227,10 @@ class Engine(Protocol):
 # ``EngineError`` (the kernel's) is re-exported here: ``hoare.engines.EngineError`` is
 # ``hoare.errors.EngineError``. Engine errors that retrying cannot fix subclass
 # ``FatalEngineError``; budget refusals ``BudgetError`` (see ``hoare.errors``).
-__all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "Engine", "EngineAnswerError",
-           "EngineError", "FatalEngineError", "Message", "Options", "Request", "Response",
-           "RetryableEngineError", "TokenLogprob", "ToolCall", "Usage", "innermost"]
+__all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "ContentFiltered", "Engine",
+           "EngineAnswerError", "EngineError", "FatalEngineError", "Message", "ModelRefusal",
+           "Options", "Request", "Response", "RetryableEngineError", "TokenLogprob", "ToolCall",
+           "Usage", "innermost"]
 
 
 def innermost(engine: object) -> object:
@@ -258,3 +259,23 @@ class CacheMiss(FatalEngineError):
 class EngineAnswerError(RetryableEngineError, TypeError):
     """An engine answered something that is not an answer (``None``, bytes, a dict…):
     that attempt has no candidate, and the next attempt may do better."""
+
+
+class ModelRefusal(RetryableEngineError):
+    """The model declined to answer (OpenAI's ``message.refusal``): not an empty answer but
+    a refusal, with its text (``refusal``). The answer was paid for: ``usage`` says what it
+    cost, and a budget meter charges it. Another attempt (a different prompt) may do better."""
+
+    def __init__(self, message: str, *, refusal: str = "", usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.refusal = refusal
+        self.usage = usage if usage is not None else Usage()
+
+
+class ContentFiltered(RetryableEngineError):
+    """The server's content filter withheld the answer (``finish_reason="content_filter"``
+    with no text): not an empty answer. ``usage`` says what it cost."""
+
+    def __init__(self, message: str, *, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage if usage is not None else Usage()

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import BudgetError
+from ..errors import BudgetError, EngineError
 from .base import BudgetExceeded, Engine, Request, Response, Usage
 
 _PER_MESSAGE_TOKENS = 8  # role markers and separators a chat template adds per message
@@ -117,6 +117,37 @@ class Budget:
     def meter(self) -> Spend:
         """A fresh meter for this budget."""
         return Spend(self)
+
+
+MAX_METERED = 10**12
+"""The most tokens of one kind a meter takes from one answer (``OpenAIEngine`` reports no
+more): a bigger number is not a count and would poison the meter's sums."""
+
+
+def _metered_count(value: object) -> int:
+    """A count a meter can add: a negative, NaN or non-numeric count would lower or poison
+    it, so it reads as 0 (a meter never goes down); an infinite or huge one as the cap."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return min(max(value, 0), MAX_METERED)
+    if isinstance(value, float):
+        if math.isnan(value) or value <= 0:
+            return 0
+        return MAX_METERED if value >= MAX_METERED else math.ceil(value)
+    return 0
+
+
+def metered(usage: Usage) -> Usage:
+    """``usage`` as a meter takes it: every count an integer in ``[0, MAX_METERED]`` (the
+    engines validate what servers report; this guards every other source of a ``Usage``,
+    such as a user's ``FunctionEngine`` answer)."""
+    counts = (usage.requests, usage.input_tokens, usage.output_tokens,
+              getattr(usage, "cached_input_tokens", 0))
+    if all(type(c) is int and 0 <= c <= MAX_METERED for c in counts):
+        return usage
+    requests, input_tokens, output_tokens, cached = (_metered_count(c) for c in counts)
+    return Usage(requests, input_tokens, output_tokens, min(cached, input_tokens))
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +300,7 @@ class Spend:
 
     def settle(self, reservation: Reservation, usage: Usage) -> float:
         """Replace a reservation by the real ``usage`` of its answer; returns its cost."""
+        usage = metered(usage)
         price = reservation.price
         cost = price.cost(usage) if price is not None else 0.0
         with self._lock:
@@ -304,6 +336,7 @@ class Spend:
 
     def record(self, usage: Usage, price: Price | None) -> float:
         """Add token usage spent outside a reservation (and its cost at ``price``)."""
+        usage = metered(usage)
         cost = price.cost(usage) if price is not None else 0.0
         with self._lock:
             self._input += usage.input_tokens
@@ -379,6 +412,10 @@ class BudgetedEngine:
         (it was never sent), else release it (the request was sent and stays counted)."""
         if isinstance(failure, BudgetExceeded) and failure.unsent:
             self.spend.withdraw(reservation)
+            return
+        usage = getattr(failure, "usage", None) if isinstance(failure, EngineError) else None
+        if isinstance(usage, Usage):  # a paid answer that is not an answer (a refusal)
+            self.spend.settle(reservation, usage)
         else:
             self.spend.release(reservation)
 

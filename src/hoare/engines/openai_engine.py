@@ -41,7 +41,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import logging
+import math
 import os
 import re
 import threading
@@ -54,8 +56,18 @@ from typing import Any, Literal
 import httpx2 as httpx
 import openai
 
-from ..errors import FatalEngineError, RetryableEngineError
-from .base import Options, Request, Response, TokenLogprob, ToolCall, Usage
+from ..errors import EngineError, FatalEngineError, RetryableEngineError
+from .base import (
+    ContentFiltered,
+    EngineAnswerError,
+    ModelRefusal,
+    Options,
+    Request,
+    Response,
+    TokenLogprob,
+    ToolCall,
+    Usage,
+)
 from .deadline import AsyncDeadlineTransport, DeadlineTransport, call_within
 from .redaction import Redactor, split_credentials
 from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
@@ -65,6 +77,11 @@ log = logging.getLogger("hoare.engines.openai")
 DEFAULT_TIMEOUT = 60.0
 """Seconds allowed for one whole send when no ``Options.timeout`` is set (the ``openai``
 client's own default, 600 s, hides a dead server for ten minutes)."""
+
+MAX_TOKEN_COUNT = 10**12
+"""The largest token count a server may report for one answer; above it the number is
+not a count (it would poison sums, statistics and 64-bit SQL columns)."""
+_PER_MESSAGE_TOKENS = 8  # role markers and separators a chat template adds per message
 
 _WATCHDOG_GRACE = 1.0  # seconds past the deadline before the watchdog ends a send
 _LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
@@ -574,9 +591,11 @@ class OpenAIEngine:
             if _streams(request, params):
                 params = _streaming(params)
             client = self.client
+            create = (client.chat.completions.create if params.get("stream")
+                      else client.chat.completions.with_raw_response.create)
             try:
                 completion = self.transport.call(
-                    functools.partial(_watched, client.chat.completions.create,
+                    functools.partial(_watched, create,
                                       float(params["timeout"]) + _WATCHDOG_GRACE, params),
                     self._classifier(params), where=self._where(params))
             except RequestRejected as error:
@@ -585,7 +604,7 @@ class OpenAIEngine:
                 raise
             if params.get("stream"):
                 return self._read_stream(completion, params, request)
-            return self._response(completion, params)
+            return self._response(completion, params, request)
         raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
 
     async def acomplete(self, request: Request) -> Response:
@@ -595,7 +614,9 @@ class OpenAIEngine:
             if _streams(request, params):
                 params = _streaming(params)
             client = await self._aclient()
-            send = functools.partial(_bounded, client.chat.completions.create,
+            create = (client.chat.completions.create if params.get("stream")
+                      else client.chat.completions.with_raw_response.create)
+            send = functools.partial(_bounded, create,
                                      float(params["timeout"]) + _WATCHDOG_GRACE, params)
             try:
                 completion = await self.transport.acall(
@@ -606,7 +627,7 @@ class OpenAIEngine:
                 raise
             if params.get("stream"):
                 return await self._aread_stream(completion, params, request)
-            return self._response(completion, params)
+            return self._response(completion, params, request)
         raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
 
     # -- streams: read as they arrive, cancelled when ``request.watch`` says so --------------
@@ -642,34 +663,200 @@ class OpenAIEngine:
             await stream.close()
         return reading.response(params)
 
-    def _response(self, completion: Any, params: Mapping[str, Any]) -> Response:
-        choices = sorted(completion.choices or (), key=lambda c: c.index or 0)
-        if not choices:
-            raise RetryableEngineError(f"{self._where(params)} answered with no choices: "
-                              f"{str(completion)[:300]}")
-        texts = tuple((c.message.content if c.message is not None else None) or ""
-                      for c in choices)
-        reasons = tuple(c.finish_reason for c in choices)
-        usage = completion.usage
-        first = choices[0].message
-        calls = tuple(
-            ToolCall(str(call.id or ""), str(call.function.name or ""),
-                     str(call.function.arguments or ""))
-            for call in (getattr(first, "tool_calls", None) or ())
-            if getattr(call, "function", None) is not None)
-        return Response(
-            texts=texts,
-            finish_reasons=reasons,
-            usage=Usage(requests=1,
-                        input_tokens=(usage.prompt_tokens or 0) if usage else 0,
-                        output_tokens=(usage.completion_tokens or 0) if usage else 0,
-                        cached_input_tokens=_cached_tokens(usage)),
-            logprobs=(tuple(_logprobs(c) for c in choices) if params.get("logprobs")
-                      else ()),
-            model=completion.model or str(params["model"]),
-            tool_calls=calls,
-            decoding=_dialect(params.get("response_format")),
-        )
+    def _response(self, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
+        """The answer of a non-streamed send, read from the body the server sent (not from
+        the client's unvalidated model): whatever it sent, either a ``Response`` whose
+        every field has been checked or an engine error naming the server and quoting,
+        escaped and cut short, what it sent."""
+        where = self._where(params)
+        http = getattr(raw, "http_response", raw)
+        body = _body_of(http, where)
+        return _parse_completion(body, params, request, where, self._redact)
+
+
+def _excerpt(value: Any, limit: int = 200) -> str:
+    """A short, escaped excerpt of something a server sent (``repr``: control characters,
+    invalid bytes and lone surrogates are shown as escapes, never written raw)."""
+    if isinstance(value, bytes | bytearray):
+        cut = bytes(value[:limit])
+        more = len(value) > limit
+    elif isinstance(value, str):
+        cut, more = value[:limit], len(value) > limit
+    else:
+        try:
+            text = json.dumps(value, allow_nan=True, default=str)
+        except (ValueError, TypeError, RecursionError):
+            text = type(value).__name__
+        cut, more = text[:limit], len(text) > limit
+    return repr(cut) + (f" … ({len(value)} in all)" if more and isinstance(
+        value, str | bytes | bytearray) else "…" if more else "")
+
+
+def _body_of(http: Any, where: str) -> dict[str, Any]:
+    """The JSON object a 2xx response carried, or ``EngineAnswerError`` saying what came
+    instead (nothing, a stream nobody asked for, bytes that are not UTF-8, text that is not
+    JSON, JSON that is not an object)."""
+    status = getattr(http, "status_code", 200)
+    content = getattr(http, "content", b"")
+    if not isinstance(content, bytes):
+        raise EngineAnswerError(f"{where} answered HTTP {status} with a body the client could "
+                                "not read")
+    try:
+        kind = str(http.headers.get("content-type", "")).lower()
+    except Exception:
+        kind = ""
+    if not content.strip():
+        raise EngineAnswerError(f"{where} answered HTTP {status} with an empty body "
+                                f"(content-type {kind or 'none'!r}); expected a chat "
+                                "completion (JSON)")
+    if "text/event-stream" in kind or content.lstrip().startswith((b"data:", b"event:")):
+        raise EngineAnswerError(f"{where} answered HTTP {status} with a stream (server-sent "
+                                "events) the request did not ask for: "
+                                f"{_excerpt(content)}")
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise EngineAnswerError(f"{where} answered HTTP {status} with a body that is not "
+                                f"UTF-8 (invalid byte at offset {error.start}): "
+                                f"{_excerpt(content)}") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        reason = "nested too deep" if isinstance(error, RecursionError) else str(error)[:120]
+        raise EngineAnswerError(f"{where} answered HTTP {status} with a body that is not JSON "
+                                f"({reason}; content-type {kind or 'none'!r}): "
+                                f"{_excerpt(text)}") from None
+    if not isinstance(data, dict):
+        raise EngineAnswerError(f"{where} answered HTTP {status} with JSON that is not a chat "
+                                f"completion object: {_excerpt(text)}")
+    return data
+
+
+def _request_bytes(request: Request) -> int:
+    """An upper bound of the input tokens of ``request`` (a token is at least one byte)."""
+    total = sum(_PER_MESSAGE_TOKENS + len(m.content.encode("utf-8", "surrogatepass"))
+                for m in request.messages)
+    if request.schema is not None:
+        total += len(json.dumps(request.schema, default=str).encode("utf-8", "surrogatepass"))
+    return total
+
+
+def _content(value: Any, where: str) -> str | None:
+    """A message's ``content``: text, or a list of text parts (joined), or None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(part, dict)
+                                       and isinstance(part.get("text", ""), str)
+                                       for part in value):
+        return "".join(part.get("text", "") for part in value)
+    raise EngineAnswerError(f"{where} answered a message whose content is not text: "
+                            f"{_excerpt(value)}")
+
+
+def _tool_calls(message: Mapping[str, Any], where: str) -> tuple[ToolCall, ...]:
+    raw = message.get("tool_calls")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise EngineAnswerError(f"{where} answered tool_calls that are not a list: "
+                                f"{_excerpt(raw)}")
+    calls = []
+    for call in raw:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise EngineAnswerError(f"{where} answered a malformed tool call: {_excerpt(call)}")
+        name, arguments, ident = function.get("name"), function.get("arguments"), call.get("id")
+        if isinstance(arguments, dict | list):
+            arguments = json.dumps(arguments)
+        if not (isinstance(name, str) and isinstance(arguments, str | None)
+                and isinstance(ident, str | None)):
+            raise EngineAnswerError(f"{where} answered a malformed tool call: {_excerpt(call)}")
+        calls.append(ToolCall(ident or "", name, arguments or ""))
+    return tuple(calls)
+
+
+def _parse_completion(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
+                      where: str, redact: Callable[[str], str]) -> Response:
+    """A chat completion object, every field checked (see ``OpenAIEngine._response``).
+    Choices the model refused (``message.refusal``) or the server's content filter
+    withheld (``finish_reason="content_filter"`` with no text) are left out; when no
+    choice is left, ``ModelRefusal`` / ``ContentFiltered`` says so, with the usage."""
+    try:
+        return _parse_checked(data, params, request, where)
+    except EngineError as error:
+        text = str(error)
+        if redact(text) != text:  # a server echoing the key in what it sent
+            error.args = (redact(text),)
+            if isinstance(error, ModelRefusal):
+                error.refusal = redact(error.refusal)
+        raise
+
+
+def _parse_checked(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
+                   where: str) -> Response:
+    raw_choices = data.get("choices")
+    if not raw_choices:
+        if data.get("error") is not None:
+            raise EngineAnswerError(f"{where} answered HTTP 200 with an error and no choices: "
+                                    f"{_excerpt(data.get('error'))}")
+        raise RetryableEngineError(f"{where} answered with no choices: {_excerpt(data)}")
+    if not isinstance(raw_choices, list):
+        raise EngineAnswerError(f"{where} answered choices that are not a list: "
+                                f"{_excerpt(raw_choices)}")
+    read: list[tuple[int, int, str | None, str | None, str | None, Any, Mapping[str, Any]]] = []
+    for position, choice in enumerate(raw_choices):
+        if not isinstance(choice, dict):
+            raise EngineAnswerError(f"{where} answered a choice that is not an object: "
+                                    f"{_excerpt(choice)}")
+        index = choice.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            index = position
+        message = choice.get("message")
+        if message is None:
+            message = {}
+        if not isinstance(message, dict):
+            raise EngineAnswerError(f"{where} answered a message that is not an object: "
+                                    f"{_excerpt(message)}")
+        content = _content(message.get("content"), where)
+        refusal = message.get("refusal")
+        if refusal is not None and not isinstance(refusal, str):
+            refusal = _excerpt(refusal)
+        finish = choice.get("finish_reason")
+        if finish is not None and not isinstance(finish, str):
+            raise EngineAnswerError(f"{where} answered a finish_reason that is not text: "
+                                    f"{_excerpt(finish)}")
+        read.append((index, position, content, refusal or None, finish, choice, message))
+    read.sort(key=lambda item: item[:2])
+    kept = [item for item in read
+            if item[2] or not (item[3] or item[4] == "content_filter")
+            or item[6].get("tool_calls")]
+    output_bytes = sum(len((item[2] or item[3] or "").encode("utf-8", "surrogatepass"))
+                       for item in read)
+    max_tokens = params.get("max_tokens", params.get("max_completion_tokens"))
+    output_bound = (max_tokens * len(read) if isinstance(max_tokens, int) and max_tokens > 0
+                    else output_bytes)
+    usage = checked_usage(data.get("usage"), _request_bytes(request), output_bound, where)
+    if not kept:
+        refusals = [item[3] for item in read if item[3]]
+        if refusals:
+            raise ModelRefusal(f"{where}: the model refused to answer: "
+                               f"{_excerpt(refusals[0], 300)}", refusal=refusals[0], usage=usage)
+        raise ContentFiltered(f"{where}: the answer was withheld by the server's content "
+                              "filter (finish_reason=content_filter, no text)", usage=usage)
+    if len(kept) < len(read):
+        log.warning("%s: %d of %d completions refused or filtered; left out", where,
+                    len(read) - len(kept), len(read))
+    model = data.get("model")
+    return Response(
+        texts=tuple(item[2] or "" for item in kept),
+        finish_reasons=tuple(item[4] for item in kept),
+        usage=usage,
+        logprobs=(tuple(_logprobs(item[5]) for item in kept) if params.get("logprobs")
+                  else ()),
+        model=model if isinstance(model, str) and model else str(params["model"]),
+        tool_calls=_tool_calls(kept[0][6], where),
+        decoding=_dialect(params.get("response_format")),
+    )
 
 
 def _streams(request: Request, params: Mapping[str, Any]) -> bool:
@@ -760,29 +947,101 @@ class _StreamReading:
                                   if params.get("logprobs") else ()))
 
 
+def _field(obj: Any, name: str) -> Any:
+    """``obj[name]`` of a JSON object, ``obj.name`` of a client model; None when absent."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # a foreign object's __getattr__
+        return None
+
+
+def _count(value: Any) -> int | None:
+    """A token count from the server: a non-negative integer (an integral float is read
+    as one) below ``MAX_TOKEN_COUNT``, else None (not a count)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= MAX_TOKEN_COUNT else None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value) if 0 <= value <= MAX_TOKEN_COUNT else None
+    return None
+
+
 def _cached_tokens(usage: Any) -> int:
-    """``usage.prompt_tokens_details.cached_tokens`` where the server reports it."""
-    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return cached if isinstance(cached, int) and cached > 0 else 0
+    """``usage.prompt_tokens_details.cached_tokens`` where the server reports it as a
+    count (anything else counts as no cached tokens: full price, the safe side)."""
+    cached = _count(_field(_field(usage, "prompt_tokens_details"), "cached_tokens"))
+    return cached or 0
+
+
+def checked_usage(usage: Any, input_bound: int, output_bound: int, where: str) -> Usage:
+    """The usage a server reported, validated at the engine boundary. A token count that is
+    missing stays 0 (servers that count nothing); one that is not a count (negative,
+    fractional, NaN, infinite, not a number, above ``MAX_TOKEN_COUNT``) is replaced by
+    the bound given (a token is at least one UTF-8 byte, so the bytes sent and received
+    bound the tokens) and logged: a budget is never credited and never under-charged
+    by a bad number, and no NaN or infinity reaches a meter or the statistics."""
+    counts = []
+    for name, bound in (("prompt_tokens", input_bound), ("completion_tokens", output_bound)):
+        value = _field(usage, name)
+        count = _count(value)
+        if value is not None and count is None:
+            log.warning("%s reported usage.%s=%s, not a token count; counted as %d (an "
+                        "upper bound)", where, name, _excerpt(value, 60), bound)
+            count = bound
+        counts.append(count or 0)
+    cached = min(_cached_tokens(usage), counts[0])
+    return Usage(1, counts[0], counts[1], cached)
 
 
 def _logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
     """A choice's ``logprobs.content`` (None when the server sent none)."""
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    content = _field(_field(choice, "logprobs"), "content")
     return _tokens(content) if content else None
 
 
+def _logprob(value: Any) -> float:
+    """A log-probability: a finite number ≤ 0 (a rounding excess up to 1e-6 reads as 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"logprob {value!r} is not a number")
+    number = float(value)
+    if not (math.isfinite(number) and number <= 1e-6):
+        raise ValueError(f"logprob {value!r} is not a log-probability")
+    return min(number, 0.0)
+
+
+def _token_text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"token {value!r} is not text")
+    return value
+
+
 def _tokens(content: Any) -> tuple[TokenLogprob, ...] | None:
-    """``logprobs.content`` items as ``TokenLogprob``s (None when one is malformed)."""
+    """``logprobs.content`` items as ``TokenLogprob``s (None when one is malformed: a
+    token that is not text, a log-probability that is not a finite number ≤ 0)."""
     try:
+        if isinstance(content, str | bytes | Mapping):
+            raise TypeError("not a list")
         return tuple(
-            TokenLogprob(str(item.token), float(item.logprob),
-                         tuple((str(alt.token), float(alt.logprob))
-                               for alt in (getattr(item, "top_logprobs", None) or ())))
+            TokenLogprob(_token_text(_field(item, "token")), _logprob(_field(item, "logprob")),
+                         tuple((_token_text(_field(alt, "token")),
+                                _logprob(_field(alt, "logprob")))
+                               for alt in _listed(_field(item, "top_logprobs"))))
             for item in content)
     except (AttributeError, TypeError, ValueError):
         return None  # a malformed entry: no logprobs rather than wrong ones
+
+
+def _listed(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise TypeError("not a list")
 
 
 def _dialect(payload: object) -> str | None:
