@@ -622,3 +622,76 @@ def test_tools_that_cannot_be_called_by_name_are_refused() -> None:
         tool(look, name=hostile(DUNDERS)())
     assert [t.name for t in ContractAgent(scripted(), tools=[look, tool(look, name="see")]
                                           ).tools] == ["look", "see"]
+
+
+REAL_SERVER_THREADS = textwrap.dedent(r'''
+    import json, sys, threading
+    sys.path.insert(0, sys.argv[1])  # tests/: the loopback OpenAI-compatible server
+    from openai_server import OpenAIServer, completion, tool_calls
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from hoare import telemetry
+    from hoare.agents import ContractAgent, ContractPolicy, pre, tool
+
+    @tool
+    @pre(lambda args: args["b"] != 0, "no division by zero")
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        if b == 2:
+            raise ValueError("two is not allowed")
+        return a / b
+
+    def answer(body):
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return completion("done")
+        n = int(last["content"].split()[-1])
+        return tool_calls(("divide", json.dumps({"a": n, "b": n % 4})))
+
+    class Broken(SpanProcessor):  # a processor that raises on every span end
+        def on_end(self, span):
+            raise RuntimeError("broken exporter")
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(Broken())  # after the exporter: the SDK stops at it
+    telemetry.instrument(tracer_provider=provider)
+    errors = []
+    with OpenAIServer(default=answer) as server:
+        agent = ContractAgent(server.engine(), tools=[divide],
+                              policy=ContractPolicy.OBSERVE, violation_handler=lambda v: None)
+        def run(t):
+            try:
+                for r in range(5):
+                    result = agent.run(f"Task number {t * 5 + r}")
+                    assert result.success and result.answer == "done", result.error
+            except BaseException as error:
+                errors.append(repr(error))
+        threads = [threading.Thread(target=run, args=(t,)) for t in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+    stats = agent.tool_stats()["divide"]
+    spans = exporter.get_finished_spans()
+    print(json.dumps({"errors": errors, "calls": stats["calls"],
+                      "violations": stats["violations"], "p_succ": stats["p_succ"],
+                      "tool_spans": sum(s.name == "execute_tool divide" for s in spans),
+                      "agent_spans": sum(s.name.startswith("invoke_agent") for s in spans)}))
+''')
+
+
+def test_threads_sharing_an_agent_on_a_real_server_with_a_broken_span_processor() -> None:
+    """8 threads x 5 runs on one agent, the real openai client against the loopback
+    server, a span processor whose on_end raises: every run answers, the per-tool
+    figures are exact, every span is exported."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", REAL_SERVER_THREADS, tests],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": LIBRARY})
+    assert done.returncode == 0, done.stderr
+    ns = range(40)
+    clean = sum(n % 4 not in (0, 2) for n in ns)  # b == 0 violated (observed), b == 2 raised
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "errors": [], "calls": 40, "violations": sum(n % 4 == 0 for n in ns),
+        "p_succ": clean / 40, "tool_spans": 40, "agent_spans": 40}
