@@ -159,3 +159,42 @@ def test_an_interrupt_from_the_engine_propagates_unchanged(
     with pytest.raises(interrupt) as caught:
         ENGINE_PATHS[path](FunctionEngine(answer))
     assert caught.value is raised and calls == [1]  # not retried, not wrapped
+
+
+def _deep_contract(engine: FunctionEngine) -> bool:
+    @contract(remedy_retry_params={"tries": 2, "delay": 0, "jitter": 0})
+    class Listed(Contract[Q, A]):
+        prompt = "Answer."
+
+        def forward(self, q: Q) -> A:
+            return self.contract_result if self.contract_successful else A(n=-1)
+
+    return bool(Listed(engine=engine)(Q(n=1)).n == 2)
+
+
+def _deep_query(engine: FunctionEngine) -> bool:
+    from hoare.queries import Query
+
+    @dataclass
+    class Ask(Query[A]):
+        """Give a number."""
+
+        n: int
+
+    return bool(Ask(1).run(engine).n == 2)
+
+
+def _deep_agent(engine: FunctionEngine) -> bool:
+    from hoare.agents import ContractAgent
+
+    result = ContractAgent(engine, answer_type=A).run("t")
+    return bool(result.success and result.answer.n == 2)
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+@pytest.mark.parametrize("path", ["contract", "query", "agent"])
+def test_an_answer_nested_past_any_bound_is_a_failed_attempt(path: str, depth: int) -> None:
+    deep = '{"n": ' + "[" * depth + "]" * depth + "}"
+    answers = iter([deep, '{"n": 2}'])
+    run = {"contract": _deep_contract, "query": _deep_query, "agent": _deep_agent}[path]
+    assert run(FunctionEngine(lambda request: next(answers))) is True
