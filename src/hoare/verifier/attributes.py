@@ -7,7 +7,13 @@
   an assumption), else a class attribute; otherwise a free symbol of the
   annotated type: any value is assumed, and the report says so.
 
-Properties and methods are opaque: reading them could run code.
+The class attribute is the value only when nothing else can set the attribute:
+every method of the user's classes (helpers, a parent's ``__init__``,
+``__post_init__``, ``model_post_init``…) is read, and an attribute stored anywhere
+(``self.a, self.b = …`` included) is free; ``setattr``, ``__dict__``, ``vars``,
+``__setattr__``/``__getattr__`` overrides or a method whose source is missing make
+every attribute opaque. Properties, methods and data descriptors are opaque:
+reading them could run code.
 """
 
 from __future__ import annotations
@@ -63,6 +69,25 @@ def _class_attribute(cls: type, name: str) -> Sym:
     return plain(static, f"self.{name}")
 
 
+_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")
+
+
+def _user_classes(cls: type) -> list[type]:
+    """The classes of ``cls``'s MRO whose code is the user's (not hoare's, not builtins)."""
+    return [k for k in cls.__mro__ if k is not object and
+            not str(getattr(k, "__module__", "")).startswith(("hoare.", "builtins", "abc",
+                                                              "typing"))]
+
+
+def _attribute_hook(cls: type) -> str | None:
+    """The attribute-access hook a user class defines (``__getattr__``…), if any."""
+    for klass in _user_classes(cls):
+        for name in _HOOKS:
+            if name in klass.__dict__:
+                return f"{klass.__qualname__}.{name}"
+    return None
+
+
 class InstanceSelf(SelfModel):
     """``self`` is a concrete instance: attributes are read from it (plain data only)."""
 
@@ -71,10 +96,17 @@ class InstanceSelf(SelfModel):
         self.instance = instance
 
     def lookup(self, name: str) -> Sym:
+        cls = type(self.instance)
+        hook = _attribute_hook(cls)
+        if hook is not None:
+            raise Opaque(f"self.{name}: {hook} decides attribute access")
+        static = inspect.getattr_static(cls, name, None)
+        if hasattr(type(static), "__set__") or hasattr(type(static), "__delete__"):
+            raise Opaque(f"self.{name} is a data descriptor ({type(static).__name__})")
         data = getattr(self.instance, "__dict__", {})
         if name in data:
             return plain(data[name], f"self.{name}")
-        return _class_attribute(type(self.instance), name)
+        return _class_attribute(cls, name)
 
 
 class StaticSelf(SelfModel):
@@ -86,11 +118,25 @@ class StaticSelf(SelfModel):
         super().__init__()
         self.cls = cls
         self._init = _init_assignments(cls)
+        self._dynamic = _attribute_hook(cls)
+        self._written: dict[str, int] = {}
+        if self._dynamic is None:
+            try:
+                self._written = _stored_attributes(cls)
+            except _Dynamic as error:
+                self._dynamic = str(error)
 
     def lookup(self, name: str) -> Sym:
         if name in self.free:
             return self.free[name]
+        if self._dynamic is not None:
+            raise Opaque(f"self.{name} is not known statically: {self._dynamic}")
         found = self._init.get(name)
+        if found is not None and found[0] in ("const", "default") and \
+                self._written.get(name, 0) > 1:
+            found = ("free", None, found[2])  # also set elsewhere (a helper, a parent)
+        if found is None and self._written.get(name):
+            found = ("free", None, _class_hint(self.cls, name))
         if found is None:
             return _class_attribute(self.cls, name)
         kind, payload, annotation = found
@@ -106,6 +152,57 @@ class StaticSelf(SelfModel):
         self.assumptions[name] = (
             f"self.{name} is not known statically: any {_type_name(annotation)} is assumed")
         return sym
+
+
+class _Dynamic(Exception):
+    """The user's methods may set any attribute (``setattr``, ``__dict__``…)."""
+
+
+_DYNAMIC_CALLS = {"setattr", "delattr", "vars", "__setattr__", "__delattr__"}
+
+
+def _functions(klass: type) -> list[object]:
+    """The functions defined in ``klass``'s body (methods, static/class methods,
+    property accessors)."""
+    out: list[object] = []
+    for value in klass.__dict__.values():
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            out += [f for f in (value.fget, value.fset, value.fdel) if f is not None]
+        elif isinstance(value, types.FunctionType):
+            out.append(value)
+    return out
+
+
+def _stored_attributes(cls: type) -> dict[str, int]:
+    """How many times each attribute name is stored (``x.name = …``, augmented,
+    in a tuple target, deleted) in the user's methods; raises ``_Dynamic`` when a
+    method may set attributes by name or its source cannot be read."""
+    counts: dict[str, int] = {}
+    for klass in _user_classes(cls):
+        for function in _functions(klass):
+            name = getattr(function, "__qualname__", "?")
+            try:
+                node = function_node(function)
+            except SourceNotFound:
+                raise _Dynamic(f"the source of {name} is not available") from None
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Attribute):
+                    if sub.attr == "__dict__" or (sub.attr in _DYNAMIC_CALLS):
+                        raise _Dynamic(f"{name} uses .{sub.attr}")
+                    if isinstance(sub.ctx, (ast.Store, ast.Del)):
+                        counts[sub.attr] = counts.get(sub.attr, 0) + 1
+                elif isinstance(sub, ast.Name) and sub.id in _DYNAMIC_CALLS:
+                    raise _Dynamic(f"{name} calls {sub.id}()")
+    return counts
+
+
+def _class_hint(cls: type, name: str) -> object:
+    try:
+        return typing.get_type_hints(cls).get(name)
+    except Exception:  # a hint that does not resolve: no annotation
+        return None
 
 
 def _type_name(annotation: object) -> str:
@@ -164,9 +261,10 @@ def _init_assignments(cls: type) -> dict[str, tuple[str, object, object]]:
         elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
             targets = [stmt.target]
         for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
-                    target.value.id == self_name:
-                counts[target.attr] = counts.get(target.attr, 0) + 1
+            for part in ast.walk(target):  # self.a, self.b = ... stores both
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) \
+                        and part.value.id == self_name:
+                    counts[part.attr] = counts.get(part.attr, 0) + 1
     for stmt in node.body:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

@@ -37,7 +37,7 @@ import z3
 from ..description import PredicateSource
 from .attributes import InstanceSelf, SelfModel, StaticSelf, plain
 from .calls import CallSite, lookup_function, lookup_method, receiver_kind
-from .semantics import Semantics, _and, _not, _or
+from .semantics import SETS, Semantics, _and, _not, _or
 from .source import FunctionNode, SourceNotFound, function_node
 from .values import (
     Opaque,
@@ -505,7 +505,13 @@ class _Translator(Semantics):
                 if any(isinstance(e, ast.Starred) for e in node.elts):
                     raise Opaque("starred expression")
                 items = tuple(self.expr(e, env) for e in node.elts)
-                container = {ast.Tuple: "tuple", ast.List: "list", ast.Set: "set"}[type(node)]
+                # a set display keeps duplicates here ({a, b} with a == b): "setlit"
+                # supports `in` and `==`, not len() or iteration
+                container = {ast.Tuple: "tuple", ast.List: "list", ast.Set: "setlit"}[
+                    type(node)]
+                if container == "setlit":
+                    for item in items:
+                        self.hashable(item)  # building the set hashes every item
                 return SColl(items, container)
             raise Opaque(f"`{type(node).__name__}` expression `{_src(node)}`")
         finally:
@@ -651,10 +657,12 @@ class _Translator(Semantics):
             return self.slice(container, node.slice, env)
         index = self.expr(node.slice, env)
         container = self.unwrap(container)
+        if isinstance(container, SColl) and container.container in SETS:
+            self.error(true(), "TypeError")  # sets are not subscriptable
+            return SInt(int_val(0))
         if isinstance(container, (SStr, SList, SColl)):
-            index = self.unwrap(index)
-            if not isinstance(index, (SInt, SBool)):
-                self.error(true(), "TypeError")
+            index = self.index_operand(index, "an index")
+            if index is None:
                 return SInt(int_val(0))
             i = self.int_expr(index)
             length = self.length(container).e
@@ -696,10 +704,10 @@ class _Translator(Semantics):
             value = self.unwrap(self.expr(part, env))
             if isinstance(value, SNone):
                 return default
-            if not isinstance(value, (SInt, SBool)):
-                self.error(true(), "TypeError")
+            index = self.index_operand(value, "a slice bound")
+            if index is None:
                 return default
-            i = self.int_expr(value)
+            i = self.int_expr(index)
             shifted = z3.If(i < 0, length + i, i)
             return z3.If(shifted < 0, 0, z3.If(shifted > length, length, shifted))
 
@@ -712,6 +720,8 @@ class _Translator(Semantics):
         """(present, element) pairs and the condition that elements past them exist."""
         iterable = self.unwrap(iterable)
         if isinstance(iterable, SColl):
+            if iterable.container in SETS:
+                raise Opaque("iterating over a set (hash order, no duplicates)")
             return [(true(), item) for item in iterable.items], None
         if isinstance(iterable, SList):
             pairs = [(iterable.n > index, slot) for index, slot in enumerate(iterable.slots)]
@@ -808,7 +818,7 @@ class _Translator(Semantics):
         """A method call: the handler registered for the receiver's type, or opaque."""
         receiver = self.unwrap(receiver, "AttributeError")
         if isinstance(receiver, SEnum) and issubclass(receiver.cls, str):
-            receiver = self.enum_value(receiver)
+            receiver = self.base(receiver)
         if node.keywords:
             raise Opaque(f".{name}() with keyword arguments in {self.owner}")
         kind = receiver_kind(receiver)

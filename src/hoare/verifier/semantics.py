@@ -36,7 +36,10 @@ from __future__ import annotations
 
 import builtins
 import enum
+import functools
 import math
+import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
@@ -175,6 +178,49 @@ def _python_number(value: Sym) -> int | float | None:
     return None
 
 
+SETS = ("set", "frozenset", "setlit")  # SColl containers that are sets ("setlit": a display)
+
+
+def _identity_eq(obj: object) -> bool:
+    """Is ``==`` on ``obj`` identity? (modules, functions and builtins, classes whose
+    metaclass is ``type`` or ``EnumMeta``: none of them define ``__eq__``)."""
+    if isinstance(obj, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                        types.MethodType)):
+        return True
+    return isinstance(obj, type) and type(obj) in (type, enum.EnumMeta)
+
+
+_OPERATORS = ("__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__",
+              "__contains__", "__add__", "__radd__", "__mul__", "__rmul__", "__mod__",
+              "__len__", "__bool__", "__str__", "__format__", "__getitem__", "__iter__",
+              "__int__", "__index__", "__float__", "__abs__", "__neg__")
+
+
+@functools.lru_cache(maxsize=256)
+def _mixin_data_is_value(cls: type, mixin: type) -> bool:
+    """Does every member of the mixin enum ``cls`` hold exactly its ``.value`` as its
+    ``mixin`` data, with ``mixin``'s operators (none redefined below it)?"""
+    for klass in cls.__mro__:
+        if klass is mixin:
+            break
+        if klass.__module__ == "enum":
+            continue
+        for name in _OPERATORS:
+            found = klass.__dict__.get(name)
+            if found is None:
+                continue
+            function = getattr(found, "__func__", found)
+            if getattr(function, "__module__", None) != "enum" and not any(
+                    function is getattr(b, name, None) for b in (str, int, float, object)):
+                return False  # written by the user (the enum machinery copies its own)
+    data = {str: str.__str__, int: int.__index__, float: float.__float__}[mixin]
+    try:
+        return all(type(m.value) is mixin and data(m) == m.value  # type: ignore[operator]
+                   for m in cls)  # type: ignore[attr-defined]
+    except Exception:  # a member's own code may raise anything
+        return False
+
+
 class Semantics:
     """Operators on ``Sym``s. Subclasses provide ``error`` (record a raise),
     ``define`` (a definitional side constraint) and ``havoc_note``."""
@@ -247,7 +293,7 @@ class Semantics:
             return true()  # BaseModel defines neither __bool__ nor __len__
         if isinstance(value, SEnum):
             if issubclass(value.cls, (int, str, float)):
-                return self.truthy(self.enum_value(value))
+                return self.truthy(self.base(value))
             return true()
         if isinstance(value, SOpaque):
             if value.truthy is not None:
@@ -327,9 +373,24 @@ class Semantics:
     def numeric(self, value: Sym) -> Sym:
         """A mixin enum member (``IntEnum``, ``StrEnum``…) is its value; a plain
         ``Enum`` member stays a member (arithmetic on it raises ``TypeError``)."""
-        if isinstance(value, SEnum) and issubclass(value.cls, (int, float, str)):
-            return self.enum_value(value)
-        return value
+        return self.base(value)
+
+    def base(self, value: Sym) -> Sym:
+        """A member of a ``str``/``int``/``float`` mixin enum (``(str, Enum)``,
+        ``StrEnum``, ``IntEnum``, ``IntFlag``) used where its base type's methods run
+        (``in``, ``startswith``, ``+``, ``==``, ``<``): the base-type data it holds.
+        That is its ``.value`` only when every member's value has exactly the base
+        type and equals the data (``class E(str, Enum): A = 1`` holds ``'1'``);
+        otherwise, or when the enum defines its own operators, it is opaque."""
+        if not isinstance(value, SEnum):
+            return value
+        mixin = next((t for t in (str, int, float) if issubclass(value.cls, t)), None)
+        if mixin is None:
+            return value
+        if not _mixin_data_is_value(value.cls, mixin):
+            raise Opaque(f"{value.cls.__name__} members used as {mixin.__name__}: their "
+                         f"data is not exactly their value, or the enum defines operators")
+        return self.enum_value(value)
 
     # -- enums --------------------------------------------------------------------------
     def enum_value(self, value: SEnum) -> Sym:
@@ -419,10 +480,8 @@ class Semantics:
         if isinstance(a, SEnum) or isinstance(b, SEnum):
             enum_side = a if isinstance(a, SEnum) else b
             assert isinstance(enum_side, SEnum)
-            if issubclass(enum_side.cls, (int, str, float)):  # mixed-in: compare values
-                a = self.enum_value(a) if isinstance(a, SEnum) else a
-                b = self.enum_value(b) if isinstance(b, SEnum) else b
-                return self.eq(a, b)
+            if issubclass(enum_side.cls, (int, str, float)):  # mixed-in: compare data
+                return self.eq(self.base(a), self.base(b))
             return false()
         if self.is_number(a) and self.is_number(b):
             if isinstance(a, SFloat) or isinstance(b, SFloat):
@@ -442,30 +501,77 @@ class Semantics:
             if isinstance(a, SModel) and isinstance(b, SModel):
                 raise Opaque("equality of pydantic models")
             return false()
-        if isinstance(a, SObj) and isinstance(b, SObj):
-            return bool_val(bool(a.obj == b.obj))
+        if isinstance(a, SObj) or isinstance(b, SObj):
+            return self.object_eq(a, b)
         if isinstance(a, STruth) or isinstance(b, STruth):
             raise Opaque("equality of a value of unknown type")
-        if isinstance(a, SObj) or isinstance(b, SObj):
-            return false()
         if a.kind != b.kind:
             return false()
         raise Opaque(f"equality of {a.kind} values")
 
+    @staticmethod
+    def object_eq(a: Sym, b: Sym) -> z3.BoolRef:
+        """``==`` with an ``SObj`` (a module, a function, a class, or a constant the
+        verifier does not read as a value): decided only where ``==`` is identity
+        (modules, functions, plain classes); otherwise unknown (a dict, a nested
+        constant, a user object may define ``__eq__``)."""
+        objects = [v.obj for v in (a, b) if isinstance(v, SObj)]
+        if not all(_identity_eq(obj) for obj in objects):
+            raise Opaque(f"equality with the constant {objects[0]!r:.40}"
+                         if not _identity_eq(objects[0]) else
+                         f"equality with the constant {objects[-1]!r:.40}")
+        if len(objects) == 2:
+            return bool_val(objects[0] is objects[1])
+        return false()
+
+    def item_eq(self, a: Sym, b: Sym) -> z3.BoolRef:
+        """Two items compared inside a container (``==`` of lists, ``in``): Python
+        tries ``is`` first, so a ``nan`` may equal itself there; when both may be a
+        ``nan`` the result is free (which object a value is, is not modelled)."""
+        same = self.eq(a, b)
+        x, y = self.numeric(a), self.numeric(b)
+        if isinstance(x, SFloat) and isinstance(y, SFloat):
+            both_nan = _and(tag_is(x.tag, NAN), tag_is(y.tag, NAN))
+            if not is_false(both_nan):
+                return _or(same, _and(both_nan, self.havoc_bool(
+                    "two nan items compared in a container (Python tries `is` first)")))
+        return same
+
+    def hashable(self, value: Sym) -> None:
+        """Hashing ``value`` (``in`` a set): a list raises ``TypeError``; a model, or a
+        value whose type is not known, is opaque."""
+        value = self.unwrap(value) if isinstance(value, SOpt) else value
+        if isinstance(value, (SList, SColl)) and value.container in ("list", "set", "setlit"):
+            self.error(true(), "TypeError")  # unhashable
+            return
+        if isinstance(value, SColl):  # a tuple or frozenset hashes its items
+            for item in value.items:
+                self.hashable(item)
+            return
+        if isinstance(value, SList):  # a tuple field: its items are of one type
+            self.hashable(value.slots[0] if value.slots else value.tail())
+            return
+        if isinstance(value, (SModel, SOpaque, SObj, STruth)):
+            raise Opaque(f"hashing a {value.kind}")
+
     def seq_eq(self, a: Sym, b: Sym) -> z3.BoolRef:
         if isinstance(a, SColl) and isinstance(b, SList):
             a, b = b, a
+        family = {"list": "list", "tuple": "tuple", **{name: "set" for name in SETS}}
+        if family.get(a.container, a.container) != family.get(  # type: ignore[attr-defined]
+                b.container, b.container):  # type: ignore[attr-defined]
+            return false()  # [1] != (1,) != {1}
+        if family.get(a.container) == "set":  # type: ignore[attr-defined]
+            raise Opaque("equality of sets (unordered, by hash)")
         if isinstance(a, SColl) and isinstance(b, SColl):
             if len(a.items) != len(b.items):
                 return false()
-            return _and(*[self.eq(x, y) for x, y in zip(a.items, b.items, strict=True)])
+            return _and(*[self.item_eq(x, y) for x, y in zip(a.items, b.items, strict=True)])
         if isinstance(a, SList) and isinstance(b, SColl):
-            if (a.container == "list") != (b.container == "list"):
-                return false()  # [1] != (1,)
             k = len(b.items)
             if k > len(a.slots):
                 return _and(a.n == k, self.havoc_bool("list compared past its slots"))
-            return _and(a.n == k, *[self.eq(a.slots[i], b.items[i]) for i in range(k)])
+            return _and(a.n == k, *[self.item_eq(a.slots[i], b.items[i]) for i in range(k)])
         raise Opaque("equality of two symbolic lists")
 
     def is_(self, a: Sym, b: Sym) -> z3.BoolRef:
@@ -554,20 +660,44 @@ class Semantics:
         same = _and(a.tag == b.tag, _or(_not(tag_is(a.tag, FIN)), a.r == b.r))
         return _and(not_nan, _or(strictly, same))
 
+    def index_operand(self, value: Sym, what: str) -> Sym | None:
+        """``value`` used as ``what`` (an index, a slice bound): an int, a bool or an
+        int enum member (``__index__``); another modelled type raises ``TypeError``
+        (None is returned); a value whose type is not known is opaque."""
+        value = self.base(self.unwrap(value))
+        if isinstance(value, (SInt, SBool)):
+            return value
+        if isinstance(value, (STruth, SOpaque, SObj, SNumber)):
+            raise Opaque(f"{what} of a value whose type is not known")
+        self.error(true(), "TypeError")
+        return None
+
+    def str_operand(self, value: Sym, what: str) -> SStr | None:
+        """``value`` where a ``str`` method needs a ``str`` (``in``, ``startswith``'s
+        argument, ``re.search``'s text): a str enum member is its data; a value of
+        another modelled type raises ``TypeError`` (None is returned); a value whose
+        type is not known makes ``what`` opaque."""
+        value = self.base(self.unwrap(value))
+        if isinstance(value, SStr):
+            return value
+        if isinstance(value, (STruth, SOpaque, SObj)):
+            raise Opaque(f"{what} of a value of unknown type")
+        self.error(true(), "TypeError")
+        return None
+
     # -- membership ---------------------------------------------------------------------
     def contains(self, container: Sym, item: Sym) -> z3.BoolRef:
         """``item in container``."""
-        container = self.unwrap(container)
+        container = self.base(self.unwrap(container))
         if isinstance(container, SStr):
-            item = self.unwrap(item)
-            if not isinstance(item, SStr):
-                self.error(true(), "TypeError")
-                return false()
-            return z3.Contains(container.e, item.e)
+            text = self.str_operand(item, "`in` a str")
+            return z3.Contains(container.e, text.e) if text is not None else false()
         if isinstance(container, SColl):
-            return _or(*[self.eq(item, x) for x in container.items])
+            if container.container in SETS:
+                self.hashable(item)  # `in` a set hashes the item first
+            return _or(*[self.item_eq(item, x) for x in container.items])
         if isinstance(container, SList):
-            found = [_and(i < container.n, self.eq(slot, item))
+            found = [_and(i < container.n, self.item_eq(slot, item))
                      for i, slot in enumerate(container.slots)]
             if not container.exact:
                 found.append(_and(container.n > len(container.slots),
@@ -614,9 +744,11 @@ class Semantics:
     def binop(self, op: str, a: Sym, b: Sym) -> Sym:
         a, b = self.unwrap(a), self.unwrap(b)
         if isinstance(a, SEnum) and issubclass(a.cls, str):  # a str mixin is a str
-            a = self.enum_value(a)
+            a = self.base(a)
         if isinstance(b, SEnum) and issubclass(b.cls, str):
-            b = self.enum_value(b)
+            b = self.base(b)
+        if op == "%" and isinstance(a, SStr):
+            raise Opaque("printf-style `%` formatting")
         if isinstance(a, SStr) and isinstance(b, SStr):
             if op == "+":
                 return SStr(z3.Concat(a.e, b.e))
@@ -970,11 +1102,12 @@ class Semantics:
         if isinstance(value, SList):
             return SInt(value.n)
         if isinstance(value, SColl):
+            if value.container == "setlit":
+                raise Opaque("len() of a set display (equal items collapse)")
             return SInt(int_val(len(value.items)))
         if isinstance(value, (SInt, SFloat, SBool, SModel, SEnum)):
             if isinstance(value, SEnum) and issubclass(value.cls, str):
-                length = self.length(self.enum_value(value))
-                return length
+                return self.length(self.base(value))
             self.error(true(), "TypeError")
             return SInt(int_val(0))
         raise Opaque(f"len() of a {value.kind}")
@@ -1022,8 +1155,12 @@ class Semantics:
             return value
         if isinstance(value, SInt):
             x = value.e
-            return SStr(z3.If(x >= 0, z3.IntToStr(x),
-                              z3.Concat(z3.StringVal("-"), z3.IntToStr(-x))))
+            digits = z3.IntToStr(z3.If(x >= 0, x, -x))
+            limit = sys.get_int_max_str_digits()
+            if limit:  # CPython refuses to print an int of more digits (ValueError)
+                bound = z3.IntVal(10) ** limit  # a term: its digits are never printed
+                self.error(_or(x >= bound, -x >= bound), "ValueError")
+            return SStr(z3.If(x >= 0, digits, z3.Concat(z3.StringVal("-"), digits)))
         if isinstance(value, SBool):
             return SStr(z3.If(value.e, z3.StringVal("True"), z3.StringVal("False")))
         if isinstance(value, SNone):

@@ -293,8 +293,18 @@ class SSelf(Sym):
 # -- constants ------------------------------------------------------------------------
 
 
+# z3 builds an int constant from its decimal text, which CPython refuses past
+# ``sys.get_int_max_str_digits()`` digits (4300 by default): a bigger int is not
+# representable (the bound stays far below the smallest limit CPython allows, 640).
+_INT_BITS = 2000
+
+
 def int_val(value: int) -> z3.ArithRef:
-    return z3.IntVal(value)
+    """The z3 constant of ``value``; an int of more than ``_INT_BITS`` bits raises
+    ``Unrepresentable`` (its decimal text may be refused)."""
+    if int(value).bit_length() > _INT_BITS:
+        raise Unrepresentable(f"an int of {int(value).bit_length()} bits")
+    return z3.IntVal(int(value))
 
 
 def real_val(value: Fraction | float | int) -> z3.ArithRef:
@@ -364,45 +374,73 @@ def float_const(value: float) -> SFloat:
 
 
 _SCALARS = (bool, int, float, str, type(None))
+_SEQUENCES = (tuple, list, set, frozenset)
+_MAX_ITEMS = 256
+_MAX_DEPTH = 3
+
+
+def _has_nan(value: object) -> bool:
+    """Does ``value`` (a plain constant) hold a float ``nan``? Containers compare
+    their items by identity first (``[x] == [x]`` for ``x = nan``), which the
+    verifier does not model."""
+    if type(value) is float:
+        return value != value
+    if type(value) in _SEQUENCES:
+        return any(_has_nan(item) for item in value)  # type: ignore[attr-defined]
+    return False
 
 
 def const_to_sym(value: object) -> Sym:
     """The symbolic constant of a Python value (module constants, literals).
 
-    Enum members become ``SEnum`` constants; tuples/lists/sets of constants become
-    ``SColl``; anything else is an ``SObj`` that only supports the operations the
-    translator knows for it (calls of known builtins, attributes of modules…).
+    Only values of the exact built-in types are read as values (a subclass may
+    redefine ``==``, ``in``, ``hash``…): scalars; enum members (``SEnum``);
+    tuples/lists/sets/frozensets of such values, nested up to ``_MAX_DEPTH``
+    (``SColl``; a set only of hashable scalars, a container holding a ``nan`` not
+    at all). Anything else is an ``SObj`` that only supports the operations the
+    translator knows for it (calls of known builtins, attributes of modules…);
+    comparing it with a value is opaque.
     """
+    return _const(value, 0)
+
+
+def _const(value: object, depth: int) -> Sym:
+    kind = type(value)
     if value is None:
         return NONE
     if isinstance(value, enum.Enum):
         members = list(type(value))
         return SEnum(type(value), int_val(members.index(value)))
-    if isinstance(value, bool):
-        return SBool(bool_val(value))
-    if isinstance(value, int):
-        return SInt(int_val(value))
-    if isinstance(value, float):
-        return float_const(value)
-    if isinstance(value, str):
-        return SStr(str_val(value))
-    if isinstance(value, (tuple, list, set, frozenset)) and len(value) <= 256:
-        items = list(value)
-        if isinstance(value, (set, frozenset)):
-            if not all(isinstance(item, _SCALARS) for item in items):
+    if kind is bool:
+        return SBool(bool_val(bool(value)))
+    if kind is int:
+        try:
+            return SInt(int_val(value))  # type: ignore[arg-type]
+        except Unrepresentable:
+            return SObj(value)
+    if kind is float:
+        return float_const(value)  # type: ignore[arg-type]
+    if kind is str:
+        return SStr(str_val(value))  # type: ignore[arg-type]
+    if kind in _SEQUENCES and depth < _MAX_DEPTH and len(value) <= _MAX_ITEMS \
+            and not _has_nan(value):  # type: ignore[arg-type]
+        items = list(value)  # type: ignore[call-overload]
+        if kind in (set, frozenset):
+            if not all(type(item) in _SCALARS for item in items):
                 return SObj(value)
             items = sorted(items, key=repr)
-        if all(isinstance(item, (*_SCALARS, enum.Enum, tuple)) for item in items):
-            inner = [const_to_sym(item) for item in items]
-            if not any(isinstance(item, SObj) for item in inner):
-                return SColl(tuple(inner), type(value).__name__)
+        inner = [_const(item, depth + 1) for item in items]
+        if not any(isinstance(item, SObj) for item in inner):
+            return SColl(tuple(inner), kind.__name__)
     return SObj(value)
 
 
 def is_plain_data(value: Any, depth: int = 0) -> bool:
-    """Plain, immutable-looking data the verifier may read as a constant."""
-    if isinstance(value, (*_SCALARS, enum.Enum)):
+    """Plain, immutable-looking data the verifier may read as a constant: values of
+    the exact built-in scalar types, enum members, and tuples/lists/sets of them
+    (a subclass of ``str``/``int``/``list``… may redefine any operator)."""
+    if type(value) in _SCALARS or isinstance(value, enum.Enum):
         return True
-    if isinstance(value, (tuple, list, set, frozenset)) and depth < 2 and len(value) <= 256:
+    if type(value) in _SEQUENCES and depth < _MAX_DEPTH and len(value) <= _MAX_ITEMS:
         return all(is_plain_data(item, depth + 1) for item in value)
     return False

@@ -12,7 +12,6 @@ import z3
 
 from ..regex import translate_pattern
 from ..values import NONE, SOpaque, SOpt, SStr, Sym, decode_z3_string, fresh_name
-from ..z3_context import true
 from .registry import CallSite, function
 
 if TYPE_CHECKING:
@@ -25,9 +24,8 @@ def _regex_call(t: Translator, call: CallSite, mode: str) -> Sym:
     pattern = t.expr(call.args[0], call.env)
     if not (isinstance(pattern, SStr) and z3.is_string_value(pattern.e)):
         raise call.unsupported("with a pattern that is not a literal")
-    text = t.unwrap(t.expr(call.args[1], call.env))
-    if not isinstance(text, SStr):
-        t.error(true(), "TypeError")
+    text = t.str_operand(t.expr(call.args[1], call.env), f"re.{mode}()")
+    if text is None:
         return NONE
     literal = decode_z3_string(pattern.e.as_string())
     translation = translate_pattern(literal, "python-re", mode)

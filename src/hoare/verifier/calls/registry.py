@@ -185,7 +185,7 @@ def lookup_method(kind: str | None, name: str) -> Construct | None:
 def receiver_kind(value: Sym) -> str | None:
     """The Python type of a symbolic receiver, as method keys name it."""
     if isinstance(value, (SList, SColl)):
-        return value.container
+        return "set" if value.container == "setlit" else value.container  # a set display
     kinds: tuple[tuple[type[Sym], str], ...] = (
         (SStr, "str"), (SBool, "bool"), (SInt, "int"), (SFloat, "float"),
         (SEnum, "enum"), (SModel, "model"))

@@ -16,7 +16,6 @@ import z3
 from .. import unicode_classes as uc
 from ..semantics import _or
 from ..values import SBool, SColl, SInt, SOpt, SStr, SStripped, Sym, fresh_name, int_val
-from ..z3_context import true
 from .registry import CallSite, function, method
 
 if TYPE_CHECKING:
@@ -27,7 +26,9 @@ if TYPE_CHECKING:
 def _str(t: Translator, call: CallSite) -> Sym:
     value = call.one(t)
     if isinstance(value, SOpt):  # str(None) is "None", not a TypeError
-        return t.ite(value.none, SStr(z3.StringVal("None")), t.to_str(value.inner))
+        with t.only_when(z3.Not(value.none)):  # the inner value's errors need it present
+            inner = t.to_str(value.inner)
+        return t.ite(value.none, SStr(z3.StringVal("None")), inner)
     return t.to_str(value)
 
 
@@ -76,12 +77,11 @@ def _affix_test(name: str) -> None:
         options = affix.items if isinstance(affix, SColl) else (affix,)
         tests = []
         for option in options:
-            option = t.unwrap(option)
-            if not isinstance(option, SStr):
-                t.error(true(), "TypeError")
+            text = t.str_operand(option, f"str.{name}()")
+            if text is None:
                 return SBool(z3.BoolVal(False))
-            tests.append(z3.PrefixOf(option.e, receiver.e) if name == "startswith"
-                         else z3.SuffixOf(option.e, receiver.e))
+            tests.append(z3.PrefixOf(text.e, receiver.e) if name == "startswith"
+                         else z3.SuffixOf(text.e, receiver.e))
         return SBool(_or(*tests))
 
 
@@ -93,9 +93,8 @@ def _finder(name: str) -> None:
     @method("str", name, precision="exact", note="with one argument")
     def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
-        sub = t.unwrap(call.one(t))
-        if not isinstance(sub, SStr):
-            t.error(true(), "TypeError")
+        sub = t.str_operand(call.one(t), f"str.{name}()")
+        if sub is None:
             return SInt(int_val(0))
         position = z3.IndexOf(receiver.e, sub.e, 0)
         if name == "index":
@@ -111,9 +110,8 @@ def _remover(name: str) -> None:
     @method("str", name, precision="exact")
     def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
-        affix = t.unwrap(call.one(t))
-        if not isinstance(affix, SStr):
-            t.error(true(), "TypeError")
+        affix = t.str_operand(call.one(t), f"str.{name}()")
+        if affix is None:
             return receiver
         s, a = receiver.e, affix.e
         if name == "removeprefix":
