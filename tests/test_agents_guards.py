@@ -695,3 +695,29 @@ def test_threads_sharing_an_agent_on_a_real_server_with_a_broken_span_processor(
     assert json.loads(done.stdout.splitlines()[-1]) == {
         "errors": [], "calls": 40, "violations": sum(n % 4 == 0 for n in ns),
         "p_succ": clean / 40, "tool_spans": 40, "agent_spans": 40}
+
+
+@pytest.mark.parametrize("own", [None, ContractPolicy.QUICK_ENFORCE])
+@pytest.mark.parametrize("agent_policy", [ContractPolicy.QUICK_ENFORCE,
+                                          ContractPolicy.ENFORCE, ContractPolicy.OBSERVE])
+def test_every_handled_violation_is_counted_whatever_its_policy(
+        agent_policy: ContractPolicy, own: ContractPolicy | None) -> None:
+    """QUICK_ENFORCE calls no handler, yet its violation is one: counted per tool and
+    for the agent, like the others (the handler was the only counter)."""
+
+    @tool
+    @pre(lambda n: n > 0, "positive", policy=own)
+    def work(n: int) -> int:
+        """Work."""
+        return n
+
+    agent = constrained(scripted({"tool": "work", "args": {"n": 0}}, {"answer": "x"}),
+                        tools=[work], policy=agent_policy, violation_handler=lambda v: None,
+                        answer_postcondition=lambda answer: False)
+    result = agent.run("t")
+    stopped = (own or agent_policy) is not ContractPolicy.OBSERVE
+    stats = agent.tool_stats()["work"]
+    assert (stats["calls"], stats["violations"], stats["p_succ"]) == (1, 1, 0.0)
+    # the answer's check runs only when the tool's violation did not stop the run
+    assert agent.get_contract_stats()["violations"] == (1 if stopped else 2)
+    assert result.success is not stopped  # OBSERVE: the answer's violation only observed

@@ -153,6 +153,22 @@ def _is_async(fn: Any) -> bool:
     return False
 
 
+class _CountingContext(ContractContext):
+    """An agent's context: it counts every violation it handles, ``QUICK_ENFORCE``'s too
+    (which calls no handler), before the policy applies."""
+
+    def __init__(self, policy: ContractPolicy, handler: ViolationHandler | None,
+                 location: str, count: Callable[[], None]) -> None:
+        super().__init__(policy, handler, location)
+        self._count = count
+
+    def handle_violation(self, violation: ContractViolation,
+                         policy: ContractPolicy | None = None) -> bool:
+        if (self.policy if policy is None else policy) is not ContractPolicy.IGNORE:
+            self._count()
+        return super().handle_violation(violation, policy)
+
+
 class _ToolStats(dict):  # type: ignore[type-arg]
     """One tool's ``tool_stats()`` entry; ``"interval"`` is a deprecated alias of
     ``"interval_95"`` (contract_stats' name), kept for one release."""
@@ -346,8 +362,6 @@ class ContractAgent:
             return event
 
         def on_violation(violation: ContractViolation) -> None:
-            with self._stats_lock:
-                self._violations += 1
             metadata: dict[str, Any] = {"violation": violation}
             if "index" in violation.context:
                 metadata["index"] = violation.context["index"]
@@ -357,7 +371,7 @@ class ContractAgent:
             # a handler that raises: ContractContext.handle_violation applies the rule
             (self.violation_handler or default_handler)(violation)
 
-        context = ContractContext(self.policy, on_violation, "agent")
+        context = _CountingContext(self.policy, on_violation, "agent", self._count_violation)
         text, problem = _text(task)
         if problem is not None:
             yield emit(AgentEvent(EventType.ERROR, f"the task is not text: {problem}"))
@@ -374,6 +388,10 @@ class ContractAgent:
             yield from (emit(e) for e in _drain(pending))
             yield emit(AgentEvent(EventType.ERROR, f"contract termination: {stop}",
                                   {"violation": stop.violation}))
+
+    def _count_violation(self) -> None:
+        with self._stats_lock:
+            self._violations += 1
 
     def _agent_check(self, check: Check, value: Any, kind: str, index: int) -> None:
         """An agent-level contract (``location == "agent"``), under the agent's policy."""
@@ -545,24 +563,22 @@ class ContractAgent:
                    pending: list[AgentEvent]) -> Generator[AgentEvent, None, str]:
         """Run one tool call inside the agent's context; return the observation text.
 
-        The call's violations are counted by its own context's handler, so its
-        statistics are its own when threads share the agent. One rule for
-        ``tool_stats`` and the stats store: a call succeeds when the tool returned
-        with no contract violation; one that raised or returned an awaitable failed;
-        one stopped by an interrupt or a cancellation is not counted (it propagates)."""
+        The call's violations are counted by its own context, so its statistics are
+        its own when threads share the agent. One rule for ``tool_stats`` and the
+        stats store: a call succeeds when the tool returned with no contract
+        violation; one that raised or returned an awaitable failed; one stopped by an
+        interrupt or a cancellation is not counted (it propagates)."""
         name = chosen.name
         yield emit(AgentEvent(EventType.ACTION, f"{name}({json.dumps(args, default=str)})",
                               {"tool_name": name, "tool_args": args}))
         spec = chosen._contracts
         checks = len(spec.preconditions) + len(spec.postconditions) if spec else 0
-        agent_handler = _current_handler()
         violations = 0
 
-        def counted(violation: ContractViolation) -> None:
+        def counted() -> None:
             nonlocal violations
             violations += 1
-            if agent_handler is not None:
-                agent_handler(violation)
+            self._count_violation()
 
         started = time.perf_counter_ns()
         span = None if _telemetry.tracer is None else _telemetry.start_agent(
@@ -571,7 +587,8 @@ class ContractAgent:
         problem: str | None = None
         error: Exception | None = None
         try:
-            with contract_context(ContractContext(self.policy, counted, name)):
+            with contract_context(_CountingContext(self.policy, _current_handler(), name,
+                                                   counted)):
                 raw = chosen(**args)
             if inspect.isawaitable(raw):  # a sync callable that returned a coroutine
                 close_awaitable(raw)
