@@ -3,20 +3,25 @@
 The decorator reads the class once (``describe``) and prepares everything that
 does not change between calls. A call binds its input, builds the kernel hooks
 from the instance, and drives ``hoare.kernel.run_call`` with the instance's
-engine. Per-call results (``contract_successful``, ``contract_result``, …) live
-in a ``ContextVar`` of the instance: every thread and every asyncio task sees
-its own latest call, never another's.
+engine. Per-call results (``contract_successful``, ``contract_result``, …) are
+per thread and asyncio task: every one sees its own latest call, never another's.
+The caller's context holds only an empty ``_Slot`` per instance; the state it
+names lives in the instance (``_Latest``), so a context never keeps an instance,
+its input or its output alive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
+import copy
 import inspect
 import logging
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
@@ -97,6 +102,7 @@ class _Runtime:
         self.feedback_chars = feedback_chars
         self.resend = resend
         self.tracker = SuccessTracker()
+        self.log_violation = partial(_log_violation, contract=description.name)
         # keyed by the prompt, which a property may change per call: bounded (LRU)
         self.systems: LRUCache[tuple[str, str], str] = LRUCache(configuration.cache_size())
         self.sources = {(Phase(p.phase), p.id): p for p in (*description.pre, *description.post)}
@@ -220,10 +226,11 @@ class _Runtime:
                 enforced = self.enforced(dialect)
                 faults = [name for name in failed if name in enforced]
                 if faults:
-                    logger.warning("hoare: %s: the provider's answer fails %s, which the "
-                                   "schema it decoded with (%s) enforces: a provider fault",
-                                   self.description.name, ", ".join(map(str, faults)),
-                                   dialect)
+                    REPEATED.warn(logger, self.description.name, "provider fault",
+                                  "hoare: %s: the provider's answer fails %s, which the "
+                                  "schema it decoded with (%s) enforces: a provider fault",
+                                  self.description.name, ", ".join(map(str, faults)),
+                                  dialect)
                 count += len(faults)
         return count
 
@@ -369,18 +376,89 @@ class _Bound:
         if checker is not None:
             self.preflight = lambda used: checker.check(instance, used)
         method = getattr(instance, "on_violation", None)
-        self.handler = runtime.handler or method or _log_violation
+        self.handler = runtime.handler or method or runtime.log_violation
         self.hooks: Hooks | None = None  # the hooks of a call without extra kwargs
         # (engine, name, definition hash, engine class, model) of its stats records
         self.recorded_as: tuple[Any, str, str, str, str | None] | None = None
 
 
-def _log_violation(outcome: Outcome) -> None:
-    """The default violation handler: one warning per failed call. It never quotes
-    values (inputs, answers, exception texts may hold personal data): a predicate's
-    own message is shown, anything else only by kind (the outcome has the details)."""
-    logger.warning("hoare: contract failed (%s):\n%s", outcome.policy.value,
-                   "\n".join(_describe_without_values(v) for v in outcome.violations))
+class RepeatedWarnings:
+    """Collapses a warning that repeats (a contract failing on every item of a batch):
+    per contract and kind of message, the first is logged, then at most one per
+    ``window`` seconds, preceded by how many like it were held back since; what is
+    still held back at exit is summed up then. Thread-safe; counts, never drops, calls
+    (the statistics count every failure)."""
+
+    def __init__(self, window: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 keys: int = 1024) -> None:
+        self.window = window
+        self._clock = clock
+        self._keys = keys
+        self._lock = threading.Lock()
+        # (contract, kind) -> [when the latest shown one was logged, held back since]
+        self._seen: dict[tuple[str, str], list[float]] = {}
+
+    def warn(self, log: logging.Logger, contract: str, kind: str, text: str,
+             *args: object) -> None:
+        """Log ``text % args`` at WARNING unless one like it was logged less than a
+        window ago (then count it)."""
+        key = (contract, kind)
+        now = self._clock()
+        with self._lock:
+            entry = self._seen.get(key)
+            if entry is not None and now - entry[0] < self.window:
+                entry[1] += 1
+                return
+            held, since = (0, now) if entry is None else (int(entry[1]), entry[0])
+            self._seen.pop(key, None)  # re-inserted last: the oldest key goes first
+            self._seen[key] = [now, 0]
+            evicted = next(iter(self._seen.items())) if len(self._seen) > self._keys \
+                else None
+            if evicted is not None:
+                del self._seen[evicted[0]]
+        if evicted is not None and evicted[1][1]:
+            self._held_back(log, *evicted[0], int(evicted[1][1]), now - evicted[1][0])
+        if held:
+            self._held_back(log, contract, kind, held, now - since)
+        log.warning(text, *args)
+
+    def flush(self, log: logging.Logger) -> None:
+        """Log what is held back (at exit, or when a caller wants the summary now)."""
+        now = self._clock()
+        with self._lock:
+            held = [(key, int(entry[1]), now - entry[0]) for key, entry in self._seen.items()
+                    if entry[1]]
+            for key, _, _ in held:
+                self._seen[key][1] = 0
+        for key, count, elapsed in held:
+            self._held_back(log, *key, count, elapsed)
+
+    @staticmethod
+    def _held_back(log: logging.Logger, contract: str, kind: str, count: int,
+                   elapsed: float) -> None:
+        span = "minute" if 0 <= elapsed <= 60 else f"{elapsed / 60:.0f} minutes"
+        log.warning("hoare: %s: … and %d more like it in the last %s, not shown (%s)",
+                    contract, count, span, kind)
+
+
+REPEATED = RepeatedWarnings()
+"""The library's per-call warnings, collapsed (``RepeatedWarnings``)."""
+atexit.register(REPEATED.flush, logger)
+
+
+def _log_violation(outcome: Outcome, contract: str = "") -> None:
+    """The default violation handler: a warning per failed call, repeats collapsed
+    (``REPEATED``). It never quotes values (inputs, answers, exception texts may hold
+    personal data): a predicate's own message is shown, anything else only by kind
+    (the outcome has the details)."""
+    policy = outcome.policy.value
+    # the same failure again is a repeat; a failure of another kind is shown
+    kind = f"contract failed ({policy}): " + ", ".join(sorted({
+        f"{v.phase.value}:{v.predicate or ''}:{v.kind.value}" for v in outcome.violations}))
+    REPEATED.warn(logger, contract, kind,
+                  "hoare: contract failed (%s)%s:\n%s", policy,
+                  f" in {contract}" if contract else "",
+                  "\n".join(_describe_without_values(v) for v in outcome.violations))
 
 
 _NOT_VALID = "the input is not a valid "
@@ -409,7 +487,8 @@ class _Call:
     the latest ``_Call`` of the current thread or task."""
 
     __slots__ = ("engine", "forward_error", "instance", "last_error", "outcome", "previous",
-                 "rest", "running", "runtime", "sent", "spend", "started_ns", "telemetry")
+                 "rest", "running", "runtime", "sent", "slot", "spend", "started_ns",
+                 "telemetry")
 
     def __init__(self, instance: Contract, runtime: _Runtime, rest: dict[str, Any]) -> None:
         self.instance = instance
@@ -425,6 +504,7 @@ class _Call:
         self.telemetry: tuple[Any, Any] | None = None  # its span, when instrumented
         self.sent: set[tuple[object, ...]] | None = None  # what its requests quoted
         self.previous: _Call | None = None  # the call of this instance this one is inside
+        self.slot = _Slot()  # what the caller's context holds for this call (``_Latest``)
         engine = instance._hoare_engine()
         budget = instance.__dict__.get("_hoare_budget_value")
         self.spend: Spend | None = None
@@ -756,6 +836,45 @@ class Contract(Generic[In, Out]):
                             f"Spend meter (shared), got {safe_repr(budget)[:200]}")
         self.__dict__["_hoare_budget_value"] = budget
 
+    # -- copies --------------------------------------------------------------------------
+    def __getstate__(self) -> object:
+        """What ``copy.copy``, ``copy.deepcopy`` and ``pickle`` take: the user's
+        attributes and the configuration (engine, options, budget), not this instance's
+        call state (latest calls, predicates bound to it, timings): a copy starts those
+        afresh, so its predicates read the copy's own attributes."""
+        state = super().__getstate__()
+        if isinstance(state, tuple):  # (__dict__, slot values) of a subclass with slots
+            return (_without_call_state(state[0]), *state[1:])
+        return _without_call_state(state)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Contract:
+        """A deep copy of the user's attributes that shares the engine and the budget: a
+        client (its connection pool, its locks) and a budget meter are resources."""
+        for name in ("_hoare_engine_value", "_hoare_budget_value"):
+            shared = self.__dict__.get(name)
+            if shared is not None:
+                memo.setdefault(id(shared), shared)
+        reduced = self.__reduce_ex__(4)
+        if isinstance(reduced, str):  # a subclass's own __reduce_ex__ naming a global
+            return self
+        clone = reduced[0](*copy.deepcopy(reduced[1], memo))
+        memo[id(self)] = clone
+        state = reduced[2] if len(reduced) > 2 else None
+        if state is not None:
+            state = copy.deepcopy(state, memo)
+            setstate = getattr(clone, "__setstate__", None)
+            if setstate is not None:
+                setstate(state)
+            else:
+                slots: Mapping[str, Any] | None = None
+                if isinstance(state, tuple) and len(state) == 2:
+                    state, slots = state
+                if state:
+                    clone.__dict__.update(state)
+                for name, value in (slots or {}).items():
+                    setattr(clone, name, value)
+        return clone  # type: ignore[no-any-return]
+
     # -- configuration -----------------------------------------------------------------
     def _hoare_engine(self) -> Engine:
         engine = self.__dict__.get("_hoare_engine_value")
@@ -764,13 +883,12 @@ class Contract(Generic[In, Out]):
     def _hoare_options(self) -> Options:
         return self.__dict__.get("_hoare_options_value") or self.__hoare_runtime__.options
 
-    def _hoare_state(self) -> contextvars.ContextVar[_Call | _Done | None]:
-        state = self.__dict__.get("_hoare_state_var")
-        if state is None:
-            state = self.__dict__.setdefault(
-                "_hoare_state_var",
-                contextvars.ContextVar(f"hoare:{type(self).__qualname__}", default=None))
-        return state
+    def _hoare_latest(self) -> _Latest:
+        latest = self.__dict__.get("_hoare_latest_value")
+        if latest is None:
+            # another thread's may win: the loser gives its variable back when collected
+            latest = self.__dict__.setdefault("_hoare_latest_value", _Latest())
+        return latest  # type: ignore[no-any-return]
 
     def _hoare_bound(self) -> _Bound:
         bound = self.__dict__.get("_hoare_bound_value")
@@ -804,7 +922,7 @@ class Contract(Generic[In, Out]):
     @property
     def contract_outcome(self) -> Outcome | None:
         """The kernel ``Outcome`` of the latest call in this thread or task."""
-        call = self._hoare_state().get()
+        call = self._hoare_latest().get()
         return None if call is None else call.outcome
 
     @property
@@ -844,7 +962,7 @@ class Contract(Generic[In, Out]):
         return stats  # type: ignore[no-any-return]
 
     def _latest_figures(self) -> dict[str, Any]:
-        call = self._hoare_state().get()
+        call = self._hoare_latest().get()
         outcome = None if call is None else call.outcome
         if call is None or outcome is None:
             return {}
@@ -865,6 +983,16 @@ class Contract(Generic[In, Out]):
     def contract_stats(cls) -> dict[str, Any]:
         """Success statistics of this contract class over every call so far (spec §7)."""
         return _runtime_of(cls).tracker.snapshot().as_dict()
+
+
+_CALL_STATE = frozenset({"_hoare_latest_value", "_hoare_bound_value", "_hoare_perf_value"})
+"""An instance's own call state (``Contract.__getstate__``): never copied."""
+
+
+def _without_call_state(state: object) -> object:
+    if isinstance(state, dict) and not _CALL_STATE.isdisjoint(state):
+        return {name: value for name, value in state.items() if name not in _CALL_STATE}
+    return state
 
 
 def _runtime_of(target: object) -> _Runtime:
@@ -902,13 +1030,14 @@ def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
     call = _Call(instance, runtime, rest)
     call.started_ns = started
     run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
-    state = instance._hoare_state()
-    previous = state.get()
+    latest = instance._hoare_latest()
+    previous = latest.get()
     if isinstance(previous, _Call) and previous.running:  # a call nested in one of ours
         call.previous = previous
     if _telemetry.tracer is not None:  # made current: _finish always follows
         call.telemetry = _telemetry.start_call(runtime.description.name)
-    state.set(call)  # last: nothing below can fail, so _finish always follows
+    latest.calls[call.slot] = call
+    latest.var.set(call.slot)  # last: nothing below can fail, so _finish always follows
     return call, run
 
 
@@ -974,12 +1103,13 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
             _log_outcome(call.runtime, recorded)
     if call.telemetry is not None:
         _end_span(call, recorded, raised)
+    latest = call.instance._hoare_latest()
+    # what the contract_* properties read, held by the instance: not the call (its engine
+    # and kwargs), and never by a context (which would keep the instance alive)
+    latest.calls[call.slot] = _Done(call.outcome, call.spend)
     previous = call.previous
-    state = call.instance._hoare_state()
     if previous is not None and previous.running:
-        state.set(previous)
-    elif state.get() is call:  # keep what the contract_* properties read, not the instance
-        state.set(_Done(call.outcome, call.spend))
+        latest.var.set(previous.slot)
 
 
 def _end_span(call: _Call, outcome: Outcome | None, raised: BaseException | None) -> None:
@@ -1033,9 +1163,51 @@ def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int,
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 
 
+class _Slot:
+    """The identity of one call, all a caller's context holds for an instance. Its state
+    is in the instance's ``_Latest.calls``, weakly keyed by the slot: it goes when the
+    instance goes, or when no context holds the slot any more (the context's next call
+    of the instance replaced it, or the thread ended)."""
+
+    __slots__ = ("__weakref__",)
+
+
+_FREE_VARIABLES: list[contextvars.ContextVar[_Slot | None]] = []
+"""Context variables of collected instances, reused by new ones: a context keeps one
+entry per variable (an empty slot at most), so a thread calling many short-lived
+instances holds as many entries as instances were ever alive at once, not one per
+instance ever called."""
+
+
+class _Latest:
+    """An instance's latest call in each thread or task: ``var`` holds the slot of the
+    current context's latest call, ``calls`` what that call left (``_Call`` while it
+    runs, then ``_Done``)."""
+
+    __slots__ = ("calls", "var")
+
+    def __init__(self) -> None:
+        try:
+            self.var = _FREE_VARIABLES.pop()
+        except IndexError:
+            self.var = contextvars.ContextVar("hoare:latest", default=None)
+        self.calls: weakref.WeakKeyDictionary[_Slot, _Call | _Done] = \
+            weakref.WeakKeyDictionary()
+
+    def get(self) -> _Call | _Done | None:
+        slot = self.var.get()
+        return None if slot is None else self.calls.get(slot)
+
+    def __del__(self, _free: Callable[[Any], None] = _FREE_VARIABLES.append) -> None:
+        try:
+            _free(self.var)  # the instance is gone: its stale slots name nothing any more
+        except Exception:  # at interpreter exit
+            pass
+
+
 class _Done:
-    """A finished call as its instance's latest: its outcome and budget meter only, so
-    the thread's or task's context does not keep the instance, engine or kwargs alive."""
+    """A finished call as its instance's latest: its outcome and budget meter only, not
+    the call's engine or kwargs."""
 
     __slots__ = ("outcome", "spend")
     running = False
@@ -1193,7 +1365,7 @@ def contract(
     config = ContractConfig(
         pre_remedy=pre_remedy, post_remedy=post_remedy, accumulate_errors=accumulate_errors,
         policy=Policy.parse(policy),
-        retry=RetryPolicy.from_mapping(remedy_retry_params or {}))
+        retry=RetryPolicy.from_mapping(_no_wait_means_no_jitter(remedy_retry_params or {})))
     if on_violation is not None and not callable(on_violation):
         raise TypeError(f"on_violation must be callable(outcome), got {on_violation!r}")
 
@@ -1224,6 +1396,16 @@ def contract(
     if cls is not None:  # bare @contract: the frame that applied it called contract()
         return decorate(cls, sys._getframe(1))
     return decorate
+
+
+def _no_wait_means_no_jitter(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``{"delay": 0}`` asks for no wait: without an explicit ``jitter`` the kernel's
+    default (up to 0.1 s per remedy) would still sleep, so it is 0 too. The kernel's
+    defaults (spec §4.3) are unchanged."""
+    delay = params.get("delay") if isinstance(params, Mapping) else None
+    if type(delay) in (int, float) and delay == 0 and "jitter" not in params:
+        return {**params, "jitter": 0.0}
+    return params
 
 
 def _defining_namespace(frame: Any, target: object) -> Mapping[str, Any]:

@@ -56,6 +56,7 @@ PREFLIGHT_OPTIONS = SolverOptions(timeout_ms=1_000, rlimit=3_000_000)
 # The budget of a per-call query: small, because it is paid on every call.
 PER_CALL_OPTIONS = SolverOptions(timeout_ms=100, rlimit=300_000)
 _INPUT_CACHE = 256
+_PREPARED_CACHE = 64  # translations kept per class, one per tuple of self attributes read
 _CANDIDATES = 8  # outputs that satisfied earlier calls, tried first by substitution
 _GIVE_UP = 3  # per-call queries in a row that z3 could not decide: stop asking
 _CONFIRMED = Confirmed()  # unsatisfiable verdicts already put through the falsifier
@@ -119,7 +120,10 @@ class Preflight:
                 if name not in names:
                     names.append(name)
         self.attributes = tuple(names)
-        self._prepared: dict[tuple[Any, ...], _Prepared] = {}
+        # bounded, oldest first out: instances with ever new attribute values (one per
+        # request, say) must not keep a translation each after they are gone
+        self._prepared: OrderedDict[tuple[Any, ...], _Prepared] = OrderedDict()
+        self._prepared_made = 0  # names each translation's z3 constants apart
         self._inputs: OrderedDict[tuple[Any, ...], PreflightResult] = OrderedDict()
         self._lock = threading.RLock()
         self._unkeyed: bool | None = None  # a method post reads self beyond attributes
@@ -241,7 +245,8 @@ class Preflight:
                 return found
             if replace is not None:  # a constant the predicates read has changed
                 self._inputs.clear()
-            with Z3_LOCK, naming(f"pf.{len(self._prepared)}."):
+            self._prepared_made += 1
+            with Z3_LOCK, naming(f"pf.{self._prepared_made}."):
                 self_model = InstanceSelf(instance)
                 output = TypeBuilder("output").build(self.desc.output)
                 used = TypeBuilder("input").build(self.desc.used_input)
@@ -261,6 +266,8 @@ class Preflight:
                 prepared.verdict = self._verdict(query.status, query.core, query.reason,
                                                  prepared, "")
             self._prepared[key] = prepared
+            while len(self._prepared) > _PREPARED_CACHE:
+                self._prepared.popitem(last=False)
             return prepared
 
     def _split(self, prepared: _Prepared, assertions: list[Assertion]) -> None:
