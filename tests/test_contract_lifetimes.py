@@ -606,6 +606,9 @@ def test_no_delay_params_give_no_jitter_and_explicit_ones_are_kept() -> None:
     for delay in (0, 0.0, -0.0):
         assert no_wait({"delay": delay, "tries": 2}) == {"delay": delay, "tries": 2,
                                                           "jitter": 0.0}
+    class Seconds(float):  # a float subclass (numpy's float64 is one)
+        pass
+    assert no_wait({"delay": Seconds(0)})["jitter"] == 0.0
     assert no_wait({"delay": 0, "jitter": 0.3}) == {"delay": 0, "jitter": 0.3}
     assert no_wait({"delay": 0.5}) == {"delay": 0.5}
     assert no_wait({}) == {}

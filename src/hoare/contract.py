@@ -1403,7 +1403,8 @@ def _no_wait_means_no_jitter(params: Mapping[str, Any]) -> Mapping[str, Any]:
     default (up to 0.1 s per remedy) would still sleep, so it is 0 too. The kernel's
     defaults (spec §4.3) are unchanged."""
     delay = params.get("delay") if isinstance(params, Mapping) else None
-    if type(delay) in (int, float) and delay == 0 and "jitter" not in params:
+    if isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay == 0 \
+            and "jitter" not in params:
         return {**params, "jitter": 0.0}
     return params
 
