@@ -246,3 +246,46 @@ def test_hoare_verify_finds_a_module_s_tools_and_chains(tmp_path: Path) -> None:
     _, only = _verify(tmp_path, "agentic.py:count_words")
     assert [c["name"] for c in only["contracts"]] == ["agentic:count_words"]
     assert only["pipelines"] == []
+
+
+def test_conditions_are_built_as_code_objects_never_by_eval(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``eval``/``exec`` of generated text: a rewritten condition is a compiled AST
+    (and the unrewritable ones plain closures), whose source the translator still
+    reads, so the verdicts are the same."""
+    used: list[object] = []
+
+    def refuse(*arguments: object, **keywords: object) -> object:
+        used.append(arguments)
+        raise AssertionError("tools.py evaluated generated text")
+
+    monkeypatch.setattr(tools_module, "eval", refuse, raising=False)
+    monkeypatch.setattr(tools_module, "exec", refuse, raising=False)
+    for item in (search, summarize, price, pay, odd, twice):
+        desc = tool_description(item, "t")
+        assert all(callable(s.fn) for s in (*desc.pre, *desc.post))
+    found = _by_kind(check_tool(odd, "t", OPTIONS))
+    assert found[("predicate_vacuous", "preconditions[1]")] == "warn"  # source read
+    assert found[("predicate_vacuous", "preconditions[2]")] == "unknown"
+    assert set(_by_kind(check_tool(search, "t", OPTIONS)).values()) == {"pass"}
+    assert used == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(st.sampled_from(["value", "used", "value_", "bool", "x", "args"]),
+                      min_size=0, max_size=3, unique=True),
+       bound=st.integers(-20, 20), probe=st.integers(-40, 40))
+def test_a_compiled_condition_reads_its_scope_not_a_text(names: list[str], bound: int,
+                                                         probe: int) -> None:
+    """``function_of`` over generated scopes: globals and closure values are read from
+    the scope given, whatever their names (names the rewrite itself uses included)."""
+    import ast
+
+    scope: dict[str, object] = {name: bound for name in names if name != "bool"}
+    scope["LIMIT_"] = bound
+    node = ast.parse("lambda v: v <= LIMIT_", mode="eval").body
+    assert isinstance(node, ast.Lambda)
+    fn = tools_module.function_of(node, "<generated test condition>", scope)
+    assert fn(probe) == (probe <= bound)
+    scope["LIMIT_"] = bound - 1  # a live namespace, as a module's globals are
+    assert fn(probe) == (probe <= bound - 1)

@@ -6,6 +6,7 @@
     timeout_ms = 5000                   # per z3 query (alias: timeout)
     rlimit = 10000000                   # deterministic z3 resource limit per query
     jobs = "auto"                       # worker processes (an integer or "auto")
+    import_timeout = 60                 # seconds a file's import may take (then an error)
     exclude = ["tests/fixtures/*"]      # glob patterns, on names and project-relative paths
     format = "table"                    # table | json | sarif | junit
     cache = true                        # the verdict cache (false: like --no-cache)
@@ -38,7 +39,7 @@ __all__ = ["ConfigError", "ProjectConfig", "find_pyproject", "load"]
 
 FORMATS = ("table", "json", "sarif", "junit")
 _KEYS = {"targets", "strict", "timeout_ms", "timeout", "rlimit", "jobs", "exclude", "format",
-         "cache", "cache_dir", "ignore", "overrides",
+         "cache", "cache_dir", "ignore", "overrides", "import_timeout",
          "stats", "stats_retention_days"}  # read by the library, not by verify
 _OVERRIDE_KEYS = {"timeout_ms", "timeout", "rlimit"}
 
@@ -63,6 +64,7 @@ class ProjectConfig:
     cache_dir: Path | None = None
     ignore: dict[str, str] = field(default_factory=dict)
     overrides: dict[str, dict[str, int]] = field(default_factory=dict)
+    import_timeout: float | None = None  # seconds
 
     @property
     def root(self) -> Path:
@@ -110,6 +112,7 @@ def load(path: Path | None) -> ProjectConfig:
         _positive(table, "timeout", where)
     config.rlimit = _positive(table, "rlimit", where)
     config.jobs = _jobs(table.get("jobs"), where)
+    config.import_timeout = _seconds(table, "import_timeout", where)
     config.exclude = _strings(table, "exclude", where) or []
     config.format = table.get("format")
     if config.format is not None and config.format not in FORMATS:
@@ -147,6 +150,32 @@ def _positive(table: dict[str, Any], key: str, where: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{where}: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def _seconds(table: dict[str, Any], key: str, where: str) -> float | None:
+    """A positive, finite number of seconds (an integer or a float)."""
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not 0 < value < float("inf"):
+        raise ConfigError(f"{where}: {key} must be a positive number of seconds, got "
+                          f"{value!r}")
+    return float(value)
+
+
+def seconds_argument(text: str) -> float:
+    """``--import-timeout``: a positive, finite number of seconds (argparse type)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
 
 

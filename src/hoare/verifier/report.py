@@ -9,16 +9,46 @@ witness that did not replay). ``Report.to_json()`` is the ``--json`` shape.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .witness import json_safe
 
-__all__ = ["CheckResult", "ContractReport", "ImportProblem", "Report", "Status"]
+__all__ = ["CheckResult", "ContractReport", "ImportProblem", "Report", "Status", "json_text",
+           "shown"]
 
 Status = Literal["pass", "fail", "warn", "unknown"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "warn", "unknown")
 _RANK = {"pass": 0, "warn": 1, "unknown": 2, "fail": 3}
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 and C1 controls and DEL: a file name or message holding them could redraw a
+# terminal (ANSI escapes) or break the one-line-per-check table
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as JSON that any UTF-8 writer accepts: a lone surrogate (a file name
+    that is not UTF-8, decoded with surrogate escapes) is written as its ``\\udcXX``
+    escape, which ``json.loads`` turns back into the same string."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False, default=str)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}" if code > 0xFF else f"\\x{code:02x}"
+
+
+def shown(text: str, *, lines: bool = False) -> str:
+    """``text`` safe to print in the table: surrogates and control characters as
+    visible escapes (``lines``: newlines and tabs kept, for multi-line messages)."""
+    out = _SURROGATE.sub(_escape, text)
+    return (_CONTROL_IN_LINES if lines else _CONTROL).sub(_escape, out)
 
 
 @dataclass
@@ -171,8 +201,7 @@ class Report:
 
     def json(self, indent: int | None = 2) -> str:
         """``indent`` None: one line, written by json's C encoder (large reports)."""
-        return json.dumps(self.to_json(), indent=indent, ensure_ascii=False, allow_nan=False,
-                          default=str)
+        return json_text(self.to_json(), indent)
 
     def render(self, *, verbose: bool = False, width: int = 100) -> str:
         """A readable table: one line per check, details indented below it."""
@@ -181,35 +210,38 @@ class Report:
             [("pipeline", r) for r in self.pipelines]
         notes: list[str] = []
         for what, report in groups:
-            lines.append(f"{what} {report.name}")
+            lines.append(f"{what} {shown(report.name)}")
             for check in report.checks:
-                subject = f"{check.kind}" + (f" [{check.predicate}]" if check.predicate else "")
-                lines.append(f"  {check.status.upper():<8}{subject:<38} {check.message}")
+                subject = shown(f"{check.kind}" +
+                                (f" [{check.predicate}]" if check.predicate else ""))
+                lines.append(f"  {check.status.upper():<8}{subject:<38} "
+                             f"{shown(check.message, lines=True)}")
                 if check.ignored is not None:
-                    lines.append(f"{'':12}ignored ([tool.hoare] ignore): {check.ignored}")
+                    lines.append(f"{'':12}ignored ([tool.hoare] ignore): "
+                                 f"{shown(check.ignored)}")
                 if check.file and check.status != "pass":
                     lines.append(f"{'':12}at: {_where(check.file, check.line)}")
                 if check.constraints:
                     what = "implied by" if check.kind == "predicate_vacuous" and \
                         check.status == "warn" else "conflict"
-                    lines.append(f"{'':12}{what}: {' ∧ '.join(check.constraints)}")
+                    lines.append(f"{'':12}{what}: {shown(' ∧ '.join(check.constraints))}")
                 if check.witness is not None and (verbose or check.status != "pass"):
                     lines.append(f"{'':12}witness: {_compact(check.witness, width - 21)}")
                 if check.counterexample is not None and check.status != "pass":
                     lines.append(f"{'':12}counterexample: "
                                  f"{_compact(check.counterexample, width - 28)}")
                 for assumption in check.assumptions:
-                    lines.append(f"{'':12}assuming: {assumption}")
+                    lines.append(f"{'':12}assuming: {shown(assumption)}")
                 if verbose or check.status != "pass":
                     for note in check.notes:
                         if note not in report.notes:  # report-wide notes are shown once
-                            lines.append(f"{'':12}note: {note}")
+                            lines.append(f"{'':12}note: {shown(note)}")
             for note in report.notes:
                 if note not in notes:
                     notes.append(note)
             lines.append("")
         for problem in self.errors:
-            lines.append(f"import error: {problem}")
+            lines.append(f"import error: {shown(str(problem), lines=True)}")
         if self.errors:
             lines.append("")
         summary = self.summary()
@@ -222,7 +254,7 @@ class Report:
             f"in {self.seconds:.2f} s")
         if notes:
             lines.append("notes:")
-            lines.extend(f"  - {note}" for note in notes)
+            lines.extend(f"  - {shown(note)}" for note in notes)
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -236,13 +268,14 @@ def _where(file: str, line: int | None) -> str:
 
     try:
         relative = os.path.relpath(file)
-        shown = relative if not relative.startswith("..") else file
+        shown_ = relative if not relative.startswith("..") else file
     except ValueError:  # another drive
-        shown = file
-    return f"{shown}:{line}" if line else shown
+        shown_ = file
+    shown_path = shown(shown_)
+    return f"{shown_path}:{line}" if line else shown_path
 
 
 def _compact(value: Any, width: int) -> str:
-    text = json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False, default=str)
+    text = shown(json_text(json_safe(value)))
     width = max(width, 40)
     return text if len(text) <= width else text[:width - 1] + "…"

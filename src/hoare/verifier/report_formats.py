@@ -14,15 +14,16 @@ whose output says why it is weak; an import error is an ``<error>`` case.
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from .report import CheckResult, ContractReport, Report
+from .report import CheckResult, ContractReport, Report, json_text
 
-__all__ = ["RULES", "to_junit", "to_sarif"]
+__all__ = ["RULES", "file_uri", "to_junit", "to_sarif", "uri_reference", "write_report"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -58,15 +59,43 @@ RULES: dict[str, tuple[str, str]] = {
 _LEVEL = {"fail": "error", "warn": "warning", "unknown": "note", "pass": "none"}
 
 
+def _path_bytes(text: str) -> bytes:
+    """A path's bytes as the file system has them: a name that is not UTF-8 was decoded
+    with surrogate escapes, which give its bytes back; any other surrogate is kept
+    as its UTF-8 form (surrogatepass) rather than failing."""
+    try:
+        return os.fsencode(text)
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def uri_reference(path: str) -> str:
+    """A relative URI reference of a POSIX path (RFC 3986): each byte outside the
+    unreserved set and ``/`` percent-encoded, so ``%``, ``#``, ``?``, spaces, controls
+    and non-UTF-8 bytes survive a URI parser."""
+    return quote(_path_bytes(path), safe="/")
+
+
+def file_uri(path: Path) -> str:
+    """The ``file://`` URI of an absolute path, percent-encoded byte by byte."""
+    text = path.as_posix()
+    return "file://" + uri_reference(text if text.startswith("/") else "/" + text)
+
+
 def _uri(file: str | None, root: Path) -> dict[str, Any] | None:
     if not file:
         return None
     path = Path(file)
     try:
         relative = path.resolve().relative_to(root.resolve())
-        return {"uri": relative.as_posix(), "uriBaseId": "SRCROOT"}
+        return {"uri": uri_reference(relative.as_posix()), "uriBaseId": "SRCROOT"}
     except (ValueError, OSError):
-        return {"uri": path.resolve().as_uri() if path.is_absolute() else path.as_posix()}
+        pass
+    try:
+        return {"uri": file_uri(path.resolve()) if path.is_absolute()
+                else uri_reference(path.as_posix())}
+    except (OSError, ValueError):
+        return {"uri": uri_reference(path.as_posix())}
 
 
 def _location(file: str | None, line: int | None, root: Path) -> list[dict[str, Any]]:
@@ -80,7 +109,7 @@ def _location(file: str | None, line: int | None, root: Path) -> list[dict[str, 
 
 
 def _compact(value: Any, limit: int = 600) -> str:
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+    text = json_text(value)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -137,7 +166,7 @@ def to_sarif(report: Report, root: Path, version: str) -> dict[str, Any]:
                         "locations": _location(problem.file, problem.line, root)})
         notifications.append({"level": "error", "message": {"text": str(problem)},
                               "locations": _location(problem.file, problem.line, root)})
-    root_uri = root.resolve().as_uri().rstrip("/") + "/"
+    root_uri = file_uri(root.resolve()).rstrip("/") + "/"
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -220,3 +249,40 @@ def to_junit(report: Report) -> str:
     root.set("time", f"{report.seconds:.3f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def write_report(path: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a new file in the same directory
+    (created with the umask's permissions, as ``open`` would), then ``os.replace``. On
+    any error (an unencodable character, a full disk) the temporary file is removed and
+    ``path`` is left as it was, never empty or half-written. Raises ``OSError`` (a
+    ``UnicodeError`` becomes one)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise OSError(f"the report holds a character UTF-8 cannot encode: {error}") from error
+    directory, name = os.path.split(os.path.abspath(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        temporary = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        try:
+            fd = os.open(temporary, flags, 0o666)
+            break
+        except FileExistsError:  # pragma: no cover - 48 random bits collided
+            continue
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.chmod(temporary, os.stat(path).st_mode & 0o7777)  # keep an existing mode
+        except FileNotFoundError:
+            pass
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

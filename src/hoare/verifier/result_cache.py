@@ -32,7 +32,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .targets import Unit
+from .report import json_text
+from .targets import Unit, read_source
 
 __all__ = ["VerdictCache", "default_directory", "local_imports"]
 
@@ -100,7 +101,7 @@ class VerdictCache:
     def _digest(self, path: Path) -> str | None:
         if path not in self._digests:
             try:
-                self._digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+                self._digests[path] = hashlib.sha256(read_source(path)).hexdigest()
             except OSError:
                 self._digests[path] = None
         return self._digests[path]
@@ -113,7 +114,7 @@ class VerdictCache:
         names = statements.get(digest) if digest else None
         if not isinstance(names, list):
             try:
-                names = _import_statements(path.read_bytes())
+                names = _import_statements(read_source(path))
             except OSError:
                 names = []
             if digest:
@@ -282,7 +283,7 @@ def _write_json(path: Path, value: Any) -> bool:
     """Atomically; a cache that cannot be written is only slower, never an error
     (False)."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)  # C encoder: fast
+        text = json_text(value)  # C encoder: fast; surrogates escaped (non-UTF-8 names)
         if path.parent not in _MADE:
             _make(path)
         try:

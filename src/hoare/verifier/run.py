@@ -22,7 +22,7 @@ from .report import ContractReport, ImportProblem, Report
 from .result_cache import VerdictCache, default_directory
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 from .targets import Unit, plan
-from .units import Dispatch, run_units
+from .units import DEFAULT_IMPORT_TIMEOUT, Dispatch, error_result
 
 __all__ = ["Outcome", "VerifyError", "assemble", "run_verify"]
 
@@ -62,11 +62,15 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
                rlimit: int | None = None, jobs: int | None = None,
                exclude: Sequence[str] = (), cache: bool = True,
                cache_dir: str | None = None, config: str | None = None,
-               verbose: bool = False, only_affected: bool = False) -> Outcome:
+               verbose: bool = False, only_affected: bool = False,
+               import_timeout: float | None = None) -> Outcome:
     """Everything ``hoare verify`` does but print. ``None``: take ``[tool.hoare]``'s
     value, else the default. ``jobs`` 0: one worker per core. ``only_affected``: the
     ``targets`` are changed files (a pre-commit hook's arguments); verify the units of
-    ``[tool.hoare] targets`` (else the project root) that are, or import, one of them."""
+    ``[tool.hoare] targets`` (else the project root) that are, or import, one of them.
+    ``import_timeout``: seconds each unit's import may take (``DEFAULT_IMPORT_TIMEOUT``).
+    Every unit is imported in a worker process, never in this one: a module that exits,
+    kills or hangs its process at import is that unit's error, never a silent pass."""
     start = time.perf_counter()
     project = _config(config)
     changed: list[Path] = []
@@ -82,6 +86,11 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
     options = SolverOptions(timeout_ms=timeout_ms or project.timeout_ms or DEFAULT_TIMEOUT_MS,
                             rlimit=rlimit or project.rlimit or DEFAULT_RLIMIT)
     jobs = jobs if jobs is not None else (project.jobs if project.jobs is not None else 0)
+    bound = import_timeout if import_timeout is not None else \
+        project.import_timeout if project.import_timeout is not None else \
+        DEFAULT_IMPORT_TIMEOUT
+    if not (isinstance(bound, (int, float)) and 0 < bound < float("inf")):
+        raise VerifyError(f"import timeout must be a positive number of seconds, got {bound!r}")
     try:
         units = plan(targets, [*project.exclude, *exclude])
     except DiscoveryError as error:
@@ -95,10 +104,12 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
     if only_affected:
         touched = set(changed)
         units = [u for u in units if touched.intersection(keys.closure(u.path))]
-    results, cached = _results(units, options, jobs, store, project.overrides)
+    results, cached = _results(units, options, jobs, store, project.overrides, float(bound))
     report = assemble(results)
     report.seconds = time.perf_counter() - start
     messages = _apply_ignore(report, project.ignore)
+    if not report.errors and not any(u.only for u in units):
+        messages += _unknown_overrides(report, project.overrides)
     messages += [f"import error: {problem}" for problem in report.errors]
     found = len(report.contracts) + len(report.pipelines)
     if only_affected and not units:
@@ -126,10 +137,29 @@ def _config(path: str | None) -> ProjectConfig:
         raise VerifyError(str(error)) from error
 
 
+def _unknown_overrides(report: Report, overrides: dict[str, dict[str, int]]) -> list[str]:
+    """Warn about ``[tool.hoare] overrides`` naming no verified contract (a typo would
+    otherwise leave the limits it meant to raise silently at their defaults)."""
+    import difflib
+
+    names = [r.name for r in (*report.contracts, *report.pipelines)]
+    messages = []
+    for key in overrides:
+        if key in names:
+            continue
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else \
+            f" (the contracts are named module:Class, e.g. {names[0]!r})" if names else ""
+        messages.append(f"[tool.hoare] overrides {key!r} names no verified contract{hint}")
+    return messages
+
+
 def _results(units: list[Unit], options: SolverOptions, jobs: int,
-             store: VerdictCache | None, overrides: dict[str, dict[str, int]]
+             store: VerdictCache | None, overrides: dict[str, dict[str, int]],
+             import_timeout: float = DEFAULT_IMPORT_TIMEOUT
              ) -> tuple[list[dict[str, Any]], int]:
-    """Each unit's result, in order: from the cache, else checked (and stored)."""
+    """Each unit's result, in order: from the cache, else checked (and stored). Every
+    checked unit is imported in a worker process (one at first, more from the 16th)."""
     results: list[dict[str, Any] | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
     # jobs 0 (auto): a worker costs ~0.3 s to start (Python, pydantic, z3), so below 16
@@ -140,31 +170,33 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
     threshold = 16 if jobs == 0 else 1
     dispatch: Dispatch | None = None
     missing: list[int] = []
+    unreadable: dict[int, dict[str, Any]] = {}
     try:
         for index, unit in enumerate(units):
+            if unit.problem is not None:  # never opened: a FIFO would block the reader
+                unreadable[index] = error_result(unit, unit.problem)
+                continue
             key = keys[index] = store.key(unit) if store is not None else None
             if key is not None and store is not None:
                 results[index] = store.get(key)
             if results[index] is not None:
                 continue
             missing.append(index)
-            if dispatch is not None:
-                dispatch.send(index)
-            elif len(missing) == threshold and parallel > 1:
-                dispatch = Dispatch(units, options, parallel, overrides)
-                for waiting in missing:
-                    dispatch.send(waiting)
+            if dispatch is None:
+                dispatch = Dispatch(units, options, 1, overrides, import_timeout)
+            dispatch.send(index)
+            if len(missing) == threshold and parallel > 1:
+                dispatch.grow(parallel)
     except BaseException:
         if dispatch is not None:
             dispatch.close()  # the workers stop after what was sent
         raise
+    for index, result in unreadable.items():
+        results[index] = result
+    checked: Iterator[tuple[int, dict[str, Any]]] = iter(())
     if dispatch is not None:
         dispatch.close()
-        checked: Iterator[tuple[int, dict[str, Any]]] = (
-            (index, dispatch.result(index)) for index in missing)
-    else:
-        checked = ((missing[position], result) for position, result in run_units(
-            [units[i] for i in missing], options, 1, overrides))
+        checked = ((index, dispatch.result(index)) for index in missing)
     for index, result in checked:
         results[index] = result
         key = keys[index]
@@ -172,7 +204,7 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
             store.put(key, result)
     if dispatch is not None:
         dispatch.join()
-    cached = len(units) - len(missing)
+    cached = len(units) - len(missing) - len(unreadable)
     if store is not None:
         store.save_imports(keep=max(PRUNE_FLOOR, 4 * len(units)))
         store.prune(keep=max(PRUNE_FLOOR, 4 * len(units)))  # flushes the last pack
@@ -201,15 +233,22 @@ PRUNE_FLOOR = 20_000
 
 def assemble(results: Sequence[dict[str, Any]]) -> Report:
     """One report from unit results, in order; a contract or pipeline reachable from
-    several units is reported once (the first)."""
+    several units is reported once (the first). Two reports are the same contract only
+    when they agree in full (name, location, every check): distinct contracts that
+    share a name (a factory's products in different modules) are all kept."""
+    import json
+
     report = Report()
-    names: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], list[str]] = {}
     for result in results:
         for group, into in (("contracts", report.contracts), ("pipelines", report.pipelines)):
             for data in result.get(group, []):
-                if (group, data["name"]) not in names:
-                    names.add((group, data["name"]))
-                    into.append(ContractReport.from_json(data))
+                whole = json.dumps(data, sort_keys=True, default=str)
+                same_name = seen.setdefault((group, data["name"]), [])
+                if whole in same_name:
+                    continue
+                same_name.append(whole)
+                into.append(ContractReport.from_json(data))
         report.errors.extend(ImportProblem.from_json(e) for e in result.get("errors", []))
     return report
 
@@ -234,12 +273,10 @@ def _render(report: Report, chosen: str, root: Path, verbose: bool) -> str:
     if chosen == "json":
         return report.json(indent=2 if len(report.contracts) <= 100 else None)
     if chosen == "sarif":
-        import json
-
+        from .report import json_text
         from .report_formats import to_sarif
 
-        return json.dumps(to_sarif(report, root, _version()), indent=2, ensure_ascii=False,
-                          allow_nan=False, default=str)
+        return json_text(to_sarif(report, root, _version()), indent=2)
     if chosen == "junit":
         from .report_formats import to_junit
 

@@ -15,6 +15,7 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from .discover import DiscoveryError
 
-__all__ = ["DEFAULT_EXCLUDE", "Unit", "plan"]
+__all__ = ["DEFAULT_EXCLUDE", "Unit", "plan", "read_source", "unreadable"]
 
 DEFAULT_EXCLUDE = ("__pycache__", "node_modules", "site-packages", "venv", ".venv", "build",
                    "dist", ".*")
@@ -34,12 +35,15 @@ _QUALNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 class Unit:
     """One module to import and check. ``module``: import it by this dotted name (a
     module or package target); None: import the file itself (``discover`` rules).
-    ``only``: the one class or pipeline name a ``target:Name`` asked for."""
+    ``only``: the one class or pipeline name a ``target:Name`` asked for. ``problem``:
+    why the file cannot be read (a FIFO, a broken link...): reported as the unit's
+    import error, never opened (opening a FIFO would wait forever)."""
 
     target: str
     path: Path
     module: str | None = None
     only: str | None = None
+    problem: str | None = None
 
     @property
     def label(self) -> str:
@@ -68,11 +72,16 @@ def _resolve(target: str, patterns: Sequence[str]) -> list[Unit]:
         if only is not None:
             raise DiscoveryError(f"{target}: ':{only}' names a class or pipeline of a module; "
                                  f"{base} is a directory")
-        return [Unit(target, f) for f in _walk(path, patterns)]
+        return _file_units(target, _walk(path, patterns))
     if path.is_file():
         if path.suffix != ".py":
             raise DiscoveryError(f"{target}: not a Python file")
+        problem = unreadable(path)
+        if problem is not None:
+            raise DiscoveryError(f"{target}: {problem}")
         return [Unit(target, path.resolve(), None, only)]
+    if os.path.lexists(base):
+        raise DiscoveryError(f"{target}: {unreadable(path) or 'not a file or directory'}")
     if base.endswith(".py") or os.sep in base or "/" in base or not _DOTTED.match(base):
         raise DiscoveryError(f"{target}: no such file or directory")
     return _module_units(target, base, only, patterns)
@@ -112,6 +121,50 @@ def _walk(directory: Path, patterns: Sequence[str]) -> list[Path]:
         files.extend(here / n for n in sorted(names)
                      if n.endswith(".py") and not _excluded(here / n, relative(n), patterns))
     return files
+
+
+def _file_units(target: str, files: list[Path]) -> list[Unit]:
+    """A unit per walked file; one that is not a readable regular file carries why."""
+    return [Unit(target, f, problem=unreadable(f)) for f in files]
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISDIR, "a directory"))
+
+
+def unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be imported as source, or None for a readable regular file.
+    Only ``stat`` is used: a FIFO or device is never opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a broken symbolic link" if os.path.islink(path) else "no such file"
+    except OSError as error:
+        return f"cannot be read: {error.strerror or error}"
+    for test, kind in _KINDS:
+        if test(mode):
+            return f"not a regular file: it is {kind}"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "cannot be read: permission denied"
+    return None
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of a regular file, opened without blocking (a FIFO put in place of
+    the file after ``plan`` looked is refused, not waited on). Raises ``OSError``."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _find_spec(name: str) -> importlib.machinery.ModuleSpec | None:
@@ -155,7 +208,8 @@ def _module_units(target: str, name: str, only: str | None,
                     parts.pop()
                 if not parts or not all(p.isidentifier() for p in parts):
                     continue
-                units.append(Unit(target, file, ".".join([name, *parts])))
+                units.append(Unit(target, file, ".".join([name, *parts]),
+                                  problem=unreadable(file)))
     if not units:
         raise DiscoveryError(f"{target}: the module has no Python source to verify "
                              f"({spec.origin or 'a namespace package with no files'})")

@@ -24,6 +24,7 @@ import copy
 import inspect
 import itertools
 import linecache
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -191,17 +192,37 @@ def _rewritten(fn: Callable[..., Any], params: tuple[str, ...], phase: str,
         raise Unsupported("a parameter is rebound inside the condition")
     body = _Rewrite(by, dicts, renames, params).visit(body)
     two = phase == "post" and needs_args
-    source = f"lambda {value}{', ' + used if two else ''}: bool({ast.unparse(body)})"
+    arguments = ast.arguments(posonlyargs=[], args=[ast.arg(value)] + ([ast.arg(used)] if two
+                                                                      else []),
+                              kwonlyargs=[], kw_defaults=[], defaults=[])
+    checked = ast.Call(func=ast.Name("bool", ast.Load()), args=[body], keywords=[])
+    lambda_node = ast.Lambda(args=arguments, body=checked)
     filename = f"<hoare tool condition {next(_COUNTER)}>"
-    linecache.cache[filename] = (len(source), None, [source + "\n"], filename)
     scope = dict(getattr(fn, "__globals__", {}))
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
         try:
             scope[name] = cell.cell_contents
         except ValueError:
             continue
-    adapted: Callable[..., Any] = eval(compile(source, filename, "eval"), scope)
-    return adapted
+    return function_of(lambda_node, filename, scope)
+
+
+def function_of(lambda_node: ast.Lambda, filename: str, scope: dict[str, Any]
+                ) -> Callable[..., Any]:
+    """The function of a ``lambda`` AST node, its free names read from ``scope``: the
+    node is compiled as a tree (no generated text is evaluated) and its code object
+    made a function directly. Its source, one line, goes to ``linecache`` under
+    ``filename`` so that the translator reads it as it reads a user's lambda."""
+    source = ast.unparse(lambda_node)
+    for node in ast.walk(lambda_node):  # one line, as the source linecache holds
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = 1  # type: ignore[attr-defined]
+            node.col_offset, node.end_col_offset = 0, len(source)  # type: ignore[attr-defined]
+    tree = ast.Expression(body=lambda_node)
+    code = compile(tree, filename, "eval", dont_inherit=True)
+    (inner,) = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    linecache.cache[filename] = (len(source), None, [source + "\n"], filename)
+    return types.FunctionType(inner, scope, "<lambda>")
 
 
 def _adapt(condition: Any, params: tuple[str, ...], phase: str, index: int, tool: str,
@@ -231,15 +252,21 @@ def _calling(condition: Any, phase: str, params: tuple[str, ...], needs_args: bo
     def arguments(model: Any) -> dict[str, Any]:
         return {name: getattr(model, name) for name in params}
 
-    if phase == "pre":
-        source = "lambda value: check(arguments(value))"
-    elif needs_args:
-        source = "lambda value, used: check(value, arguments(used))"
-    else:
-        source = "lambda value: check(value)"
-    filename = f"<{why}>"  # never in linecache: the reason shows in "no source for ..."
-    scope = {"check": condition.check, "arguments": arguments}
-    adapted: Callable[..., Any] = eval(compile(source, filename, "eval"), scope)
+    check = condition.check
+
+    def checked_pre(value: Any) -> Any:
+        return check(arguments(value))
+
+    def checked_post_with_arguments(value: Any, used: Any) -> Any:
+        return check(value, arguments(used))
+
+    def checked_post(value: Any) -> Any:
+        return check(value)
+
+    adapted = checked_pre if phase == "pre" else \
+        checked_post_with_arguments if needs_args else checked_post
+    # a file name never in linecache: the reason shows in "no source for ..."
+    adapted.__code__ = adapted.__code__.replace(co_filename=f"<{why}>")
     return adapted
 
 
