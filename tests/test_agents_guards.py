@@ -6,6 +6,7 @@ agree with the stats store, one call at a time or many threads sharing one agent
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -182,6 +183,18 @@ def test_a_tool_call_with_non_text_fields_is_a_failed_call(field: str) -> None:
 
 
 # -- async tools and async conditions ------------------------------------------------------
+@contextlib.contextmanager
+def never_left_unawaited() -> Iterator[None]:
+    """Fail when a coroutine made inside is collected unclosed ("never awaited")."""
+    gc.collect()  # what earlier tests left is not this block's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+        gc.collect()
+    unawaited = [str(w.message) for w in caught if "never awaited" in str(w.message)]
+    assert unawaited == []
+
+
 async def _async_fetch(n: int) -> int:
     """Fetch asynchronously."""
     return n
@@ -246,13 +259,11 @@ def test_a_sync_tool_returning_an_awaitable_is_a_failed_call_and_is_closed() -> 
         made.append(_Awaitable())
         return made[-1]
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # "coroutine ... was never awaited" fails the test
+    with never_left_unawaited():
         agent = constrained(scripted({"tool": "sneaky", "args": {"n": 1}},
                                      {"tool": "custom", "args": {"n": 1}},
                                      {"answer": "done"}), tools=[sneaky, custom])
         result = agent.run("t")
-        gc.collect()
     assert result.success
     problems = errors_of(result)
     assert len(problems) == 2 and all("awaitable" in p for p in problems)
@@ -293,10 +304,8 @@ def _agent_with_async_check(place: str, ran: list[str]) -> ContractAgent:
 @pytest.mark.parametrize("place", PLACES)
 def test_an_async_condition_fails_everywhere_and_is_closed(place: str) -> None:
     ran: list[str] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with never_left_unawaited():
         result = _agent_with_async_check(place, ran).run("task")
-        gc.collect()
     assert not result.success and "contract termination" in (result.error or "")
     violations = [e.metadata["violation"] for e in result.events
                   if e.type is EventType.CONTRACT_VIOLATION]
