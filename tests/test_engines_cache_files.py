@@ -387,3 +387,79 @@ def test_an_answer_that_would_break_the_file_is_not_recorded(
     assert "not recorded" in caplog.text
     CachedEngine(Model(), path).complete(req("other"))
     assert len(CachedEngine(None, path, mode="replay")) == 1
+
+
+CONCURRENT_READERS = '''
+import sys, threading
+from hoare.engines import CachedEngine, Message, Options, Request, Response, Usage
+
+path = sys.argv[1]
+
+class Model:
+    model = "model-a"
+    default_options = Options()
+    def complete(self, request):
+        return Response(("fresh " + request.messages[-1].content,), ("stop",), Usage(1, 1, 1),
+                        "model-a")
+    async def acomplete(self, request):
+        return self.complete(request)
+
+def req(text):
+    return Request(messages=(Message("user", text),), schema={"type": "object"})
+
+reader = CachedEngine(None, path, mode="replay", max_entries_in_memory=3)
+writer = CachedEngine(Model(), path)
+errors = []
+
+def read(worker):  # engines opened while the file is being replaced
+    try:
+        for i in range(worker, 30, 3):
+            response = CachedEngine(None, path, mode="replay").complete(req(f"q{i}"))
+            assert response.text == f"model-a:q{i}#{i}", response.text
+    except BaseException as error:
+        errors.append(repr(error))
+
+def shared(worker):  # one shared engine, tiny LRU; each thread its own prompts
+    try:
+        for i in range(worker, 30, 4):
+            response = reader.complete(req(f"q{i}"))
+            assert response.text == f"model-a:q{i}#{i}", response.text
+    except BaseException as error:
+        errors.append(repr(error))
+
+def write(worker):
+    try:
+        for i in range(15):
+            writer.complete(req(f"w{worker}-{i} " + "é" * i))
+    except BaseException as error:
+        errors.append(repr(error))
+
+threads = ([threading.Thread(target=read, args=(w,)) for w in range(3)]
+           + [threading.Thread(target=shared, args=(w,)) for w in range(4)]
+           + [threading.Thread(target=write, args=(w,)) for w in range(3)])
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print("errors", errors)
+assert not errors, errors
+print("ok")
+'''
+
+
+def test_threads_replaying_while_others_rewrite_the_file(tmp_path: Path) -> None:
+    """Many threads share one replay engine with a tiny LRU while other threads rewrite
+    the file (shifting every byte range); in a child process, so a crash fails the test."""
+    import subprocess
+    import sys
+
+    from library_under_test import LIBRARY
+
+    path = recorded(tmp_path, 30)
+    script = tmp_path / "readers.py"
+    script.write_text(CONCURRENT_READERS)
+    done = subprocess.run([sys.executable, str(script), str(path)], capture_output=True,
+                          text=True, timeout=300, env={**__import__("os").environ,
+                                                       "PYTHONPATH": LIBRARY})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok" in done.stdout
