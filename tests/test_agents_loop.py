@@ -245,10 +245,13 @@ def test_statistics_per_tool() -> None:
     assert stats["divide"]["p_succ"] == pytest.approx(2 / 3)
     low, high = stats["divide"]["interval_95"]  # contract_stats' name
     assert 0 < low < 2 / 3 < high < 1
-    assert stats["shout"] == {"calls": 0, "violations": 0, "p_succ": None,
-                              "interval_95": (0.0, 1.0), "interval": (0.0, 1.0)}
+    assert stats["shout"] == {"calls": 0, "successes": 0, "violations": 0, "p_succ": None,
+                              "interval_95": [0.0, 1.0], "interval": (0.0, 1.0)}
     with pytest.warns(DeprecationWarning, match="interval_95"):  # the old key, one release
         assert stats["divide"]["interval"] == (low, high)
+    # named and shaped as contract_stats() names them
+    assert set(stats["divide"]) >= {"calls", "successes", "p_succ", "interval_95"}
+    assert stats["divide"]["successes"] == 2
 
 
 def test_the_agents_context_is_not_bound_for_the_caller_between_events() -> None:

@@ -282,11 +282,12 @@ class ContractAgent:
             return {"checks": self._checks, "violations": self._violations}
 
     def tool_stats(self) -> dict[str, dict[str, Any]]:
-        """Per tool: calls, violations (its own calls' only, exact when threads share
-        the agent), and P_succ with its 95% Wilson interval (``interval_95``), as the
-        kernel computes it for contracts. A call succeeds when the tool returned with no
-        contract violation, the rule the stats store records it by; a call stopped by
-        ``KeyboardInterrupt``, ``SystemExit`` or cancellation is not counted."""
+        """Per tool: calls, successes, violations (its own calls' only, exact when
+        threads share the agent), and P_succ with its 95% Wilson interval
+        (``interval_95``), as the kernel computes and names them for contracts. A call
+        succeeds when the tool returned with no contract violation, the rule the stats
+        store records it by; a call stopped by ``KeyboardInterrupt``, ``SystemExit`` or
+        cancellation is not counted."""
         from ..kernel import wilson_interval
 
         with self._stats_lock:
@@ -294,9 +295,10 @@ class ContractAgent:
         out: dict[str, dict[str, Any]] = {}
         for name, (calls, clean, violations) in counts.items():
             interval = wilson_interval(clean, calls)
-            out[name] = _ToolStats(calls=calls, violations=violations,
+            out[name] = _ToolStats(calls=calls, successes=clean, violations=violations,
                                    p_succ=clean / calls if calls else None,
-                                   interval_95=interval, interval=interval)
+                                   interval_95=list(interval),  # as contract_stats()
+                                   interval=interval)
         return out
 
     def _count_tool(self, name: str, checks: int, violations: int, clean: bool) -> None:
