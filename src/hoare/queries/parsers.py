@@ -221,6 +221,9 @@ def _from_yaml(spec: TypeSpec, text: str) -> Any:
         data = yaml.safe_load(body)
     except yaml.YAMLError as error:
         raise ParseError(f"the answer is not valid YAML: {error}") from None
+    except RecursionError:  # PyYAML composes nested nodes recursively
+        raise ParseError("the answer's YAML is nested too deep to read: answer with a "
+                         "flatter value") from None
     try:
         return spec.validate(data)
     except ValidationError as error:
