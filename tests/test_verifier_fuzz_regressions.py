@@ -1,0 +1,99 @@
+"""Contradictions the verifier's differential fuzzer (tests/fuzz) found between a verdict
+of ``hoare verify`` or the pre-flight and real Python/pydantic, one test each.
+
+A test marked ``xfail(strict=True)`` records a contradiction not fixed yet: it turns
+into a failure the day the verdict becomes sound, so the fixer removes the mark.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import hoare
+from hoare.engines import FunctionEngine
+
+# A nested model field given as an instance is not validated again by pydantic
+# (revalidate_instances='never', the default): an instance of a subclass whose field
+# drops the constraint passes through `In` and through the contract's input check.
+NESTED_SUBCLASS = '''
+from pydantic import BaseModel, Field
+
+from hoare import Contract, Post, Pre, contract
+
+
+class Inner(BaseModel):
+    x0: int = Field(ge=0, le=3)
+
+
+class In(BaseModel):
+    n0: Inner
+
+
+class Out(BaseModel):
+    f0: int
+
+
+@contract(post_remedy=False, on_violation=lambda outcome: None)
+class Generated(Contract):
+    prompt = "generated"
+    pre_conditions = [Pre(lambda i: i.n0.x0 < 0, "pre 0")]
+    post_conditions = [Post(lambda o, i: o.f0 == i.n0.x0, "post 0")]
+
+    def forward(self, input: In) -> Out:
+        return self.contract_result
+
+
+class LooseInner(Inner):
+    x0: int = -5
+'''
+
+
+def _load(tmp_path: Path, source: str) -> ModuleType:
+    name = f"fuzz_regression_{tmp_path.name}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# Three ways to hand a contract an input whose model fields break their constraints,
+# each one pydantic and the contract's input check let through unchanged.
+UNCHECKED_INPUTS = {
+    "nested subclass instance": lambda m: m.In(n0=m.LooseInner()),
+    "nested model_construct": lambda m: m.In(n0=m.Inner.model_construct(x0=-5)),
+    "model_construct": lambda m: m.In.model_construct(n0=m.Inner.model_construct(x0=-5)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="hoare verify assumes a model instance in an input "
+                   "satisfies its class's constraints; pydantic does not validate an "
+                   "instance again (revalidate_instances='never'), so a subclass instance "
+                   "or a model_construct() passes through, and so does the contract's "
+                   "input check (TypeSpec.validate). Either inputs are revalidated at call "
+                   "time or verdicts resting on an input model's constraints are unknown.")
+@pytest.mark.parametrize("how", sorted(UNCHECKED_INPUTS))
+def test_unvalidated_input_instance_refutes_pre_fail(tmp_path: Path, how: str) -> None:
+    logging.disable(logging.CRITICAL)
+    try:
+        module = _load(tmp_path, NESTED_SUBCLASS)
+        report = hoare.verify(module.Generated)
+    finally:
+        logging.disable(logging.NOTSET)
+    x = UNCHECKED_INPUTS[how](module)
+    assert x.n0.x0 == -5 and x.n0.x0 < 0  # the pre-condition passes for real
+    contract = module.Generated(engine=FunctionEngine(lambda request: '{"f0": -5}'))
+    assert contract(x).f0 == -5  # the call runs and succeeds
+    assert contract.contract_outcome is not None and contract.contract_outcome.success
+    verdicts = {(c.kind, c.predicate): c.status for c in report.contracts[0].checks}
+    assert verdicts[("pre_satisfiable", None)] != "fail", verdicts
+    assert verdicts[("predicate_vacuous", "pre_conditions[0]")] != "fail", verdicts
