@@ -730,3 +730,19 @@ def test_every_handled_violation_is_counted_whatever_its_policy(
     # the answer's check runs only when the tool's violation did not stop the run
     assert agent.get_contract_stats()["violations"] == (1 if stopped else 2)
     assert result.success is not stopped  # OBSERVE: the answer's violation only observed
+
+
+def test_a_sync_wrapper_that_runs_an_async_function_is_a_sync_tool() -> None:
+    """Judged by what it is, not by what it wraps: ``functools.wraps`` around
+    ``asyncio.run`` is a synchronous tool, and it runs."""
+    import functools
+
+    @functools.wraps(_async_fetch)
+    def fetch(n: int) -> int:
+        return asyncio.run(_async_fetch(n))
+
+    result = constrained(scripted({"tool": "_async_fetch", "args": {"n": 7}},
+                                  {"answer": "done"}), tools=[fetch]).run("t")
+    assert result.success
+    (observation,) = [e for e in result.events if e.type is EventType.OBSERVATION]
+    assert observation.metadata["raw_result"] == 7

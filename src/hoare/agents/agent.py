@@ -141,10 +141,12 @@ def _hooks(single: Check | None, plural: Sequence[Check] | None, name: str) -> l
 
 
 def _is_async(fn: Any) -> bool:
-    """Is ``fn`` (a function, a wrapper of one, or a callable object) ``async def``?"""
+    """Is ``fn`` (a function, a partial of one, or a callable object) ``async def``? A
+    synchronous wrapper of an ``async def`` function (``functools.wraps`` around
+    ``asyncio.run(...)``) is not: it is judged by what it is, not by what it wraps."""
     try:
         call = inspect.getattr_static(type(fn), "__call__", None)
-        for candidate in (fn, inspect.unwrap(fn), call):
+        for candidate in (fn, call):
             if inspect.iscoroutinefunction(candidate) or \
                     inspect.isasyncgenfunction(candidate):
                 return True
