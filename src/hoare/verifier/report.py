@@ -26,7 +26,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls and DEL: a file name or message holding them could redraw a
 # terminal (ANSI escapes) or break the one-line-per-check table
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_CONTROL_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_IN_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 
 def json_text(value: Any, indent: int | None = None) -> str:
@@ -46,7 +46,7 @@ def _escape(match: re.Match[str]) -> str:
 
 def shown(text: str, *, lines: bool = False) -> str:
     """``text`` safe to print in the table: surrogates and control characters as
-    visible escapes (``lines``: newlines and tabs kept, for multi-line messages)."""
+    visible escapes (``lines``: newlines kept, for multi-line messages)."""
     out = _SURROGATE.sub(_escape, text)
     return (_CONTROL_IN_LINES if lines else _CONTROL).sub(_escape, out)
 

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import UsageError
 from .discover import DiscoveryError
 from .project_config import ConfigError, ProjectConfig, find_pyproject, load, matches
-from .report import ContractReport, ImportProblem, Report
+from .report import ContractReport, ImportProblem, Report, shown
 from .result_cache import VerdictCache, default_directory
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 from .targets import Unit, plan
@@ -123,6 +123,8 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
         1 if (not report.ok(strict=strict) or
               (strict and not found and not (only_affected and not units))) else 0
     text = _render(report, chosen_format, project.root, verbose)
+    # for a terminal: a file name's control characters or undecodable bytes as escapes
+    messages = [shown(message, lines=True) for message in messages]
     return Outcome(report, text, status, messages, cached, len(units) - cached)
 
 
