@@ -746,3 +746,23 @@ def test_a_sync_wrapper_that_runs_an_async_function_is_a_sync_tool() -> None:
     assert result.success
     (observation,) = [e for e in result.events if e.type is EventType.OBSERVATION]
     assert observation.metadata["raw_result"] == 7
+
+
+@pytest.mark.parametrize("agent_type", ["react", "constrained"])
+def test_a_typed_answer_of_none_is_a_success_as_the_stats_store_records_it(
+        agent_type: str, tmp_path: Any) -> None:
+    import hoare
+    from hoare import configure
+    from hoare.stats_store import query
+
+    answer = '{"answer": null}' if agent_type == "constrained" else "null"
+    path = str(tmp_path / "s.db")
+    configure(stats=path)
+    try:
+        result = ContractAgent(scripted(Response(texts=(answer,))), answer_type=int | None,
+                               agent_type=agent_type).run("t")
+        assert hoare.flush_stats()
+    finally:
+        configure(stats=None)
+    assert result.success is True and result.answer is None and result.error is None
+    assert [r["success"] for r in query(path)] == [True]

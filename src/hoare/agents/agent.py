@@ -321,7 +321,8 @@ class ContractAgent:
                 answer = event.metadata.get("value", event.content)
             elif event.type is EventType.ERROR:
                 error = event.content
-        success = answer is not None and state.events[-1].type is not EventType.ERROR
+        # answered: the rule the stats store records the run by (None may be a typed answer)
+        success = bool(state.events) and state.events[-1].type is EventType.ANSWER
         return AgentResult(answer, state.events, success, None if success else error,
                            state.to_dict())
 
