@@ -504,7 +504,7 @@ class _Call:
         self.telemetry: tuple[Any, Any] | None = None  # its span, when instrumented
         self.sent: set[tuple[object, ...]] | None = None  # what its requests quoted
         self.previous: _Call | None = None  # the call of this instance this one is inside
-        self.slot = _Slot()  # what the caller's context holds for this call (``_Latest``)
+        self.slot: _Slot | None = None  # what the caller's context holds (``_Latest``)
         engine = instance._hoare_engine()
         budget = instance.__dict__.get("_hoare_budget_value")
         self.spend: Spend | None = None
@@ -1036,8 +1036,9 @@ def _begin(instance: Contract, args: tuple[Any, ...], kwargs: dict[str, Any]
         call.previous = previous
     if _telemetry.tracer is not None:  # made current: _finish always follows
         call.telemetry = _telemetry.start_call(runtime.description.name)
-    latest.calls[call.slot] = call
-    latest.var.set(call.slot)  # last: nothing below can fail, so _finish always follows
+    slot = call.slot = _Slot(latest.forget)
+    latest.calls[slot.key] = call
+    latest.var.set(slot)  # last: nothing below can fail, so _finish always follows
     return call, run
 
 
@@ -1106,7 +1107,9 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
     latest = call.instance._hoare_latest()
     # what the contract_* properties read, held by the instance: not the call (its engine
     # and kwargs), and never by a context (which would keep the instance alive)
-    latest.calls[call.slot] = _Done(call.outcome, call.spend)
+    slot = call.slot
+    if slot is not None:
+        latest.calls[slot.key] = _Done(call.outcome, call.spend)
     previous = call.previous
     if previous is not None and previous.running:
         latest.var.set(previous.slot)
@@ -1165,11 +1168,14 @@ def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int,
 
 class _Slot:
     """The identity of one call, all a caller's context holds for an instance. Its state
-    is in the instance's ``_Latest.calls``, weakly keyed by the slot: it goes when the
-    instance goes, or when no context holds the slot any more (the context's next call
-    of the instance replaced it, or the thread ended)."""
+    is in the instance's ``_Latest.calls`` under ``key``, a weak reference to the slot:
+    it goes when the instance goes, or when no context holds the slot any more (the
+    context's next call of the instance replaced it, or the thread ended)."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "key")
+
+    def __init__(self, forget: Callable[[weakref.ref[_Slot]], None]) -> None:
+        self.key = weakref.ref(self, forget)
 
 
 _FREE_VARIABLES: list[contextvars.ContextVar[_Slot | None]] = []
@@ -1184,25 +1190,34 @@ class _Latest:
     current context's latest call, ``calls`` what that call left (``_Call`` while it
     runs, then ``_Done``)."""
 
-    __slots__ = ("calls", "var")
+    __slots__ = ("__weakref__", "calls", "forget", "var")
 
     def __init__(self) -> None:
         try:
             self.var = _FREE_VARIABLES.pop()
         except IndexError:
             self.var = contextvars.ContextVar("hoare:latest", default=None)
-        self.calls: weakref.WeakKeyDictionary[_Slot, _Call | _Done] = \
-            weakref.WeakKeyDictionary()
+        self.calls: dict[weakref.ref[_Slot], _Call | _Done] = {}
+        # a slot's weakref callback: refers to this object weakly, so a slot a context
+        # still holds never keeps the instance's calls (or the instance) alive
+        self.forget = partial(_forget_slot, weakref.ref(self))
 
     def get(self) -> _Call | _Done | None:
         slot = self.var.get()
-        return None if slot is None else self.calls.get(slot)
+        return None if slot is None else self.calls.get(slot.key)
 
     def __del__(self, _free: Callable[[Any], None] = _FREE_VARIABLES.append) -> None:
         try:
             _free(self.var)  # the instance is gone: its stale slots name nothing any more
         except Exception:  # at interpreter exit
             pass
+
+
+def _forget_slot(latest: weakref.ref[_Latest], key: weakref.ref[_Slot]) -> None:
+    """No context holds the slot any more: drop what it named."""
+    found = latest()
+    if found is not None:
+        found.calls.pop(key, None)
 
 
 class _Done:
