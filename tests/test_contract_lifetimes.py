@@ -687,3 +687,26 @@ def test_a_query_with_remedies_never_sleeps(monkeypatch: pytest.MonkeyPatch) -> 
         with pytest.raises(ContractViolationError):
             run()
     assert all(seconds <= 0 for seconds in slept), slept
+
+
+def test_a_reused_context_variable_never_shows_a_dead_instances_call() -> None:
+    """The variables of collected instances are reused: a new instance must not see the
+    latest call of the dead one whose variable it got, in any context that called it,
+    and a live instance keeps its own latest call through the churn."""
+    import gc
+
+    kept = AtMost(limit=10, engine=engine_answering(4))
+    assert kept(Item(n=1)) == Value(v=4)
+    kept_outcome = kept.contract_outcome
+    for round_ in range(30):
+        dead = AtMost(limit=10, fallback=0, engine=engine_answering(round_ % 20))
+        dead(Item(n=1))
+        assert dead.contract_outcome is not None
+        del dead
+        gc.collect()
+        fresh = AtMost(limit=10, engine=engine_answering(3))
+        assert fresh.contract_outcome is None and not fresh.contract_successful
+        assert fresh.contract_result is None
+        assert fresh.contract_perf_stats()["contract_outcome"] == {}
+        del fresh
+    assert kept.contract_outcome is kept_outcome and kept.contract_result == Value(v=4)
