@@ -766,3 +766,58 @@ def test_a_typed_answer_of_none_is_a_success_as_the_stats_store_records_it(
         configure(stats=None)
     assert result.success is True and result.answer is None and result.error is None
     assert [r["success"] for r in query(path)] == [True]
+
+
+# -- any model output: run() returns, and its figures add up ------------------------------
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=12)
+arguments = st.one_of(
+    st.text(max_size=30),  # anything, JSON or not, all of Unicode
+    st.builds(lambda a, b: json.dumps({"a": a, "b": b}), json_values, json_values),
+    st.builds(lambda d: json.dumps(d), st.dictionaries(st.text(max_size=4), json_values,
+                                                       max_size=3)),
+    st.integers(1, 3000).map(lambda depth: '{"a": ' + "[" * depth + "]" * depth + "}"))
+names = st.sampled_from(["divide", "divide", "missing", ""]) | st.text(max_size=6)
+replies = st.one_of(
+    st.text(max_size=40).map(lambda text: Response(texts=(text,))),
+    st.lists(st.tuples(names, arguments), min_size=1, max_size=3).map(
+        lambda calls: Response(texts=("",), tool_calls=tuple(
+            ToolCall(f"c{i}", name, args) for i, (name, args) in enumerate(calls)))),
+    st.builds(lambda name, args: Response(texts=(json.dumps({"tool": name, "args": args}),)),
+              names, json_values),
+    json_values.map(lambda value: Response(texts=(json.dumps({"answer": value}),))))
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(replies, min_size=1, max_size=6), st.sampled_from(["react", "constrained"]),
+       st.sampled_from(list(ContractPolicy)), st.sampled_from([None, int, list[str]]))
+def test_any_model_output_ends_in_a_result_whose_figures_add_up(
+        script: list[Response], agent_type: str, policy: ContractPolicy,
+        answer_type: Any) -> None:
+    @tool
+    @pre(lambda args: args["b"] != 0, "no division by zero")
+    @post(lambda result: result == result, "a number")
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        contract_assert(abs(a) < 1e6, "small enough")
+        return a / b
+
+    queue = iter(script)
+    engine = FunctionEngine(lambda request: next(queue, Response(texts=('{"answer": 1}',))))
+    agent = ContractAgent(engine, tools=[divide], agent_type=agent_type, policy=policy,
+                          violation_handler=lambda v: None, answer_type=answer_type,
+                          max_iterations=len(script) + 1)
+    result = agent.run("task")
+    assert result.success is (result.events[-1].type is EventType.ANSWER)
+    assert (result.error is None) is result.success
+    stats = agent.tool_stats()["divide"]
+    actions = sum(e.type is EventType.ACTION for e in result.events)
+    observed = sum(e.type is EventType.OBSERVATION for e in result.events)
+    assert stats["calls"] == actions
+    assert stats["successes"] <= observed <= actions
+    assert stats["p_succ"] == (stats["successes"] / actions if actions else None)
+    assert all(isinstance(e.content, str) for e in result.events)
