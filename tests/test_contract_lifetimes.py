@@ -710,3 +710,25 @@ def test_a_reused_context_variable_never_shows_a_dead_instances_call() -> None:
         assert fresh.contract_perf_stats()["contract_outcome"] == {}
         del fresh
     assert kept.contract_outcome is kept_outcome and kept.contract_result == Value(v=4)
+
+
+def test_an_agent_tool_violating_again_and_again_logs_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The agents' default handler had the same flood: a warning per violation."""
+    from hoare.agents import ContractPolicy, pre
+
+    @pre(lambda args: args["n"] > 0, "n must be positive", policy=ContractPolicy.OBSERVE)
+    def looped_tool(n: int) -> int:
+        return n
+
+    @pre(lambda args: args["n"] < 100, "n must be small", policy=ContractPolicy.OBSERVE)
+    def other_tool(n: int) -> int:
+        return n
+
+    with caplog.at_level(logging.WARNING, logger="hoare.agents"):
+        for n in range(50):
+            assert looped_tool(-n) == -n
+            assert other_tool(100 + n) == 100 + n
+    shown = [r.getMessage() for r in caplog.records if r.name == "hoare.agents"]
+    assert shown == ["Contract violation [pre] at looped_tool: n must be positive",
+                     "Contract violation [pre] at other_tool: n must be small"], shown

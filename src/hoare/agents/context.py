@@ -26,9 +26,17 @@ log = logging.getLogger("hoare.agents")
 
 
 def default_handler(violation: ContractViolation) -> None:
-    """Log ``Contract violation [kind] at location: message`` at WARNING."""
-    log.warning("Contract violation [%s] at %s: %s", violation.kind, violation.location,
-                violation.message)
+    """Log ``Contract violation [kind] at location: message`` at WARNING; the same
+    violation again within a minute is counted, not repeated (``hoare.contract.REPEATED``:
+    an agent looping on one failing tool would flood the log)."""
+    from ..contract import REPEATED
+
+    try:
+        where, kind = str(violation.location), f"[{violation.kind}]: {violation.message}"
+    except Exception:  # a foreign message whose __str__ raises: logging reports it
+        where, kind = "unknown", "unprintable"
+    REPEATED.warn(log, where, kind, "Contract violation [%s] at %s: %s", violation.kind,
+                  violation.location, violation.message)
 
 
 def holds(result: object) -> bool:
