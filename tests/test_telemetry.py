@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
@@ -415,3 +417,26 @@ def test_an_async_contract_call_cancelled_ends_its_spans(spans: InMemorySpanExpo
     finished = spans.get_finished_spans()
     assert len(finished) == 2
     assert all(s.status.status_code is StatusCode.ERROR for s in finished)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.floats(), st.integers(min_value=-(2 ** 70), max_value=2 ** 70)))
+def test_every_usage_number_leaves_the_result_alone(tokens: Any) -> None:
+    """Every float (nan, inf, -0.0, subnormals) and int a server could report as usage:
+    the traced call answers what the untraced one does, and the span keeps only
+    counts OpenTelemetry can hold."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    untraced = _run("contract", _with_usage(_answers("contract"), tokens))
+    telemetry.instrument(tracer_provider=provider)
+    try:
+        traced = _run("contract", _with_usage(_answers("contract"), tokens))
+    finally:
+        telemetry.uninstrument()
+        provider.shutdown()
+    assert traced == untraced == (2, True)
+    for span in exporter.get_finished_spans():
+        for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
+            value = span.attributes.get(key)
+            assert value is None or (type(value) is int and 0 <= value < 2 ** 63)

@@ -168,7 +168,8 @@ def _usage_attributes(input_tokens: Any, output_tokens: Any) -> dict[str, int]:
 
 
 def _count(value: Any) -> int | None:
-    """``value`` as a token count, or None when it is not a finite number >= 0."""
+    """``value`` as a token count, or None when it is not a finite number >= 0 that an
+    int64 attribute holds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     if isinstance(value, float) and not math.isfinite(value):
@@ -177,7 +178,10 @@ def _count(value: Any) -> int | None:
         count = int(value)
     except Exception:  # an int subclass whose __int__/__index__ raises
         return None
-    return count if count >= 0 else None
+    return count if 0 <= count <= _INT64_MAX else None  # what OTLP's int64 can hold
+
+
+_INT64_MAX = 2 ** 63 - 1
 
 
 def _engine_attributes(engine: Any) -> dict[str, Any]:
