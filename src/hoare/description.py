@@ -167,18 +167,35 @@ def _method_predicates(cls: type, phase: Literal["pre", "post"]) -> tuple[Predic
         raise ContractDefinitionError(
             f"{cls.__qualname__}.{phase} must be a plain method: def {phase}(self, value)")
     shape = f"def {phase}(self, value{', input' if phase == 'post' else ''})"
-    arity = positional_arity(fn)
-    if arity < 2:
-        raise ContractDefinitionError(
-            f"{cls.__qualname__}.{phase} must take the value to check as a parameter: "
-            f"{shape}")
-    takes_input = phase == "post" and arity >= 3
-    _check_callable(fn, f"{cls.__qualname__}.{phase}", 3 if takes_input else 2, shape)
+    try:
+        arity = positional_arity(fn)
+        if arity < 2:
+            raise ContractDefinitionError(
+                f"{cls.__qualname__}.{phase} must take the value to check as a parameter: "
+                f"{shape}")
+        takes_input = phase == "post" and arity >= 3
+        _check_callable(fn, f"{cls.__qualname__}.{phase}", 3 if takes_input else 2, shape)
+    except ContractDefinitionError as error:
+        _locate(error, fn)
+        raise
     doc = (inspect.getdoc(fn) or "").strip().splitlines()
     message = source_expression(fn) or (doc[0] if doc else "") or \
         f"{cls.__qualname__}.{phase} rejected the value"
     return (PredicateSource(phase, phase, message, fn, phase, True, takes_input, None,
                             raise_literals(fn)),)
+
+
+def _locate(error: ContractDefinitionError, fn: object) -> None:
+    """Where the user fixes a predicate's definition: its own file and line, set as
+    ``error.file``/``error.line`` (``hoare verify`` reports them) and as a traceback
+    note, rather than this module's raise."""
+    try:
+        code = getattr(inspect.unwrap(fn), "__code__", None)  # type: ignore[arg-type]
+    except Exception:  # a foreign callable's __wrapped__ or __getattr__ may raise
+        return
+    if getattr(error, "file", None) is None and inspect.iscode(code):
+        error.file, error.line = code.co_filename, code.co_firstlineno  # type: ignore[attr-defined]
+        error.add_note(f"the predicate is defined at {code.co_filename}:{code.co_firstlineno}")
 
 
 def _check_callable(fn: Callable[..., object], where: str, passed: int, shape: str) -> None:
@@ -214,14 +231,19 @@ def _declared(cls: type, attribute: str, kind: type[Condition],
         if pid in seen or pid in ("pre", "post"):
             raise ContractDefinitionError(f"{cls.__qualname__}: duplicate predicate id {pid!r}")
         seen.add(pid)
-        arity = positional_arity(condition.fn)
         where = f"{cls.__qualname__}.{attribute}[{index}]"
-        if arity < 1:
-            raise ContractDefinitionError(
-                f"{where}: the function must take the value as a parameter")
-        takes_input = phase == "post" and arity >= 2
-        _check_callable(condition.fn, where, 2 if takes_input else 1,
-                        "lambda value, input: ..." if phase == "post" else "lambda value: ...")
+        try:
+            arity = positional_arity(condition.fn)
+            if arity < 1:
+                raise ContractDefinitionError(
+                    f"{where}: the function must take the value as a parameter")
+            takes_input = phase == "post" and arity >= 2
+            _check_callable(condition.fn, where, 2 if takes_input else 1,
+                            "lambda value, input: ..." if phase == "post"
+                            else "lambda value: ...")
+        except ContractDefinitionError as error:
+            _locate(error, condition.fn)
+            raise
         sources.append(PredicateSource(
             pid, condition.family or pid, condition.describe(), condition.fn, phase, False,
             takes_input, condition.effective_policy, raise_literals(condition.fn)))
