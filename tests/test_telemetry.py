@@ -440,3 +440,17 @@ def test_every_usage_number_leaves_the_result_alone(tokens: Any) -> None:
         for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
             value = span.attributes.get(key)
             assert value is None or (type(value) is int and 0 <= value < 2 ** 63)
+
+
+@given(st.one_of(st.floats(), st.integers(), st.booleans(), st.none(), st.text(max_size=3)))
+def test_a_span_keeps_a_usage_value_only_as_an_int64_count(value: Any) -> None:
+    """What reaches a span's usage attributes, from any engine's response (engines
+    that clamp usage themselves or not): a non-negative int64, or nothing."""
+    kept = telemetry._usage_attributes(value, 7)
+    assert kept["gen_ai.usage.output_tokens"] == 7
+    count = kept.get("gen_ai.usage.input_tokens")
+    holds = not isinstance(value, bool) and isinstance(value, (int, float)) and \
+        value == value and abs(value) != float("inf") and 0 <= int(value) < 2 ** 63
+    assert (count is not None) is holds
+    if holds:
+        assert count == int(value)
