@@ -732,3 +732,57 @@ def test_an_agent_tool_violating_again_and_again_logs_once(
     shown = [r.getMessage() for r in caplog.records if r.name == "hoare.agents"]
     assert shown == ["Contract violation [pre] at looped_tool: n must be positive",
                      "Contract violation [pre] at other_tool: n must be small"], shown
+
+
+RECYCLING_UNDER_THREADS = PRELUDE + '''
+import random
+
+@contract(remedy_retry_params={"tries": 1, "delay": 0}, preflight=False)
+class Echo(Contract):
+    prompt = "echo lo"
+
+    def forward(self, i: In) -> Out:
+        return self.contract_result if self.contract_successful else Out(v=999)
+
+shared = Echo(engine=ENGINE)
+THREADS, ROUNDS = int(sys.argv[1]), int(sys.argv[2])
+errors = []
+barrier = threading.Barrier(THREADS)
+
+def worker(t):
+    rng = random.Random(t)
+    barrier.wait()
+    try:
+        kept = []
+        for k in range(ROUNDS):
+            x = In(lo=rng.randrange(0, 900))
+            mine = Echo(engine=ENGINE)
+            assert mine.contract_outcome is None, "a fresh instance saw a call"
+            assert mine(x).v == x.lo and mine.contract_outcome.input_used == x
+            assert shared(x).v == x.lo and shared.contract_outcome.input_used == x
+            if k % 7 == 0:
+                kept.append((mine, x))  # some live on while others are recycled
+            del mine
+            if k % 25 == 0:
+                gc.collect()
+            for old, seen in kept[-3:]:
+                assert old.contract_outcome.input_used == seen, "a recycled variable"
+    except BaseException as error:
+        errors.append(repr(error))
+
+threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps({"errors": errors[:3], "count": len(errors)}))
+'''
+
+
+def test_recycled_context_variables_under_threads_keep_every_call_apart() -> None:
+    """Many threads making, calling and dropping instances while the collector recycles
+    their variables, with a shared instance and some long-lived ones: each sees its own
+    latest call, a fresh instance none."""
+    report = json.loads(run_child(RECYCLING_UNDER_THREADS, "8", "150").strip()
+                        .splitlines()[-1])
+    assert report == {"errors": [], "count": 0}, report
