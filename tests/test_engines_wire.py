@@ -333,3 +333,34 @@ def test_a_contract_violation_names_the_refusal_not_an_empty_answer() -> None:
     messages = [v.message for a in ask.contract_outcome.attempts for v in a.violations]
     assert messages and all("Not something I can do." in m for m in messages), messages
     assert not any("empty" in m for m in messages)
+
+
+@given(st.tuples(NUMBERS, NUMBERS, NUMBERS, NUMBERS))
+@settings(max_examples=300)
+def test_a_usage_holds_counts_whoever_made_it(counts: tuple[Any, Any, Any, Any]) -> None:
+    """A ``Usage`` built from anything (a stream's chunk, a user's engine) holds whole
+    numbers in [0, MAX_USAGE_COUNT], cached ≤ input; sums of them stay so bounded."""
+    from hoare.engines.base import MAX_USAGE_COUNT
+
+    usage = Usage(*counts)
+    for count in (usage.requests, usage.input_tokens, usage.output_tokens,
+                  usage.cached_input_tokens):
+        assert type(count) is int and 0 <= count <= MAX_USAGE_COUNT
+    assert usage.cached_input_tokens <= usage.input_tokens
+    total = usage + usage
+    assert total.input_tokens == min(2 * usage.input_tokens, MAX_USAGE_COUNT)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -7, 10**20, "many"], ids=repr)
+def test_a_streamed_answers_bad_usage_never_reaches_a_meter(bad: Any, mode: str) -> None:
+    from openai_server import stream
+
+    with OpenAIServer([stream("a", "b", prompt_tokens=bad)]) as server:
+        budgeted = BudgetedEngine(server.engine(), Budget(max_input_tokens=10**6))
+        request = Request(messages=(Message("user", "hi"),), watch=lambda text: None)
+        response = _complete(budgeted, request, mode)
+    _assert_valid(response)
+    spent = budgeted.spent()
+    assert type(spent["input_tokens"]) is int and spent["input_tokens"] >= 0
+    assert "Infinity" not in json.dumps(spent) and "NaN" not in json.dumps(spent)

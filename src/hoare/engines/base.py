@@ -12,6 +12,9 @@ whole tree).
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -78,6 +81,29 @@ class Options:
         return {k: v for k in self.__slots__ if (v := getattr(self, k)) is not None}
 
 
+MAX_USAGE_COUNT = 10**12
+"""The largest count a ``Usage`` holds (per answer, far above any real one): bigger
+numbers are not counts and would poison sums, statistics and 64-bit SQL columns."""
+
+
+def _usage_count(value: object) -> int:
+    """``value`` as a usage count (see ``Usage``); never raises (a foreign number may
+    raise from any dunder: it then reads as 0)."""
+    try:
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            return 0
+        if isinstance(value, numbers.Integral):
+            return min(max(operator.index(value), 0), MAX_USAGE_COUNT)
+        number = float(value)
+        if number != number or number <= 0:  # NaN, negative
+            return 0
+        if number >= MAX_USAGE_COUNT:
+            return MAX_USAGE_COUNT
+        return math.ceil(number)  # a fractional count rounds up
+    except Exception:
+        return 0
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """What one or more engine calls cost. ``cached_input_tokens``: the input tokens the
@@ -87,6 +113,18 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        """Every count is a whole number in ``[0, MAX_USAGE_COUNT]``, whoever made it (a
+        server's stream, a user's engine): a negative, NaN or non-numeric count reads as
+        0, a huge or infinite one as the cap, so no sum, meter or statistic is lowered,
+        poisoned or crashed by it."""
+        for name in ("requests", "input_tokens", "output_tokens", "cached_input_tokens"):
+            value = getattr(self, name)
+            if type(value) is not int or not 0 <= value <= MAX_USAGE_COUNT:
+                object.__setattr__(self, name, _usage_count(value))
+        if self.cached_input_tokens > self.input_tokens:
+            object.__setattr__(self, "cached_input_tokens", self.input_tokens)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.requests + other.requests, self.input_tokens + other.input_tokens,

@@ -113,6 +113,9 @@ class CacheFileError(FatalEngineError, ValueError):
 class _Malformed(ValueError):
     """What is wrong with one part of a cache file (wrapped in ``CacheFileError``)."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), tuple(str(a) for a in self.args))
+
 
 def _effective_options(request: Request, engine: object) -> Options:
     """The options the answer was made with: the request's over the engine's defaults
