@@ -42,6 +42,7 @@ SCENARIOS = {
     "4": "s4_impossible",
     "5": "s5_verifier",
     "6": "s6_concurrency",
+    "7": "s7_stream",
 }
 NEEDS_SYMAI = {"2", "3", "4"}
 

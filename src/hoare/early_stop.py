@@ -190,7 +190,7 @@ class EarlyStop:
         """Read the next piece of the answer; a reason to stop, or None."""
         if not counted:
             self.fed += len(piece)
-        if self.reason is not None or self.finished or not piece:
+        if self.finished or self.reason is not None or not piece:
             return self.reason
         at = 0
         if not self.opened:
@@ -202,54 +202,56 @@ class EarlyStop:
                 return None
             self.opened, self.depth = True, 1
             at = len(piece) - len(rest) + 1
-        return self._scan(piece, at)
-
-    def _scan(self, piece: str, at: int) -> str | None:
+        # the state lives in locals while a piece is read (this loop is the stream's hot
+        # path) and is written back before any return
         start = at  # where this piece's part of the current member begins
         end = len(piece)
+        in_string, depth = self.in_string, self.depth
+        in_text, nested, top = _STRING.search, _NESTED.search, _TOP.search
+        if self.escape:
+            at += 1  # the character the last piece's final backslash escapes
+            self.escape = False
+        reason: str | None = None
         while True:
-            if self.escape:
-                if at >= end:
-                    break
-                at += 1  # the escaped character
-                self.escape = False
-            pattern = _STRING if self.in_string else _TOP if self.depth == 1 else _NESTED
-            found = pattern.search(piece, at)
+            found = (in_text if in_string else top if depth == 1 else nested)(piece, at)
             if found is None:
                 break
             at = found.end()
             char = piece[at - 1]
-            if self.in_string:
+            if in_string:
                 if char == '"':
-                    self.in_string = False
+                    in_string = False
                 elif at < end:
-                    at += 1
+                    at += 1  # the escaped character
                 else:
                     self.escape = True
             elif char == '"':
-                self.in_string = True
-            elif char in "{[":
-                self.depth += 1
-            elif char in "}]":
-                self.depth -= 1
-                if self.depth == 0:
-                    self.finished = True
-                    if char != "}":
-                        return None  # malformed: left to the full check
-                    self.reason = self._member(piece, start, at - 1, closing=True)
-                    return self.reason
+                in_string = True
+            elif char == "{" or char == "[":
+                depth += 1
+            elif char == "}" or char == "]":
+                depth -= 1
+                if depth == 0:
+                    self.in_string, self.depth, self.finished = False, 0, True
+                    if char == "}":  # else malformed: left to the full check
+                        reason = self.reason = self._member(piece, start, at - 1,
+                                                            closing=True)
+                    return reason
             elif char == ",":
-                self.reason = self._member(piece, start, at - 1, closing=False)
-                if self.reason is not None or self.finished:
-                    return self.reason
+                self.in_string, self.depth = in_string, depth
+                reason = self.reason = self._member(piece, start, at - 1, closing=False)
+                if reason is not None or self.finished:
+                    return reason
                 start = at
             elif self.colon < 0:  # the member's first top-level ':'
                 self.colon = self.member_length + at - 1 - start
             else:
                 self.finished = True  # two colons in one member: malformed
                 return None
-        self.member.append(piece[start:])
-        self.member_length += end - start
+        self.in_string, self.depth = in_string, depth
+        if start < end:
+            self.member.append(piece[start:] if start else piece)
+            self.member_length += end - start
         return None
 
     def _member(self, piece: str, start: int, stop: int, *, closing: bool) -> str | None:

@@ -893,17 +893,22 @@ class _StreamReading:
             functools.partial(feed, self.watch) if callable(feed) else None)
 
     def add(self, chunk: Any) -> bool:
-        """Take one chunk; True: stop reading (the watch gave a reason)."""
-        read = len(self.parts)
-        if getattr(chunk, "usage", None) is not None:
-            self.usage = chunk.usage
-        self.model = getattr(chunk, "model", None) or self.model
-        grew = False
+        """Take one chunk; True: stop reading (the watch gave a reason). Called once per
+        token: each piece is handed to the watch's ``feed`` once (no join per chunk)."""
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        model = getattr(chunk, "model", None)
+        if model:
+            self.model = model
+        fresh: list[str] = []
         for choice in getattr(chunk, "choices", None) or ():
             if (choice.index or 0) != 0:
                 continue
-            piece = getattr(choice.delta, "content", None) if choice.delta else None
-            content = getattr(getattr(choice, "logprobs", None), "content", None)
+            delta = choice.delta
+            piece = getattr(delta, "content", None) if delta else None
+            logprobs = getattr(choice, "logprobs", None)
+            content = getattr(logprobs, "content", None) if logprobs is not None else None
             if content and self.tokens is not None:
                 tokens = _tokens(content)
                 if tokens is None:
@@ -913,21 +918,23 @@ class _StreamReading:
             if piece:
                 self.parts.append(piece)
                 self.chunks += 1
-                grew = True
+                fresh.append(piece)
             if choice.finish_reason:
                 self.finish = choice.finish_reason
-        if grew and self.watch is not None and self.finish is None:
-            if self.feed is not None:
-                reason = None
-                for piece in self.parts[read:]:
-                    reason = self.feed(piece)
-                    if reason:
-                        break
-            else:
-                reason = self.watch("".join(self.parts))
-            if reason:
-                self.stopped = reason
-                return True
+        if not fresh or self.watch is None or self.finish is not None:
+            return False
+        reason = None
+        feed = self.feed
+        if feed is None:
+            reason = self.watch("".join(self.parts))
+        else:
+            for piece in fresh:
+                reason = feed(piece)
+                if reason:
+                    break
+        if reason:
+            self.stopped = reason
+            return True
         return False
 
     def response(self, params: Mapping[str, Any]) -> Response:
