@@ -1024,10 +1024,19 @@ def check_contract(desc: ContractDescription, options: SolverOptions,
             "predicate_vacuous",
             lambda t=t, known=known: check_vacuity(cm, t, options, known),  # type: ignore[misc]
             t.name))
+    report.checks.extend(_guarded_fields(desc))
     if cm.ignored:
         report.notes.append(f"{desc.name}: predicates with policy ignore are never evaluated "
                             f"and not checked: {', '.join(cm.ignored)}")
     return report
+
+
+def _guarded_fields(desc: ContractDescription) -> list[CheckResult]:
+    try:
+        return check_fields(desc)
+    except Exception as error:  # never lose the other checks to this one
+        return [CheckResult("no_such_field", "unknown",
+                            f"internal error: {type(error).__name__}: {error}")]
 
 
 # A composition pass is the common case, not a rare negative one: a smaller search.
@@ -1058,3 +1067,223 @@ def falsify_composition(a: ContractModel, b: ContractModel, result: CheckResult,
                       f.near(a.output, a.post), f.constants, COMPOSITION_BUDGET, from_json=True)
 
     return falsify(a, result, options, search_a, near_models=False)
+
+
+# -- predicates reading an attribute the type does not have ------------------------------
+#
+# ``lambda o: o.lable == "x"`` on a model with a field ``label`` raises AttributeError on
+# every call: the predicate can never pass. Read from the predicate's source, the
+# attribute chains rooted at a parameter are looked up on the parameter's type. The
+# verdict is ``fail`` only where the lookup is exact for every value the predicate can
+# receive: an output (validated from JSON into exactly the annotated class) of a model
+# with ``extra`` not "allow" and no ``__getattr__``/``__getattribute__`` of its own. An
+# input (built in Python, maybe an instance of a subclass carrying the attribute), or a
+# model with ``extra="allow"``, is a ``warn``. Anything else is not reported.
+
+_OWN_LOOKUP = ("__getattr__", "__getattribute__")
+
+
+def _library_class(klass: type) -> bool:
+    """pydantic's own classes and ``object``: their ``__getattr__`` only serves private
+    attributes and extras, which are looked up below."""
+    return klass is object or (klass.__module__ or "").startswith("pydantic")
+
+
+def _attribute_names(cls: type) -> set[str] | None:
+    """Every attribute an instance of exactly ``cls`` can have, or None when that is
+    not knowable (a lookup of its own, an unreadable class)."""
+    try:
+        mro = cls.__mro__
+        names: set[str] = set()
+        for klass in mro:
+            if not _library_class(klass) and any(n in vars(klass) for n in _OWN_LOOKUP):
+                return None
+            names.update(vars(klass))
+            names.update(getattr(klass, "__slots__", ()) if isinstance(
+                getattr(klass, "__slots__", ()), (tuple, list)) else ())
+        if isinstance(cls, type) and issubclass(cls, BaseModel):
+            names.update(cls.model_fields)
+            names.update(cls.model_computed_fields)
+            names.update(getattr(cls, "__private_attributes__", {}) or {})
+        return {n for n in names if isinstance(n, str)}
+    except Exception:  # a foreign class may raise from any dunder
+        return None
+
+
+def _extra_allowed(cls: type) -> bool:
+    try:
+        return issubclass(cls, BaseModel) and cls.model_config.get("extra") == "allow"
+    except Exception:
+        return True
+
+
+def _field_class(cls: type, attribute: str) -> type | None:
+    """The class of ``cls``'s field ``attribute`` when it is one plain class (a nested
+    model, a ``str``): the next link of a chain is looked up on it."""
+    try:
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            return None
+        info = cls.model_fields.get(attribute)
+        annotation = getattr(info, "annotation", None)
+        return annotation if isinstance(annotation, type) and \
+            not hasattr(annotation, "__origin__") else None
+    except Exception:
+        return None
+
+
+def _closest(attribute: str, cls: type, names: set[str]) -> str | None:
+    """The field closest to ``attribute`` (difflib), else the closest public name."""
+    import difflib
+
+    try:
+        fields = [*cls.model_fields, *cls.model_computed_fields] \
+            if issubclass(cls, BaseModel) else []
+    except Exception:
+        fields = []
+    for pool in (sorted(fields), sorted(n for n in names if not n.startswith("_"))):
+        found = difflib.get_close_matches(attribute, pool, n=1, cutoff=0.6)
+        if found:
+            return found[0]
+    return None
+
+
+def _chains(node: Any, roots: set[str]) -> Iterator[tuple[str, list[str], Any]]:
+    """``(root, [attribute, ...], node)`` of every attribute chain on a root name (the
+    longest chain of each, ``o.a.b`` → ``["a", "b"]``); calls on it are not entered."""
+    import ast
+
+    parents: dict[int, Any] = {}
+    for parent in ast.walk(node):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load)):
+            continue
+        parent = parents.get(id(sub))
+        if isinstance(parent, ast.Attribute) and parent.value is sub:
+            continue  # not the longest chain
+        attributes: list[str] = []
+        current: Any = sub
+        while isinstance(current, ast.Attribute):
+            attributes.insert(0, current.attr)
+            current = current.value
+        if isinstance(current, ast.Name) and current.id in roots:
+            yield current.id, attributes, sub
+
+
+def _rebound(node: Any) -> set[str]:
+    """Names bound anywhere inside a predicate (an inner lambda's or comprehension's
+    parameter, an assignment, a walrus, a ``for``): a chain on them is not the
+    parameter's. Also names narrowed or probed (``isinstance``, ``hasattr``,
+    ``getattr``) or read under ``try``: their attributes are guarded."""
+    import ast
+
+    names: set[str] = set()
+    body = node.body if isinstance(node.body, list) else [node.body]
+    for statement in body:
+        for sub in ast.walk(statement):
+            if isinstance(sub, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
+                arguments = sub.args
+                names |= {a.arg for a in (*arguments.posonlyargs, *arguments.args,
+                                          *arguments.kwonlyargs)}
+                names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a}
+            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
+                names.add(sub.id)
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and \
+                    sub.func.id in ("isinstance", "hasattr", "getattr", "type", "vars",
+                                    "setattr", "delattr") and sub.args and \
+                    isinstance(sub.args[0], ast.Name):
+                names.add(sub.args[0].id)
+            elif isinstance(sub, ast.Try | ast.ExceptHandler):
+                names |= {n.id for n in ast.walk(sub) if isinstance(n, ast.Name)}
+            elif isinstance(sub, ast.Global | ast.Nonlocal):
+                names |= set(sub.names)
+    return names
+
+
+def _typed_parameters(desc: ContractDescription, source: PredicateSource, node: Any
+                      ) -> list[tuple[str, type, bool]]:
+    """(parameter name, class of its values, exact) of each value parameter: ``exact``
+    when every value is an instance of exactly that class (an output from JSON)."""
+    arguments = node.args
+    names = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    if source.is_method:
+        names = names[1:]  # self
+    roles: list[tuple[Any, bool]] = []
+    if source.phase == "pre":
+        roles.append((desc.input, False))
+    else:
+        roles.append((desc.output, True))
+        if source.takes_input:
+            roles.append((desc.used_input, False))
+    out = []
+    for name, (spec, from_json) in zip(names, roles, strict=False):
+        annotation = spec.annotation if spec.wrapped else spec.model
+        if isinstance(annotation, type) and not hasattr(annotation, "__origin__"):
+            out.append((name, annotation, from_json))
+    return out
+
+
+def check_fields(desc: ContractDescription) -> list[CheckResult]:
+    """A ``no_such_field`` check per attribute a predicate reads that its value's type
+    does not have (see above for when it is a ``fail`` and when a ``warn``)."""
+    from ..source import SourceNotFound, function_node
+
+    results: list[CheckResult] = []
+    for source in (*desc.pre, *desc.post):
+        if not _effective(desc, source):  # policy ignore: never evaluated
+            continue
+        try:
+            node = function_node(source.fn)
+        except (SourceNotFound, OSError, TypeError, ValueError, SyntaxError):
+            continue
+        except Exception:  # a foreign callable
+            continue
+        parameters = _typed_parameters(desc, source, node)
+        guarded = _rebound(node)
+        roots = {name for name, _cls, _exact in parameters if name not in guarded}
+        by_name = {name: (cls, exact) for name, cls, exact in parameters}
+        reported: set[tuple[str, tuple[str, ...]]] = set()
+        for root, attributes, _where in _chains(node, roots):
+            cls, exact = by_name[root]
+            for depth, attribute in enumerate(attributes):
+                names = _attribute_names(cls)
+                if names is None:
+                    break
+                if attribute in names:
+                    nested = _field_class(cls, attribute)
+                    if nested is None:
+                        break
+                    cls = nested
+                    continue
+                key = (root, tuple(attributes[:depth + 1]))
+                if key in reported:
+                    break
+                reported.add(key)
+                results.append(_no_such_field(source, root, attributes[:depth + 1], cls,
+                                              names, exact and not _extra_allowed(cls)))
+                break
+    return results
+
+
+def _no_such_field(source: PredicateSource, root: str, chain: list[str], cls: type,
+                   names: set[str], definite: bool) -> CheckResult:
+    attribute = chain[-1]
+    closest = _closest(attribute, cls, names)
+    hint = f" (did you mean {closest!r}?)" if closest else ""
+    read = ".".join([root, *chain])
+    type_name = getattr(cls, "__qualname__", None) or repr(cls)
+    if definite:
+        message = (f"{source.id} reads {read}, but {type_name} has no field or attribute "
+                   f"{attribute!r}{hint}: the predicate raises AttributeError on every "
+                   f"output, so it can never pass")
+        return CheckResult("no_such_field", "fail", message, predicate=source.id,
+                           notes=[f"attribute {attribute!r}" +
+                                  (f", closest field {closest!r}" if closest else "")])
+    why = "extra fields are allowed, so an output may carry it" if _extra_allowed(cls) \
+        else "an input built in Python may be an instance of a subclass that has it"
+    message = (f"{source.id} reads {read}, but {type_name} has no field or attribute "
+               f"{attribute!r}{hint}; not a definite failure: {why}")
+    return CheckResult("no_such_field", "warn", message, predicate=source.id,
+                       notes=[f"attribute {attribute!r}" +
+                              (f", closest field {closest!r}" if closest else "")])

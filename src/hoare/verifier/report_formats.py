@@ -48,6 +48,11 @@ RULES: dict[str, tuple[str, str]] = {
         "Adjacent pipeline stages compose",
         "Every output the first stage accepts must be accepted by the next stage's input "
         "type and pre-conditions."),
+    "no_such_field": (
+        "A predicate reads only attributes its value has",
+        "A predicate reading an attribute the type does not have (a typo such as o.lable "
+        "for o.label) raises AttributeError on every call: on an output it can never "
+        "pass (fail); on an input, or a model allowing extra fields, it may (warn)."),
     "translation": (
         "The contract could be translated",
         "The verifier could not build the contract's model."),
