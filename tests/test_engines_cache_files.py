@@ -463,3 +463,38 @@ def test_threads_replaying_while_others_rewrite_the_file(tmp_path: Path) -> None
                                                        "PYTHONPATH": LIBRARY})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok" in done.stdout
+
+
+def test_an_answer_whose_texts_are_a_string_is_not_recorded_per_character(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "cache.json"
+
+    class Careless(Model):
+        def complete(self, request: Request) -> Response:
+            return Response(texts='{"a": 1}')  # type: ignore[arg-type]
+
+    CachedEngine(Careless(), path).complete(req())
+    assert "not recorded" in caplog.text
+    assert not path.exists() or len(CachedEngine(None, path, mode="replay")) == 0
+
+
+def test_a_stream_stopped_early_is_not_served_to_a_request_that_does_not_watch(
+        tmp_path: Path) -> None:
+    path = tmp_path / "cache.json"
+
+    class Stopping(Model):
+        def complete(self, request: Request) -> Response:
+            self.calls += 1
+            if request.watch is not None:
+                return Response(('{"a": ',), ("stopped_early",), Usage(1, 1, 1),
+                                stopped_early="doomed")
+            return Response(('{"a": 1}',), ("stop",), Usage(1, 1, 1))
+
+    watched = Request(messages=(Message("user", "hi"),), watch=lambda text: None)
+    CachedEngine(Stopping(), path).complete(watched)
+    plain = Stopping()
+    response = CachedEngine(plain, path).complete(Request(messages=(Message("user", "hi"),)))
+    assert plain.calls == 1 and response.stopped_early is None
+    again = Stopping()
+    assert CachedEngine(again, path).complete(watched).stopped_early == "doomed"
+    assert again.calls == 0

@@ -84,3 +84,20 @@ def test_exceptions_from_the_function_propagate() -> None:
 
     with pytest.raises(RuntimeError, match="rule engine down"):
         FunctionEngine(fail).complete(req())
+
+
+@pytest.mark.parametrize("texts", ['{"x": 1}', b"abc", [1], ("a", 2), None, 5])
+def test_a_response_whose_texts_are_not_strings_is_an_engine_answer_error(texts: object) -> None:
+    """Before: Response(texts="abc") was three completions, "a", "b" and "c"."""
+    from hoare.engines import EngineAnswerError
+
+    engine = FunctionEngine(lambda request: Response(texts=texts))  # type: ignore[arg-type]
+    with pytest.raises(EngineAnswerError, match="texts"):
+        engine.complete(Request(messages=(Message("user", "hi"),)))
+    with pytest.raises(EngineAnswerError, match="texts"):
+        asyncio.run(engine.acomplete(Request(messages=(Message("user", "hi"),))))
+
+
+def test_a_response_with_a_list_of_texts_is_taken_as_a_tuple() -> None:
+    engine = FunctionEngine(lambda request: Response(texts=["a", "b"]))  # type: ignore[arg-type]
+    assert engine.complete(Request(messages=(Message("user", "hi"),))).texts == ("a", "b")

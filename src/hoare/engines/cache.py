@@ -148,6 +148,8 @@ def cache_key(request: Request, engine: object = None, model: str | None = None)
     used = request.options.model or model or _engine_model(engine)
     if used:
         options["model"] = used
+    if request.watch is not None:  # a watched stream may be stopped early: another answer
+        return {**key, "options": options, "watched": True}
     return {**key, "options": options}
 
 
@@ -177,6 +179,9 @@ def digest(key: dict[str, Any]) -> str:
 def _entry(key: dict[str, Any], index: int, response: Response) -> dict[str, Any]:
     """The file's entry for an answer, checked to read back as the same answer (a NaN, a
     negative count or a non-text would make the whole file unreadable later)."""
+    if not isinstance(response, Response) or not isinstance(response.texts, tuple | list):
+        raise _Malformed(f"the answer's texts are {_kind(getattr(response, 'texts', None))}, "
+                         "not a tuple of str")
     entry = {
         "key": digest(key)[:16],
         "index": index,

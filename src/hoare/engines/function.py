@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -54,19 +55,22 @@ class FunctionEngine:
 
     def _wrap(self, answer: object) -> Response:
         if isinstance(answer, Response):
-            return answer
+            texts = answer.texts
+            if type(texts) is tuple and all(type(t) is str for t in texts):
+                return answer
+            if isinstance(texts, list | tuple) and all(isinstance(t, str) for t in texts):
+                return dataclasses.replace(answer, texts=tuple(str(t) for t in texts))
+            name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+            raise EngineAnswerError(f"FunctionEngine function {name} returned a Response whose "
+                                    f"texts are {_shown(texts)}: expected a tuple of str, one "
+                                    "per completion (Response(texts=(text,)))")
         if isinstance(answer, str):
             return Response((answer,), ("stop",), ONE_REQUEST, self.model)
-        try:
-            shown = repr(answer)
-        except Exception:
-            shown = f"<{type(answer).__name__} whose repr() raised>"
-        shown = shown if len(shown) <= 80 else shown[:80] + "…"
         name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
         raise EngineAnswerError(f"FunctionEngine function {name} "
                                 f"must return str or Response, got {type(answer).__name__}: "
-                                f"{shown}. Return the model's text (e.g. a JSON string), or "
-                                "hoare.engines.Response(texts=(...,)).")
+                                f"{_shown(answer)}. Return the model's text (e.g. a JSON string), "
+                                "or hoare.engines.Response(texts=(...,)).")
 
     def _timeout(self, seconds: float) -> EngineTimeout:
         name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
@@ -136,6 +140,15 @@ class FunctionEngine:
         except TimeoutError:
             raise self._timeout(seconds) from None
         return self._wrap(answer)
+
+
+def _shown(value: object) -> str:
+    """A short repr of a foreign value (its ``repr`` may raise)."""
+    try:
+        shown = repr(value)
+    except Exception:
+        shown = f"<{type(value).__name__} whose repr() raised>"
+    return shown if len(shown) <= 80 else shown[:80] + "…"
 
 
 def _is_async(fn: object) -> bool:
