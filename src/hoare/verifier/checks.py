@@ -1089,25 +1089,59 @@ def _library_class(klass: type) -> bool:
     return klass is object or (klass.__module__ or "").startswith("pydantic")
 
 
+_SCALARS = (str, int, float, bool, bytes, type(None))
+# a class that sets instance attributes in code of its own may have any of them
+_OWN_INSTANCE_CODE = ("__getattr__", "__getattribute__", "__init__", "model_post_init",
+                      "__setattr__", "__new__", "__setstate__", "__post_init__")
+
+
 def _attribute_names(cls: type) -> set[str] | None:
     """Every attribute an instance of exactly ``cls`` can have, or None when that is
-    not knowable (a lookup of its own, an unreadable class)."""
+    not knowable: only pydantic models, dataclasses, enums and scalar types are looked
+    into, and not one with code of its own that could add attributes (a ``__getattr__``,
+    an ``__init__``, a ``model_post_init``...)."""
+    import dataclasses
+    import enum
+
     try:
-        mro = cls.__mro__
+        if not isinstance(cls, type) or cls.__module__ == "typing":
+            return None
+        model = issubclass(cls, BaseModel)
+        if not (model or dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum) or
+                cls in _SCALARS):
+            return None
         names: set[str] = set()
-        for klass in mro:
-            if not _library_class(klass) and any(n in vars(klass) for n in _OWN_LOOKUP):
+        for klass in cls.__mro__:
+            own = vars(klass)
+            if not _library_class(klass) and klass not in _SCALARS and \
+                    any(_user_code(own[n]) for n in _OWN_INSTANCE_CODE if n in own):
                 return None
-            names.update(vars(klass))
-            names.update(getattr(klass, "__slots__", ()) if isinstance(
-                getattr(klass, "__slots__", ()), (tuple, list)) else ())
-        if isinstance(cls, type) and issubclass(cls, BaseModel):
+            names.update(own)
+            slots = own.get("__slots__", ())
+            names.update((slots,) if isinstance(slots, str) else
+                         slots if isinstance(slots, tuple | list) else ())
+        if model:
             names.update(cls.model_fields)
             names.update(cls.model_computed_fields)
             names.update(getattr(cls, "__private_attributes__", {}) or {})
+        if dataclasses.is_dataclass(cls):
+            names.update(f.name for f in dataclasses.fields(cls))
         return {n for n in names if isinstance(n, str)}
     except Exception:  # a foreign class may raise from any dunder
         return None
+
+
+def _user_code(member: object) -> bool:
+    """A method written by the user, not made by ``enum``, ``dataclasses`` or pydantic
+    (generated code has no file: ``<string>``)."""
+    function = getattr(member, "__func__", member)
+    module = getattr(function, "__module__", None) or ""
+    if module.startswith(("enum", "dataclasses", "pydantic", "builtins")):
+        return False
+    code = getattr(function, "__code__", None)
+    if code is None:  # a builtin slot wrapper (object.__init__ and the like)
+        return not isinstance(function, type(object.__init__) | type(object.__new__))
+    return getattr(code, "co_filename", "<string>") != "<string>"
 
 
 def _extra_allowed(cls: type) -> bool:
