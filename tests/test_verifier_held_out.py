@@ -30,13 +30,15 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, GetPydanticSchema
+from pydantic_core import core_schema
+from test_verifier_domains import raw_refutation
 from verifier_support import predicate_source
 
 from hoare import verify
@@ -45,7 +47,7 @@ from hoare.kernel import Verdict
 from hoare.models import type_spec
 from hoare.verifier.concrete import BindError, bind
 from hoare.verifier.predicates import Translation, translate
-from hoare.verifier.types import TypeBuilder
+from hoare.verifier.types import TypeBuilder, core_schema_gaps
 from hoare.verifier.witness import call_predicate
 
 PROFILE = settings(max_examples=40, deadline=None, database=None,
@@ -226,7 +228,10 @@ ENUM_PREDICATES: list[Callable[[V], object]] = [
     lambda v: v.n == Level.HIGH, lambda v: v.n + Level.HIGH > 3, lambda v: v.n < Level.HIGH,
     lambda v: v.n == Perm.W, lambda v: v.n in (Level.LOW, Perm.W),
     lambda v: Plain.A == v.s, lambda v: Loud.A == v.s, lambda v: v.s in Loud.A,
-    lambda v: Loud.A in v.s,
+    lambda v: Loud.A in v.s, lambda v: v.s * Level.HIGH == "redredred",
+    lambda v: Level.LOW * v.s == v.s, lambda v: v.n % Level.HIGH == 0,
+    lambda v: v.s[Level.LOW] == "e", lambda v: isinstance(Color.RED, str) and v.n > 0,
+    lambda v: int(Level.HIGH) + v.n == 3, lambda v: abs(Level.HIGH) == v.n,
 ]
 
 
@@ -367,7 +372,7 @@ def _assert_not_refused(module: Any, answer: str, given: Any = None) -> None:
     if outcome.preflight is not None:
         assert outcome.preflight.verdict is not Verdict.UNSATISFIABLE, outcome.preflight
     assert outcome.success, outcome.violations
-    assert result == output
+    assert result.model_dump_json() == output.model_dump_json()  # nan != nan
 
 
 POSTS_THAT_PASS = [
@@ -387,6 +392,13 @@ POSTS_THAT_PASS = [
     ("    text: str", 'lambda o: "{}!".format(o.text) == "hi!"', '{"text": "hi"}'),
     ("    text: str", 'lambda o: f"{o.text!r}" == "\'hi\'"', '{"text": "hi"}'),
     ("    ratio: float", "lambda o: math.isfinite(max(o.ratio, 0))", '{"ratio": 0.5}'),
+    ("    ratio: float", "lambda o: not math.isfinite(max(o.ratio, 0))", '{"ratio": NaN}'),
+    ("    n: int", "lambda o: max(o.n, 0.5) == 0.5", '{"n": 0}'),
+    # a Rust nested class; the same pattern on Python's re (a class, then "]")
+    ("    t: str = Field(pattern=r'^[[a-c]]$')", "lambda o: o.t == 'b'", '{"t": "b"}'),
+    ("    model_config = {'regex_engine': 'python-re'}\n"
+     "    t: str = Field(pattern=r'^[[a-c]]$')", "lambda o: o.t.endswith(']')", '{"t": "b]"}'),
+    ("    t: str = Field(pattern=r'^\\d$')", "lambda o: o.t != '1'", '{"t": "\u0663"}'),
 ]
 
 
@@ -500,3 +512,57 @@ class C({base}):
     module = _load(source)
     assert module.C().limit == 5  # the truth: every instance has limit 5
     _assert_not_refused(module, '{"k": 5}')
+
+
+# -- the compiled core schema is the gate (issue 29 item 1) -----------------------------------
+
+
+class _Times10:
+    """A custom type whose core schema changes the value after its constraints."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        return core_schema.no_info_after_validator_function(lambda v: v * 10, handler(source))
+
+
+class _CustomInit(BaseModel):
+    k: int = Field(ge=0, le=5)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self.__dict__["k"] = 9  # what pydantic-core's call of __init__ leaves
+
+
+class _SchemaHook(BaseModel):
+    k: Annotated[int, Field(le=5), GetPydanticSchema(
+        lambda tp, handler: core_schema.no_info_plain_validator_function(lambda v: 42))]
+
+
+class _AfterType(BaseModel):
+    k: Annotated[int, Field(ge=0, le=5), _Times10]
+
+
+class _Exact(BaseModel):
+    k: int = Field(ge=-3, le=5)
+    s: Annotated[str, Field(max_length=2, pattern="^[ab]*$")] = ""
+    xs: list[Annotated[int, Field(ge=0)]] = []
+
+
+def test_core_schema_gaps_name_what_is_not_modelled() -> None:
+    assert core_schema_gaps(_Exact) == {}
+    assert "__init__" in core_schema_gaps(_CustomInit)["*"]
+    assert "function-plain" in core_schema_gaps(_SchemaHook)["k"]
+
+
+@pytest.mark.parametrize("model", [_CustomInit, _SchemaHook, _AfterType, _Exact])
+@settings(max_examples=8, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(k=st.integers(-4, 6))
+def test_every_value_pydantic_produces_is_in_the_domain(model: type[BaseModel], k: int) -> None:
+    """Whatever value pydantic-core really produces, the translation alone (types and
+    the predicate ``m.k == that value``) never claims no input passes."""
+    try:
+        produced = model.model_validate({"k": k}).k
+    except ValueError:
+        return
+    assert not raw_refutation(model, lambda m: m.k == produced), (model.__name__, k, produced)

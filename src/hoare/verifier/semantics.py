@@ -742,11 +742,7 @@ class Semantics:
         return SInt(int_val(0))
 
     def binop(self, op: str, a: Sym, b: Sym) -> Sym:
-        a, b = self.unwrap(a), self.unwrap(b)
-        if isinstance(a, SEnum) and issubclass(a.cls, str):  # a str mixin is a str
-            a = self.base(a)
-        if isinstance(b, SEnum) and issubclass(b.cls, str):
-            b = self.base(b)
+        a, b = self.base(self.unwrap(a)), self.base(self.unwrap(b))  # a mixin is its data
         if op == "%" and isinstance(a, SStr):
             raise Opaque("printf-style `%` formatting")
         if isinstance(a, SStr) and isinstance(b, SStr):

@@ -203,12 +203,17 @@ class TypeBuilder:
         if opaque is not None:
             self.opaque_models[cls] = opaque
         validators = _field_validators(cls)
+        gaps = core_schema_gaps(cls)
         fields: dict[str, Sym] = {}
         omit: dict[str, object] = {}
         for name, info in cls.model_fields.items():
             field_owner = owner if wrapped else f"{owner}.{name}"
             metadata = list(info.metadata)
             local: list[Constraint] = []
+            gap = gaps.get(name) or gaps.get("*")
+            if gap is not None:  # pydantic-core enforces something not modelled
+                fields[name] = SOpaque(f"{field_owner}: {gap}")
+                continue
             changed = self._validators_change(validators.get(name, []) +
                                               validators.get("*", []), field_owner,
                                               _immutable(info.annotation))
@@ -740,6 +745,109 @@ def _field_validators(cls: type[BaseModel]) -> dict[str, list[Any]]:
         for name in decorator.info.fields:
             out.setdefault(name, []).append(decorator)
     return out
+# -- the compiled core schema as the gate: what pydantic-core really enforces ---------------
+# Per core-schema type, the keys whose meaning the translation models (or that only
+# validate what the annotation path already reads: a before/after validator's own
+# analysis is ``_validators_change``/``_metadata_changes``). Any other type or key —
+# a plain or wrap function validator, a custom type's schema, a key of a newer
+# pydantic-core — is not modelled: the field is opaque.
+_COMMON_KEYS = frozenset({"type", "ref", "metadata", "serialization"})
+_CORE_KEYS: dict[str, frozenset[str]] = {
+    "int": frozenset({"ge", "gt", "le", "lt", "multiple_of", "strict"}),
+    "float": frozenset({"ge", "gt", "le", "lt", "multiple_of", "allow_inf_nan", "strict"}),
+    "bool": frozenset({"strict"}),
+    "none": frozenset(),
+    # no "regex_engine": the translation reads the engine from the model's config
+    "str": frozenset({"min_length", "max_length", "pattern", "strip_whitespace", "to_lower",
+                      "to_upper", "strict", "ascii_only"}),
+    "literal": frozenset({"expected"}),
+    "enum": frozenset({"cls", "members", "sub_type", "missing", "strict"}),
+    "nullable": frozenset({"schema", "strict"}),
+    "default": frozenset({"schema", "default", "default_factory", "default_factory_takes_data",
+                          "validate_default", "copy_default"}),
+    "list": frozenset({"items_schema", "min_length", "max_length", "strict", "fail_fast"}),
+    "tuple": frozenset({"items_schema", "variadic_item_index", "min_length", "max_length",
+                        "strict", "fail_fast"}),
+    "model": frozenset({"cls", "schema", "config", "custom_init", "root_model", "post_init",
+                        "generic_origin", "revalidate_instances", "strict", "extra_behavior"}),
+    "definition-ref": frozenset({"schema_ref"}),
+    "function-before": frozenset({"function", "schema"}),
+    "function-after": frozenset({"function", "schema"}),
+}
+_FIELD_KEYS = frozenset({"type", "schema", "metadata", "validation_alias", "serialization_alias",
+                         "serialization_exclude", "serialization_exclude_if", "frozen"})
+
+
+def core_schema_gaps(cls: type[BaseModel]) -> dict[str, str]:
+    """What pydantic-core enforces on ``cls``'s fields that the translation does not
+    model exactly, by field name ("not modelled: <what>"); the fields not listed are
+    exact. Read from the compiled ``__pydantic_core_schema__`` (not the annotations):
+    a field is opaque when its schema holds anything outside ``_CORE_KEYS``."""
+    try:
+        schema = cls.__pydantic_core_schema__
+        definitions = {d["ref"]: d for d in schema.get("definitions", ())
+                       } if schema.get("type") == "definitions" else {}
+        if schema.get("type") == "definitions":
+            schema = schema["schema"]
+        while schema.get("type") == "definition-ref" and schema["schema_ref"] in definitions:
+            schema = definitions[schema["schema_ref"]]
+        if schema.get("type") != "model":
+            return {"*": f"not modelled: a {schema.get('type')!r} core schema"}
+        found: dict[str, str] = {}
+        if schema.get("custom_init"):
+            found["*"] = f"not modelled: {cls.__name__} defines __init__"
+        inner = schema["schema"]
+        if inner.get("type") != "model-fields":  # a root model: its root is the schema
+            why = _schema_gap(inner, definitions, set(), "root")
+            if why is not None:
+                found["root"] = why
+            return found
+        for name, field_schema in inner["fields"].items():
+            extra = set(field_schema) - _FIELD_KEYS
+            why = f"not modelled: model-field key {sorted(extra)[0]!r}" if extra else \
+                _schema_gap(field_schema["schema"], definitions, set(), name)
+            if why is not None:
+                found[name] = why
+        return found
+    except (AttributeError, KeyError, TypeError) as error:  # an unexpected shape
+        return {"*": f"not modelled: core schema of {cls.__name__} ({error!r:.60})"}
+
+
+def _schema_gap(schema: Any, definitions: dict[str, Any], seen: set[str],
+                where: str) -> str | None:
+    """The first thing in ``schema`` the translation does not model, or None."""
+    kind = schema.get("type")
+    if kind == "definition-ref":
+        ref = schema["schema_ref"]
+        if ref in seen or ref not in definitions:
+            return None if ref in seen else f"not modelled: {where}: unresolved {ref!r}"
+        return _schema_gap(definitions[ref], definitions, seen | {ref}, where)
+    if kind not in _CORE_KEYS:
+        return f"not modelled: {where}: a {kind!r} core schema"
+    extra = set(schema) - _CORE_KEYS[kind] - _COMMON_KEYS
+    if extra:
+        return f"not modelled: {where}: {kind} schema key {sorted(extra)[0]!r}"
+    if kind == "model":
+        return None  # a nested model is gated when it is built (``TypeBuilder.model``)
+    if kind in ("int", "float") and any(
+            isinstance(schema.get(k), float) and schema[k] != schema[k]
+            for k in ("ge", "gt", "le", "lt")):
+        return f"not modelled: {where}: a nan bound"
+    for key in ("schema", "items_schema"):
+        inner = schema.get(key)
+        if isinstance(inner, dict):
+            why = _schema_gap(inner, definitions, seen, f"{where}[]" if key != "schema"
+                              else where)
+            if why is not None:
+                return why
+        elif isinstance(inner, list):  # a tuple's positional items
+            for item in inner:
+                why = _schema_gap(item, definitions, seen, f"{where}[]")
+                if why is not None:
+                    return why
+    return None
+
+
 _IGNORED = {"Strict", "BeforeValidator", "AfterValidator", "WrapValidator", "PlainValidator",
             "_PydanticGeneralMetadata", "AllowInfNan", "FieldInfo", "Discriminator",
             "WithJsonSchema", "Tag", "SkipJsonSchema", "Examples", "Doc"}
