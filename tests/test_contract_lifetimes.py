@@ -786,3 +786,44 @@ def test_recycled_context_variables_under_threads_keep_every_call_apart() -> Non
     report = json.loads(run_child(RECYCLING_UNDER_THREADS, "8", "150").strip()
                         .splitlines()[-1])
     assert report == {"errors": [], "count": 0}, report
+
+
+CLASSES = PRELUDE + '''
+import dataclasses
+from hoare.queries import Query
+
+def contract_class(n):
+    @contract(remedy_retry_params={"tries": 1, "delay": 0})
+    class Pick(Contract):
+        prompt = "pick"
+
+        def post(self, o: Out, i: In) -> bool:
+            return o.v >= i.lo
+
+        def forward(self, i: In) -> Out:
+            return self.contract_result if self.contract_successful else Out(v=0)
+    assert Pick(engine=ENGINE)(In(lo=n % 5)).v == n % 5
+    return weakref.ref(Pick)
+
+def query_class(n):
+    @dataclasses.dataclass
+    class Above(Query[int]):
+        n: int
+        prompt = "a number above {{n}}"
+        post_conditions = [Post(lambda answer, q: answer > q.n, "above n")]
+
+    assert Above(n).run(FunctionEngine(lambda request: str(n + 1))) == n + 1
+    return weakref.ref(Above)
+
+refs = [contract_class(n) for n in range(15)] + [query_class(n) for n in range(15)]
+gc.collect()
+print(json.dumps({"alive": sum(r() is not None for r in refs), "made": len(refs)}))
+'''
+
+
+def test_contract_and_query_classes_made_in_a_function_are_collected() -> None:
+    """Before the fix the pre-flight's registry (weakly keyed by the description) held
+    each checker strongly, and the checker its description: every contract or query
+    class ever checked stayed alive, with its z3 translations."""
+    report = json.loads(run_child(CLASSES).strip().splitlines()[-1])
+    assert report == {"alive": 0, "made": 30}, report

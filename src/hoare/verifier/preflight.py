@@ -100,7 +100,11 @@ def _effective(desc: ContractDescription, source: PredicateSource) -> bool:
     return (source.policy or desc.config.policy) is not Policy.IGNORE
 
 
-_REGISTRY: weakref.WeakKeyDictionary[ContractDescription, Preflight | None] = \
+# A checker refers to its description (and through it to the class): held strongly here,
+# it would keep its own weak key alive, and every contract class ever checked with it.
+# The callers keep their checker (per class); this only shares one while it lives.
+_REGISTRY: weakref.WeakKeyDictionary[ContractDescription,
+                                     weakref.ref[Preflight] | None] = \
     weakref.WeakKeyDictionary()
 _REGISTRY_LOCK = threading.Lock()
 
@@ -143,14 +147,21 @@ class Preflight:
                          options: SolverOptions) -> Preflight | None:
         with _REGISTRY_LOCK:
             if desc in _REGISTRY:
-                return _REGISTRY[desc]
+                shared = _REGISTRY[desc]
+                found = None if shared is None else shared()
+                if shared is None or found is not None:
+                    return found
         checker: Preflight | None = cls(desc, options)
         assert checker is not None
         if not checker._useful():
             checker = None
         with _REGISTRY_LOCK:
-            _REGISTRY.setdefault(desc, checker)
-            return _REGISTRY[desc]
+            shared = _REGISTRY.get(desc)
+            found = None if shared is None else shared()
+            if found is not None:  # another thread's, built meanwhile
+                return found
+            _REGISTRY[desc] = None if checker is None else weakref.ref(checker)
+            return checker
 
     def _useful(self) -> bool:
         with Z3_LOCK, naming("pf.static."):
