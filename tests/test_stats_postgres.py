@@ -276,3 +276,44 @@ def test_a_server_that_refuses_warns_once_and_never_fails_a_call(
                            env={**os.environ, "PYTHONPATH": LIBRARY})
     assert shown.returncode == 2 and "cannot read the store" in shown.stderr
     assert "secret-pw" not in shown.stderr
+
+
+V3 = V1.replace("trials TEXT NOT NULL);", "trials TEXT NOT NULL, kind TEXT NOT NULL DEFAULT "
+                "'contract', provider_faults INTEGER NOT NULL DEFAULT 0);").replace(
+    "('schema_version', '1')", "('schema_version', '3')")
+
+
+def test_a_version_3_database_is_migrated_to_shadow_refusals(database: str) -> None:
+    engine = sa.create_engine(database)
+    with engine.begin() as connection:
+        for statement in V3.strip().split(";"):
+            if statement.strip():
+                connection.execute(sa.text(statement))
+    assert [r["shadow_refusals"] for r in query(database)] == [0]  # read before migrating
+    store = StatsStore(database)
+    store.record(_record("v4")._replace(shadow_refusals=1))
+    store.close()
+    assert (store.written, store.broken) == (1, None)
+    with engine.connect() as connection:
+        version = connection.execute(sa.text(
+            "SELECT value FROM meta WHERE key = 'schema_version'")).scalar_one()
+    engine.dispose()
+    assert version == str(SCHEMA_VERSION) == "4"
+    assert [(r["label"], r["shadow_refusals"]) for r in query(database)] == [
+        ("v1", 0), ("v4", 1)]
+
+
+def test_hostile_values_never_lose_a_batch_in_postgresql(database: str) -> None:
+    """PostgreSQL refuses NUL in text and counts beyond INTEGER: sanitized, every good
+    record of the batch kept."""
+    store = StatsStore(database)
+    for index in range(50):
+        store.record(_record(f"good-{index}"))
+    store.record(_record("nul\x00label")._replace(attempts=2**40, input_tokens=10**20,
+                                                  model="m\udcff", cost=float("nan")))
+    assert store.flush()
+    store.close()
+    labels = [r["label"] for r in query(database)]
+    assert [label for label in labels if label.startswith("good-")] == \
+        [f"good-{i}" for i in range(50)]
+    assert "nul\\x00label" in labels and store.dropped == 0

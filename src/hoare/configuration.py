@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 
 from .engines.base import Engine
 from .errors import EngineNotConfigured
+from .kernel import PreflightResult, Verdict
 
-__all__ = ["EngineNotConfigured", "cache_size", "configure", "default_engine", "label",
+__all__ = ["SHADOW_REFUSAL", "EngineNotConfigured", "cache_size", "check_preflight",
+           "configure", "default_engine", "label", "preflight_hook", "preflight_mode",
            "stats_store", "stats_target"]
 
 DEFAULT_CACHE_SIZE = 256
@@ -28,12 +31,14 @@ _KEEP: object = object()
 _stats: str | object | None = _KEEP  # _KEEP: not set, read $HOARE_STATS on first use
 _label: str | None = None
 _retention: float | object | None = _KEEP  # days; _KEEP: read the environment first
+_preflight: bool | str | object = _KEEP  # True, False, "shadow"; _KEEP: [tool.hoare]
 
 
 def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None = None,
               stats: str | os.PathLike[str] | object | None = _KEEP,
               label: str | object | None = _KEEP,
-              stats_retention_days: float | object | None = _KEEP) -> None:
+              stats_retention_days: float | object | None = _KEEP,
+              preflight: bool | str | object | None = _KEEP) -> None:
     """Set (or, with ``None``, clear) the engine used by contracts created without one;
     ``cache_size`` bounds each per-contract cache keyed by per-call values (the system
     prompts of a ``prompt`` property), for contracts decorated afterwards. ``stats``:
@@ -43,8 +48,14 @@ def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None 
     ``$HOARE_LABEL``, else ``"default"``); ``stats_retention_days``: calls older than
     that are deleted from the store, when it opens and every hour (default
     ``$HOARE_STATS_RETENTION_DAYS``, else ``[tool.hoare] stats_retention_days``, else
-    kept forever). A keyword left out keeps its setting."""
-    global _configured, _cache_size, _stats, _label, _retention, _store
+    kept forever). ``preflight``: the z3 pre-flight of contracts whose decorator does
+    not choose (``True``: refuse an input no output can pass; ``"shadow"``: run it,
+    never refuse, log and count what it would have refused; ``False``: off; ``None``:
+    back to ``[tool.hoare] preflight``, else True), read when an instance is first
+    called. A keyword left out keeps its setting."""
+    global _configured, _cache_size, _stats, _label, _retention, _store, _preflight
+    if preflight is not _KEEP and preflight is not None:
+        check_preflight(preflight, "configure(preflight=...)")
     if stats is not _KEEP and stats is not None and not isinstance(stats, (str, os.PathLike)):
         raise TypeError(f"stats must be a path (or None), got {stats!r}")
     if label is not _KEEP and label is not None and not isinstance(label, str):
@@ -65,6 +76,8 @@ def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None 
             _stats = None if stats is None else os.fspath(stats)  # type: ignore[arg-type]
         if label is not _KEEP:
             _label = label  # type: ignore[assignment]
+        if preflight is not _KEEP:
+            _preflight = _KEEP if preflight is None else preflight
         if stats_retention_days is not _KEEP:
             _retention = stats_retention_days
             _store = (_KEEP, None)  # the next call hands the store its retention
@@ -119,6 +132,74 @@ def stats_store() -> object | None:
     store = open_store(str(path), _retention_days())
     _store = (path, store)
     return store
+
+
+SHADOW_REFUSAL = "shadow: would refuse: "  # the reason a shadowed refusal reaches the kernel
+_shadow_logged: set[tuple[str, str]] = set()
+_SHADOW_LOGGED_MAX = 4096
+
+
+def check_preflight(value: object, what: str) -> bool | str:
+    """``value`` if it is a pre-flight mode (True, False or "shadow"), else
+    ``ValueError`` naming ``what``."""
+    if value is True or value is False or (type(value) is str and value == "shadow"):
+        return value  # type: ignore[return-value]
+    raise ValueError(f"{what} must be True (refuse an input no output can pass), "
+                     f"'shadow' (check, log, never refuse) or False, got {value!r}")
+
+
+def preflight_mode(chosen: bool | str | None = None) -> bool | str:
+    """The pre-flight mode of a contract: its decorator's choice, else
+    ``configure(preflight=...)``, else ``[tool.hoare] preflight``, else True. A bad
+    pyproject value is warned about once and ignored (it must not fail a call)."""
+    global _preflight
+    if chosen is not None:
+        return chosen
+    mode = _preflight
+    if mode is _KEEP:
+        found = _project_setting("preflight")
+        try:
+            mode = True if found is None else check_preflight(found,
+                                                              "[tool.hoare] preflight")
+        except ValueError as error:
+            logging.getLogger("hoare").warning("hoare: %s; the pre-flight stays on", error)
+            mode = True
+        with _lock:
+            if _preflight is _KEEP:
+                _preflight = mode
+            mode = _preflight
+    return mode  # type: ignore[return-value]
+
+
+def preflight_hook(chosen: bool | str | None, name: str,
+                   check: Callable[[object], PreflightResult]
+                   ) -> Callable[[object], PreflightResult] | None:
+    """The pre-flight hook the kernel gets for a contract (None: off). In shadow mode
+    a refusal reaches the kernel as UNKNOWN, its reason prefixed ``SHADOW_REFUSAL``
+    (the kernel goes on to generate), logged once per contract and reason."""
+    mode = preflight_mode(chosen)
+    if mode is False:
+        return None
+    if mode is True:
+        return check
+
+    def shadow(used: object) -> PreflightResult:
+        result = check(used)
+        if result.verdict is not Verdict.UNSATISFIABLE:
+            return result
+        key = (name, result.reason)
+        if key not in _shadow_logged:
+            with _lock:
+                first = key not in _shadow_logged and len(_shadow_logged) < _SHADOW_LOGGED_MAX
+                if first:
+                    _shadow_logged.add(key)
+            if first:
+                logging.getLogger("hoare").warning(
+                    "hoare %s: the pre-flight would refuse this input (shadow mode: "
+                    "called anyway): %s", name, result.reason)
+        return PreflightResult(Verdict.UNKNOWN, SHADOW_REFUSAL + result.reason)
+
+    return shadow
 
 
 def stats_target() -> str | None:

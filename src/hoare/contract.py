@@ -111,6 +111,7 @@ class _Runtime:
         self._decoding_lock = threading.Lock()
         self._enforced: dict[str, frozenset[str]] = {}
         self._preflight_ready = False
+        self.preflight_choice: bool | str | None = None  # the decorator's; None: configured
         self._definition_hash: str | None = None
 
     def definition_hash(self) -> str:
@@ -373,8 +374,10 @@ class _Bound:
         self.post = tuple(_predicate(p, instance) for p in description.post)
         checker = runtime.preflight_checker()
         self.preflight: Callable[[object], PreflightResult] | None = None
-        if checker is not None:
-            self.preflight = lambda used: checker.check(instance, used)
+        if checker is not None:  # on, off or shadow: decorator, configure, [tool.hoare]
+            self.preflight = configuration.preflight_hook(
+                runtime.preflight_choice, description.name,
+                lambda used: checker.check(instance, used))
         method = getattr(instance, "on_violation", None)
         self.handler = runtime.handler or method or runtime.log_violation
         self.hooks: Hooks | None = None  # the hooks of a call without extra kwargs
@@ -1161,7 +1164,9 @@ def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int,
             None if preflight is None else preflight.verdict.value,
             usage.get("input_tokens"), usage.get("output_tokens"),
             spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
-            fixed[3], fixed[4], outcome.trials, "contract", provider_faults))
+            fixed[3], fixed[4], outcome.trials, "contract", provider_faults,
+            int(preflight is not None
+                and preflight.reason.startswith(configuration.SHADOW_REFUSAL))))
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 
@@ -1318,7 +1323,7 @@ def contract(cls: C, /) -> C: ...
 def contract(
     *, pre_remedy: bool = ..., post_remedy: bool = ..., accumulate_errors: bool = ...,
     verbose: bool = ..., remedy_retry_params: dict[str, Any] | None = ...,
-    policy: Policy | str = ..., preflight: bool = ...,
+    policy: Policy | str = ..., preflight: bool | Literal["shadow"] | None = ...,
     on_violation: Callable[[Outcome], object] | None = ..., options: Options | None = ...,
     feedback: Literal["errors", "messages"] = ..., feedback_chars: int = ...,
 ) -> Callable[[C], C]: ...
@@ -1328,7 +1333,8 @@ def contract(
     cls: Any = None, /, *, pre_remedy: bool = False, post_remedy: bool = True,
     accumulate_errors: bool = False, verbose: bool = False,
     remedy_retry_params: dict[str, Any] | None = None, policy: Policy | str = Policy.OBSERVE,
-    preflight: bool = True, on_violation: Callable[[Outcome], object] | None = None,
+    preflight: bool | Literal["shadow"] | None = None,
+    on_violation: Callable[[Outcome], object] | None = None,
     options: Options | None = None, feedback: Literal["errors", "messages"] = "errors",
     feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
     decoding: Literal["schema", "types", "none"] = "schema",
@@ -1340,7 +1346,10 @@ def contract(
     Parameters mirror SymbolicAI's ``@contract``; ``policy`` chooses what a failed
     contract does (``"observe"``: fall back to ``forward``; ``"enforce"``: handler,
     then raise; ``"quick_enforce"``: raise at once; ``"ignore"``: check types only);
-    ``preflight`` asks z3, before the first generation, whether any output can pass.
+    ``preflight`` asks z3, before the first generation, whether any output can pass:
+    True refuses an input none can, ``"shadow"`` only logs and counts it, False skips
+    the check (default: ``configure(preflight=...)``, else ``[tool.hoare] preflight``,
+    else True).
     ``feedback`` chooses what corrective prompts quote of a predicate that raised:
     ``"errors"`` its exception text, ``"messages"`` only texts the author wrote.
     ``feedback_chars`` caps the rejected answer and the errors block of a corrective
@@ -1359,6 +1368,8 @@ def contract(
     """
     if not isinstance(stream, bool):
         raise ValueError(f"stream must be True or False, got {stream!r}")
+    if preflight is not None:
+        configuration.check_preflight(preflight, "preflight")
     if resend not in ("vary", "stop"):
         raise ValueError(f"resend must be 'vary' (another seed and temperature) or 'stop', "
                          f"got {resend!r}")
@@ -1396,12 +1407,14 @@ def contract(
                 f"{target.__qualname__}.forward must be a plain def; call `await "
                 f"instance.acall(...)` for asynchronous engine I/O")
         _check_prompt(target)
-        description = describe(target, config, preflight=preflight, verbose=verbose,
+        description = describe(target, config, preflight=preflight is not False,
+                               verbose=verbose,
                                forward=original, feedback=feedback, decoding=decoding,
                                localns=defined_in)
         target.__hoare__ = description
         target.__hoare_runtime__ = _Runtime(description, on_violation, options or Options(),
                                             feedback_chars, resend, stream)
+        target.__hoare_runtime__.preflight_choice = preflight
         target.forward = _wrap_forward(target, original)
         if verbose and not logger.hasHandlers():  # verbose asks to see the log: show it
             logger.addHandler(logging.StreamHandler())
