@@ -203,3 +203,43 @@ def test_every_engine_exception_survives_pickle(cls: type[BaseException]) -> Non
         assert isinstance(copy, TransportError)
         assert (copy.attempts, copy.delays, copy.status, copy.kind) == (
             error.attempts, error.delays, error.status, error.kind)
+
+
+# -- options --------------------------------------------------------------------------------
+
+BAD_OPTIONS: list[dict[str, object]] = [
+    {"timeout": float("nan")}, {"timeout": float("inf")}, {"timeout": -1.0}, {"timeout": 0},
+    {"timeout": True}, {"timeout": "10"}, {"timeout": 10**30}, {"n": 0}, {"n": -2},
+    {"n": 1.5}, {"n": True}, {"max_tokens": 0}, {"max_tokens": 2.0}, {"max_tokens": "5"},
+    {"temperature": float("nan")}, {"temperature": "hot"}, {"seed": 1.5},
+    {"top_logprobs": 21}, {"top_logprobs": -1}, {"logprobs": 1}, {"model": ""},
+    {"model": 3}, {"extra_body": [("a", 1)]},
+]
+
+
+@pytest.mark.parametrize("bad", BAD_OPTIONS, ids=repr)
+def test_options_no_engine_can_use_are_refused_naming_the_field(bad: dict[str, object]) -> None:
+    """Before: Options(timeout=nan) crashed a deadline with a raw ValueError at the call,
+    timeout=inf with OverflowError; n=0 asked the server for nothing."""
+    from hoare.engines.base import InvalidOptions
+    from hoare.errors import UsageError
+
+    with pytest.raises(InvalidOptions) as raised:
+        Options(**bad)  # type: ignore[arg-type]
+    name = next(iter(bad))
+    assert f"{name}=" in str(raised.value)
+    assert isinstance(raised.value, UsageError) and isinstance(raised.value, ValueError)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-5, 10**8))
+def test_any_timeout_is_usable_or_refused(timeout: float) -> None:
+    from hoare.engines.base import InvalidOptions
+
+    try:
+        options = Options(timeout=timeout)
+    except InvalidOptions:
+        return
+    assert options.timeout is not None and 0 < options.timeout <= 10**7
+    import threading
+
+    threading.Event().wait(min(options.timeout, 1e-6))  # a deadline can use it

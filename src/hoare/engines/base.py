@@ -19,7 +19,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..errors import BudgetError, EngineError, FatalEngineError, RetryableEngineError
+from ..errors import (
+    BudgetError,
+    EngineError,
+    FatalEngineError,
+    RetryableEngineError,
+    UsageError,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -57,6 +63,45 @@ class Message:
         return out
 
 
+class InvalidOptions(UsageError, ValueError):
+    """An ``Options`` field holds a value no engine can use (raised at construction)."""
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value: object) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _options_problem(options: Options) -> str:
+    """What is wrong with ``options`` (empty: nothing)."""
+    o = options
+    if o.model is not None and not (isinstance(o.model, str) and o.model.strip()):
+        return f"model={o.model!r}): expected a model name or None"
+    if o.temperature is not None and not _is_finite(o.temperature):
+        return f"temperature={o.temperature!r}): expected a finite number or None"
+    if o.max_tokens is not None and not (_is_int(o.max_tokens) and o.max_tokens >= 1):
+        return f"max_tokens={o.max_tokens!r}): expected a whole number ≥ 1 or None"
+    if not (_is_int(o.n) and 1 <= o.n <= 10_000):
+        return f"n={o.n!r}): expected a whole number of completions in 1..10000"
+    if o.seed is not None and not _is_int(o.seed):
+        return f"seed={o.seed!r}): expected a whole number or None"
+    if o.timeout is not None and not (_is_finite(o.timeout) and 0 < o.timeout <= 10**7):
+        return (f"timeout={o.timeout!r}): expected seconds, a finite number > 0 (at most "
+                "10**7), or None")
+    if o.extra_body is not None and not isinstance(o.extra_body, Mapping):
+        return f"extra_body={type(o.extra_body).__name__}): expected a mapping or None"
+    if o.logprobs is not None and not isinstance(o.logprobs, bool):
+        return f"logprobs={o.logprobs!r}): expected True, False or None"
+    if o.top_logprobs is not None and not (_is_int(o.top_logprobs)
+                                           and 0 <= o.top_logprobs <= 20):
+        return f"top_logprobs={o.top_logprobs!r}): expected a whole number in 0..20 or None"
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     """Sampling options. ``None`` means the engine's default. ``extra_body``: fields a
@@ -75,6 +120,13 @@ class Options:
     """Ask for the log-probability of each answer token (``Response.logprobs``)."""
     top_logprobs: int | None = None
     """With ``logprobs``: also the most likely alternatives at each position (≤ 20)."""
+
+    def __post_init__(self) -> None:
+        """Refuse values no engine can use, naming the field: a NaN, infinite or negative
+        timeout would crash a deadline (or wait forever), a zero ``n`` asks for nothing."""
+        problem = _options_problem(self)
+        if problem:
+            raise InvalidOptions(f"Options({problem}")
 
     def as_dict(self) -> dict[str, Any]:
         """Only the options that were set (stable, for cache keys)."""
@@ -266,7 +318,8 @@ class Engine(Protocol):
 # ``hoare.errors.EngineError``. Engine errors that retrying cannot fix subclass
 # ``FatalEngineError``; budget refusals ``BudgetError`` (see ``hoare.errors``).
 __all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "ContentFiltered", "Engine",
-           "EngineAnswerError", "EngineError", "FatalEngineError", "Message", "ModelRefusal",
+           "EngineAnswerError", "EngineError", "FatalEngineError", "InvalidOptions", "Message",
+           "ModelRefusal",
            "Options", "Request", "Response", "RetryableEngineError", "TokenLogprob", "ToolCall",
            "Usage", "innermost"]
 
