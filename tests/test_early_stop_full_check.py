@@ -132,6 +132,8 @@ class Ignored(Contract[Q, A]):
 
 
 def test_under_policy_ignore_no_post_condition_is_evaluated_early() -> None:
+    """early-stop-sound: under ``policy="ignore"`` the full check evaluates no
+    post-condition, so early stop evaluates none either (it did, and stopped)."""
     called: list[str] = []
     plan = plan_for(Ignored.__hoare__)
     assert plan is not None and plan.checks == ()

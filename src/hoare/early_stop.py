@@ -1,14 +1,18 @@
 """Stop a streamed answer as soon as it is doomed (``@contract(stream=True)``).
 
-As the answer streams in, its JSON is parsed in partial mode (pydantic-core's
-``from_json(allow_partial="trailing-strings")``, the jiter parser pydantic uses). A
-top-level field is *complete* once another key follows it, or a top-level comma, or the
-object is closed. Each complete
-field is validated alone, with its own annotation and constraints
-(``validate_assignment``), and each post-condition whose reads are all complete is
+As the answer streams in, one scanner reads each piece once (its state kept between
+pieces: linear in the answer, whatever the chunking). Only an answer that *opens* with
+a JSON object is judged: the full check takes such an answer's first object as the
+answer and nothing after it (``hoare.json_text``), so no text that follows can rescue
+a doomed first object. An answer that opens otherwise (prose, a fence, a list) is
+checked in full, as without streaming. A top-level member is *complete* when the
+top-level ``,`` or ``}`` after it arrives; it is then validated alone, as JSON, against
+a model of that one field (its annotation, constraints and the model's config: the full
+check's own JSON mode), and each post-condition whose reads are all complete is
 evaluated on the fields read so far. The first failure stops the stream; the attempt
 is then the type violation "stopped early: <reason>" (spec/pipeline.md §8.10), and
-its feedback names the failing field or post-condition.
+its feedback names the failing field or post-condition. A member that is not
+well-formed JSON (or nested too deep to parse) stops nothing: the full check says why.
 
 A stop must never reject an answer the full check would accept, so a stop is only
 allowed where the full check cannot say otherwise:
@@ -16,14 +20,13 @@ allowed where the full check cannot say otherwise:
 * the output is a pydantic model without model or field validators (a validator
   may read several fields, or change them once all are there; ``Annotated``
   validators included), without aliases (a key the full check reads as another field,
-  or ignores, is not judged as the field it names), not frozen and not
-  strict (a field is validated in Python mode, which strict mode makes narrower than
-  the JSON mode of the full check); otherwise no early stop (the answer is checked in
-  full, as without streaming);
+  or ignores, is not judged as the field it names), not frozen and not strict;
+  otherwise no early stop (the answer is checked in full, as without streaming);
 * a post-condition is evaluated early only when its code reads the value through
   attributes alone (``v.a``, ``v.b.c``: its reads are ``{a, b}``), governed by the
-  contract's policy (no per-predicate policy), and the fields it reads are complete
-  and valid: on them the full answer gives it the same arguments.
+  contract's policy (no per-predicate policy) and that policy is not ``ignore`` (which
+  evaluates no post-condition), and the fields it reads are complete and valid: on
+  them the full answer gives it the same arguments.
 
 Not modelled: a key repeated later in the same object (JSON's last one wins in the full
 check) is judged on its first occurrence.

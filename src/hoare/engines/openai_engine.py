@@ -901,7 +901,7 @@ class _StreamReading:
         model = getattr(chunk, "model", None)
         if model:
             self.model = model
-        fresh: list[str] = []
+        reason = None
         for choice in getattr(chunk, "choices", None) or ():
             if (choice.index or 0) != 0:
                 continue
@@ -915,23 +915,16 @@ class _StreamReading:
                     self.tokens = None
                 else:
                     self.tokens.extend(tokens)
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
             if piece:
                 self.parts.append(piece)
                 self.chunks += 1
-                fresh.append(piece)
-            if choice.finish_reason:
-                self.finish = choice.finish_reason
-        if not fresh or self.watch is None or self.finish is not None:
-            return False
-        reason = None
-        feed = self.feed
-        if feed is None:
-            reason = self.watch("".join(self.parts))
-        else:
-            for piece in fresh:
-                reason = feed(piece)
-                if reason:
-                    break
+                # a complete answer (its finish reason came) is judged in full, not here
+                if reason is None and self.finish is None and self.watch is not None:
+                    feed = self.feed
+                    reason = feed(piece) if feed is not None else \
+                        self.watch("".join(self.parts))
         if reason:
             self.stopped = reason
             return True
