@@ -169,6 +169,18 @@ def test_invalid_settings_are_rejected(bad: dict[str, float]) -> None:
         TransportRetry(**bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("bad", [{"base_delay": float("nan")}, {"max_delay": float("nan")},
+                                 {"base_delay": float("inf")}, {"max_delay": float("inf")},
+                                 {"max_retries": 1.5}, {"max_retries": True},
+                                 {"max_elapsed": float("nan")}, {"jitter": float("nan")},
+                                 {"base_delay": "1"}], ids=repr)
+def test_non_numbers_are_rejected_naming_the_setting(bad: dict[str, object]) -> None:
+    """Before: base_delay=nan was accepted and the first retry slept nan seconds (a raw
+    ValueError from time.sleep); max_delay=inf an OverflowError."""
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        TransportRetry(**bad)  # type: ignore[arg-type]
+
+
 def test_parse_retry_after() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after({}) is None

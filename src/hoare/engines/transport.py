@@ -223,15 +223,23 @@ class TransportRetry:
     random: Callable[[], float] = field(default=_random.random, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ValueError(f"TransportRetry(max_retries={self.max_retries}): must be ≥ 0")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise ValueError("TransportRetry delays must be ≥ 0 seconds")
-        if self.max_elapsed is not None and not self.max_elapsed > 0:
-            raise ValueError(f"TransportRetry(max_elapsed={self.max_elapsed}): must be > 0 "
+        def number(value: object) -> bool:
+            return isinstance(value, int | float) and not isinstance(value, bool)
+
+        retries = self.max_retries
+        if not (isinstance(retries, int) and not isinstance(retries, bool) and retries >= 0):
+            raise ValueError(f"TransportRetry(max_retries={retries!r}): a whole number ≥ 0")
+        for name in ("base_delay", "max_delay"):
+            value = getattr(self, name)
+            if not (number(value) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"TransportRetry({name}={value!r}): must be a finite number "
+                                 "of seconds ≥ 0")
+        if self.max_elapsed is not None and not (number(self.max_elapsed)
+                                                 and self.max_elapsed > 0):
+            raise ValueError(f"TransportRetry(max_elapsed={self.max_elapsed!r}): must be > 0 "
                              "seconds or None")
-        if not 0 <= self.jitter <= 1:
-            raise ValueError(f"TransportRetry(jitter={self.jitter}): a fraction in [0, 1]")
+        if not (number(self.jitter) and 0 <= self.jitter <= 1):
+            raise ValueError(f"TransportRetry(jitter={self.jitter!r}): a fraction in [0, 1]")
 
     def delay(self, retry: int, failure: Failure) -> float:
         """The wait before retry number ``retry`` (1-based) after ``failure``."""
