@@ -16,7 +16,7 @@ from test_queries import Mood
 from hoare.engines import FunctionEngine
 from hoare.engines.base import Request, Response, TokenLogprob, Usage
 from hoare.errors import UsageError
-from hoare.queries import classify, distribution_of
+from hoare.queries import NoLogprobs, classify, distribution_of
 
 VALUES = ["alpha", "beta", "gamma"]
 TOKENS = ["alpha", "beta", "gamma", "al", " Beta", "zzz", "", "a"]
@@ -109,3 +109,15 @@ def test_classify_survives_an_engine_reporting_a_logprob_of_plus_1000() -> None:
     assert result.value == "positive"
     assert result.distribution["positive"] == pytest.approx(1 / (1 + math.exp(-1)))
     assert result.distribution["negative"] == pytest.approx(1 / (1 + math.e))
+
+
+@pytest.mark.parametrize("entry", [object(), TokenLogprob("pos", -0.1, 5)])  # type: ignore[arg-type]
+def test_malformed_logprobs_from_an_engine_are_a_clear_error(entry: object) -> None:
+    """A custom engine's logprobs are foreign data: a malformed entry is NoLogprobs
+    naming the problem, not a TypeError from inside classify."""
+    def answer(request: Request) -> Response:
+        return Response(("positive",), ("stop",), Usage(1, 1, 1), "m",
+                        logprobs=((entry,),))  # type: ignore[arg-type]
+
+    with pytest.raises(NoLogprobs, match="malformed"):
+        classify(Mood("Great kettle"), FunctionEngine(answer), top_logprobs=3)

@@ -149,8 +149,13 @@ def _first_token(response: Response) -> Sequence[tuple[str, float]]:
             "the server returned no logprobs for the answer: classify needs a server that "
             "supports logprobs/top_logprobs (OpenAI, vLLM, llama.cpp's server do; use "
             "few_shot or run for a plain answer)")
-    token: TokenLogprob = first[0]
-    return [(token.token, token.logprob), *token.top]
+    try:  # an engine's logprobs are foreign data: a malformed entry says so
+        token: TokenLogprob = first[0]
+        return [(token.token, token.logprob), *token.top]
+    except Exception as error:
+        raise NoLogprobs(f"the engine's logprobs for the answer are malformed "
+                         f"({type(error).__name__}): expected TokenLogprob entries with "
+                         f"token, logprob and top") from None
 
 
 def classify(query: Query[T], engine: Any, *, top_logprobs: int = 20,
