@@ -83,10 +83,11 @@ _CLOSER = {"{": "}", "[": "]"}
 
 
 def extract_json(text: str) -> str:
-    """The JSON document in ``text``: the whole text when it already is one (checked by
-    its first and last characters only, so the common case costs almost nothing),
-    else the contents of the first markdown fence that holds JSON, else the first
-    ``{…}``/``[…]`` in the prose that parses, else the first balanced one (brace
+    """The JSON document in ``text``: the object it opens with, when it opens with one
+    (``leading_object``: the whole text when it is one), else the whole text when it
+    looks like one (checked by its first and last characters only), else the contents
+    of the first markdown fence that holds JSON, else the first ``{…}``/``[…]`` in the
+    prose that parses, else the first balanced one (brace
     matching that skips strings), else the stripped text. An answer that starts as
     JSON and never closes is returned whole (it was truncated). Never raises."""
     if not isinstance(text, str):
