@@ -248,3 +248,25 @@ def test_an_override_naming_no_contract_is_warned_about_with_the_closest_name(
     assert any("'ovr_mod:make.<locals>.Checkd'" in w and
                "did you mean 'ovr_mod:make.<locals>.Checked'" in w for w in warnings), err
     assert any("'zzz:Unrelated'" in w for w in warnings), err
+
+
+# -- the Python API finds what `hoare verify` finds --------------------------------------
+
+
+def test_the_python_api_verifies_every_factory_product(tmp_path: Path) -> None:
+    import importlib.util
+
+    from hoare.verifier import DiscoveryError, discover, verify
+
+    path = tmp_path / "api_factory_mod.py"
+    path.write_text(FACTORY.format(products="Low = make(3)\nHigh = make(50)\n"))
+    spec = importlib.util.spec_from_file_location("api_factory_mod", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = verify(module)
+    assert [c.status for c in report.contracts] == ["pass", "fail"]
+    assert len({c.name for c in report.contracts}) == 2
+    os.mkfifo(tmp_path / "api_fifo.py")
+    with pytest.raises(DiscoveryError, match="FIFO"):
+        discover([str(tmp_path / "api_fifo.py")])  # refused, not waited on

@@ -130,6 +130,8 @@ def _verify_found(found: Found, *, timeout_ms: int, rlimit: int, jobs: int) -> R
     else:
         for cls in classes:
             report.contracts.append(check_contract(cls.__hoare__, options))  # type: ignore[attr-defined]
+    for (name, _cls), contract_report in zip(found.contracts, report.contracts, strict=True):
+        contract_report.name = name  # factory products share __hoare__.name: named apart
     for name, pipeline in found.pipelines:
         report.pipelines.append(check_pipeline(pipeline.stages, name, options))  # type: ignore[attr-defined]
     report.seconds = time.perf_counter() - start

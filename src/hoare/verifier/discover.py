@@ -5,8 +5,9 @@ A file is imported under a module name derived from its path (``examples/qa.py``
 directory on ``sys.path`` so that it can import its neighbours, exactly as
 ``python examples/qa.py`` would. A directory is walked for ``*.py`` files
 (hidden directories, ``__pycache__`` and virtualenvs skipped). Every class
-*defined* in the module with a ``__hoare__`` description is a contract; every
-``Pipeline`` object at module level is a pipeline.
+the module owns with a ``__hoare__`` description is a contract (the rule of
+``hoare verify``: see ``units``); every ``Pipeline`` object at module level is a
+pipeline.
 """
 
 from __future__ import annotations
@@ -65,14 +66,17 @@ def is_pipeline(value: object) -> bool:
 
 def find_in_module(module: types.ModuleType) -> tuple[list[tuple[str, type]],
                                                         list[tuple[str, object]]]:
-    """The contract classes defined in ``module`` and its module-level pipelines."""
-    contracts: list[tuple[str, type]] = []
+    """The contract classes ``module`` owns (``units._contract_entries``: defined in it,
+    or made elsewhere and held here; each object once, named apart) and its
+    module-level pipelines."""
+    from .units import _contract_entries  # the rule `hoare verify` applies, one place
+
+    contracts = [(name, cls) for name, cls, _attributes in _contract_entries(module)]
     pipelines: list[tuple[str, object]] = []
     for attribute, value in list(vars(module).items()):
-        if isinstance(value, type):
-            if "__hoare__" in value.__dict__ and value.__module__ == module.__name__:
-                contracts.append((value.__hoare__.name, value))
-        elif is_pipeline(value):
+        if isinstance(value, (type, list, tuple, dict)):
+            continue
+        if is_pipeline(value):
             name = getattr(value, "name", None) or attribute
             pipelines.append((f"{module.__name__}:{name}", value))
     return contracts, pipelines
@@ -107,6 +111,11 @@ def _package_name(path: Path) -> tuple[Path, str] | None:
 
 
 def _import_file(path: Path) -> types.ModuleType:
+    from .targets import unreadable
+
+    problem = unreadable(path)  # a FIFO or device is never opened: it would block
+    if problem is not None:
+        raise DiscoveryError(f"{path}: {problem}")
     path = path.resolve()
     package = _package_name(path)
     if package is not None:
@@ -169,6 +178,10 @@ def load(target: str) -> list[types.ModuleType]:
         if path.suffix != ".py":
             raise DiscoveryError(f"{target}: not a Python file")
         return [_import_file(path)]
+    if os.path.lexists(target):  # a FIFO, socket, device or broken link: say which
+        from .targets import unreadable
+
+        raise DiscoveryError(f"{target}: {unreadable(path) or 'not a file or directory'}")
     if target.endswith(".py") or os.sep in target or not _MODULE_NAME.match(target):
         raise DiscoveryError(f"{target}: no such file or directory")
     cwd = os.getcwd()
