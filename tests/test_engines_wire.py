@@ -364,3 +364,22 @@ def test_a_streamed_answers_bad_usage_never_reaches_a_meter(bad: Any, mode: str)
     spent = budgeted.spent()
     assert type(spent["input_tokens"]) is int and spent["input_tokens"] >= 0
     assert "Infinity" not in json.dumps(spent) and "NaN" not in json.dumps(spent)
+
+
+@pytest.mark.parametrize("body", [b"<html>key sk-echoed-secret-99 rejected</html>",
+                                  b'{"choices": "sk-echoed-secret-99"}',
+                                  b'{"choices": [{"message": {"content": null, '
+                                  b'"refusal": "no, sk-echoed-secret-99"}}]}',
+                                  b"\xff sk-echoed-secret-99"],
+                         ids=["html", "json", "refusal", "bytes"])
+def test_a_key_echoed_in_a_2xx_body_is_masked(body: bytes) -> None:
+    with FaultServer([Fault("reply", 200, body, {"content-type": "application/json"})]
+                     ) as server:
+        from openai_server import OpenAIEngine, TransportRetry
+
+        engine = OpenAIEngine("test-model", base_url=server.url, api_key="sk-echoed-secret-99",
+                              transport=TransportRetry(max_retries=0))
+        with pytest.raises(EngineError) as raised:
+            engine.complete(req())
+    assert "sk-echoed-secret-99" not in str(raised.value)
+    assert "sk-echoed-secret-99" not in getattr(raised.value, "refusal", "")

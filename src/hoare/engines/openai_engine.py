@@ -669,9 +669,8 @@ class OpenAIEngine:
         every field has been checked or an engine error naming the server and quoting,
         escaped and cut short, what it sent."""
         where = self._where(params)
-        http = getattr(raw, "http_response", raw)
-        body = _body_of(http, where)
-        return _parse_completion(body, params, request, where, self._redact)
+        return _parse_completion(getattr(raw, "http_response", raw), params, request, where,
+                                 self._redact)
 
 
 def _excerpt(value: Any, limit: int = 200) -> str:
@@ -775,14 +774,15 @@ def _tool_calls(message: Mapping[str, Any], where: str) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def _parse_completion(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
+def _parse_completion(http: Any, params: Mapping[str, Any], request: Request,
                       where: str, redact: Callable[[str], str]) -> Response:
-    """A chat completion object, every field checked (see ``OpenAIEngine._response``).
-    Choices the model refused (``message.refusal``) or the server's content filter
-    withheld (``finish_reason="content_filter"`` with no text) are left out; when no
-    choice is left, ``ModelRefusal`` / ``ContentFiltered`` says so, with the usage."""
+    """The chat completion in a 2xx response, every field checked (see
+    ``OpenAIEngine._response``). Choices the model refused (``message.refusal``) or the
+    server's content filter withheld (``finish_reason="content_filter"`` with no text)
+    are left out; when no choice is left, ``ModelRefusal`` / ``ContentFiltered`` says
+    so, with the usage. Secrets a server echoed are masked in every message."""
     try:
-        return _parse_checked(data, params, request, where)
+        return _parse_checked(_body_of(http, where), params, request, where)
     except EngineError as error:
         text = str(error)
         if redact(text) != text:  # a server echoing the key in what it sent
