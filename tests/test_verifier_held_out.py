@@ -566,3 +566,17 @@ def test_every_value_pydantic_produces_is_in_the_domain(model: type[BaseModel], 
     except ValueError:
         return
     assert not raw_refutation(model, lambda m: m.k == produced), (model.__name__, k, produced)
+
+
+def test_verbose_report_names_the_registry_entries_a_verdict_rests_on() -> None:
+    """``hoare verify -v`` shows which registry entries (and their precision) a negative
+    verdict rests on; the default table does not."""
+    module = _load(_post_contract("    text: str = Field(max_length=2)",
+                                  'lambda o: o.text.startswith("abc") and len(o.text) > 0'))
+    report = verify(module.C)
+    (contract_report,) = report.contracts
+    failed = [c for c in contract_report.checks if c.status == "fail"]
+    assert failed, contract_report.checks
+    verbose = report.render(verbose=True)
+    assert "rests on len (over), str.startswith (exact)" in verbose, verbose
+    assert "rests on" not in report.render()

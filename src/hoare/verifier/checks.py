@@ -246,6 +246,7 @@ def _notes(cm: ContractModel, *typed: TypedValue, translations: Sequence[Transla
         notes.extend(f"not translated: {d}" for d in tv.dropped)
     for t in translations:
         notes.extend(f"{t.name}: modelled loosely: {h}" for h in t.havoc)
+        notes.extend(t.rests_on())
     return list(dict.fromkeys(notes))
 
 

@@ -79,6 +79,9 @@ class FailureCase:
     kind: str
 
 
+REGISTRY_NOTE = "registry: "  # the prefix of a ``rests_on`` note (shown with -v only)
+
+
 @dataclass
 class Translation:
     """A predicate in z3: it passes iff no failure case holds. ``opaque`` says why a
@@ -101,6 +104,17 @@ class Translation:
     reads: list[tuple[Callable[[], object], object]] = field(default_factory=list)
     # registry keys (``calls``) of the functions and methods the translation used
     constructs: frozenset[str] = frozenset()
+
+    def rests_on(self) -> list[str]:
+        """The registry entries this translation used, as a report note (``hoare
+        verify -v`` shows them: a verdict is as sound as the entries it rests on)."""
+        if not self.constructs:
+            return []
+        from .calls import REGISTRY
+
+        entries = ", ".join(f"{key} ({REGISTRY[key].precision})" if key in REGISTRY else key
+                            for key in sorted(self.constructs))
+        return [f"{REGISTRY_NOTE}{self.name} rests on {entries}"]
 
     def stale(self) -> bool:
         """Has a value the translation baked in changed since?"""

@@ -234,6 +234,8 @@ class Report:
                     lines.append(f"{'':12}assuming: {shown(assumption)}")
                 if verbose or check.status != "pass":
                     for note in check.notes:
+                        if note.startswith("registry: ") and not verbose:
+                            continue  # the registry entries a verdict rests on: -v only
                         if note not in report.notes:  # report-wide notes are shown once
                             lines.append(f"{'':12}note: {shown(note)}")
             for note in report.notes:
