@@ -29,7 +29,7 @@ from typing import Annotated, Generic, Literal, Optional, TypeVar, Union
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt,
                       StrictStr, StringConstraints, conint, constr)
 
-from hoare import Contract, Post, Pre, contract
+from hoare import Contract, Pipeline, Post, Pre, contract
 
 T = TypeVar("T")
 '''
@@ -47,6 +47,8 @@ class Case:
     posts: list[str]
     pool: Pool
     covered: Counter[str] = field(default_factory=Counter)
+    # a second stage taking ``Out`` (its pre-conditions): the case is then a Pipeline
+    stage2: list[str] | None = None
 
     def render(self) -> str:
         defs: list[str] = []
@@ -83,6 +85,27 @@ class Generated(Contract):
 
     def forward(self, input: In) -> Out:
         return self.contract_result
+{self._stage2()}'''
+
+    def _stage2(self) -> str:
+        if self.stage2 is None:
+            return ""
+        pres = "\n".join(f"        Pre(lambda i: {body}, {f'second pre {k}'!r}),"
+                         for k, body in enumerate(self.stage2))
+        return f'''
+
+@contract(post_remedy=False, on_violation=lambda outcome: None)
+class Second(Contract):
+    prompt = "second"
+    pre_conditions = [
+{pres}
+    ]
+
+    def forward(self, input: Out) -> In:
+        return self.contract_result
+
+
+PIPELINE = Pipeline(Generated(), Second())
 '''
 
     def features(self) -> list[str]:
@@ -104,6 +127,9 @@ class Generated(Contract):
     def with_post(self, index: int, body: str) -> Case:
         return replace(self, posts=[body if k == index else p
                                     for k, p in enumerate(self.posts)])
+
+    def with_stage2(self, bodies: list[str] | None) -> Case:
+        return replace(self, stage2=bodies)
 
     def without_field(self, role: str, name: str) -> Case:
         model = self.inp if role == "i" else self.out
@@ -129,7 +155,13 @@ def draw_case(seed: int) -> Case:
                            constants, pool, covered, depth)
     pres = [pre_grammar.boolean() for _ in range(rng.choice([0, 0, 1, 1, 2]))]
     posts = [post_grammar.boolean() for _ in range(rng.choice([1, 1, 2, 3]))]
-    return Case(seed, constants, inp, out, pres, posts, pool, covered)
+    stage2 = None
+    if rng.random() < 0.2:  # a pipeline: the composition check
+        covered["pipeline"] += 1
+        second = Grammar(rng, [Atom(f"i.{n}", t) for n, t in out.fields], constants, pool,
+                         covered, depth)
+        stage2 = [second.boolean() for _ in range(rng.choice([0, 1, 1, 2]))]
+    return Case(seed, constants, inp, out, pres, posts, pool, covered, stage2)
 
 
 _DIR = Path(tempfile.mkdtemp(prefix="hoare_fuzz_"))

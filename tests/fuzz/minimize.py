@@ -66,7 +66,15 @@ def _variants(case: Case) -> Iterator[Case]:
         yield case.without_pre(k)
     for k in range(len(case.posts)):
         yield case.without_post(k)
-    bodies = " ".join([*case.pres, *case.posts])
+    if case.stage2 is not None:
+        yield case.with_stage2(None)
+        for k in range(len(case.stage2)):
+            yield case.with_stage2([b for j, b in enumerate(case.stage2) if j != k])
+        for k, body in enumerate(case.stage2):
+            for smaller in smaller_bodies(body):
+                yield case.with_stage2([smaller if j == k else b
+                                        for j, b in enumerate(case.stage2)])
+    bodies = " ".join([*case.pres, *case.posts, *(case.stage2 or ())])
     for role, model in (("o", case.out), ("i", case.inp)):
         for name, _t in model.fields:
             if not re.search(rf"\b{role}\.{name}\b", bodies):

@@ -146,12 +146,20 @@ def _reproducer(case: Case, found: Contradiction) -> str:
 
 
 def run_cases(seed: int, count: int, jobs: int = 2, shrink: bool = True,
-              start: int = 0) -> Summary:
-    """Run cases ``start .. start+count`` of run ``seed`` in ``jobs`` processes."""
+              start: int = 0, progress: bool = False) -> Summary:
+    """Run cases ``start .. start+count`` of run ``seed`` in ``jobs`` processes;
+    ``progress`` prints a line every 1,000 cases and each contradiction as found."""
     summary = Summary()
     tasks = [(seed, index, shrink) for index in range(start, start + count)]
+    begin = time.monotonic()
     for index, result, reproducer in _results(tasks, jobs):
         summary.add(index, result, reproducer)
+        if progress and result is not None and result.contradictions:
+            print(f"  contradiction in case {index}: {result.contradictions[0].where}",
+                  file=sys.stderr, flush=True)
+        if progress and summary.cases % 1000 == 0:
+            print(f"  {summary.cases} cases, {time.monotonic() - begin:.0f} s, definite "
+                  f"share {summary.definite_share():.4f}", file=sys.stderr, flush=True)
     return summary
 
 
@@ -244,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(draw_case(case_seed(seed, only)).render())
         summary = run_cases(seed, 1, 1, start=only)
     else:
-        summary = run_cases(seed, count, jobs)
+        summary = run_cases(seed, count, jobs, progress=True)
     for line in report(summary, seed, time.monotonic() - start):
         print(line)
     for line in coverage_lines(summary):
