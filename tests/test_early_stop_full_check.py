@@ -10,10 +10,16 @@ under ``policy="ignore"`` no post-condition is evaluated early.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from library_under_test import LIBRARY
 from openai_server import OpenAIServer, stream
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
@@ -154,3 +160,42 @@ def test_a_field_that_fails_alone_is_still_stopped_when_the_object_comes_first()
     watch = EarlyStop(PLAN, lambda source, value: _passes(source, value, Q(text="t")))  # type: ignore[arg-type]
     reasons = [watch.feed(piece) for piece in ['  {"score"', ": 99", ', "label": "good"']]
     assert reasons[0] is None and reasons[2] is not None and "score" in reasons[2]
+
+
+THREADS_CHILD = textwrap.dedent('''
+    import json, random, sys
+    from concurrent.futures import ThreadPoolExecutor
+    sys.path.insert(0, sys.argv[1])
+    from test_early_stop_full_check import PLAN, Q, _passes
+    from hoare.early_stop import EarlyStop
+
+    rng = random.Random(7)
+    texts = [json.dumps({"label": rng.choice(["good", "bad", "meh"]),
+                         "score": rng.randint(-2, 14), "notes": "n" * rng.randint(0, 12)})
+             for _ in range(400)]
+    used = Q(text="t")
+
+    def decide(text):
+        watch = EarlyStop(PLAN, lambda source, value: _passes(source, value, used))
+        for at in range(0, len(text), 3):
+            reason = watch.feed(text[at:at + 3])
+            if reason:
+                return reason
+        return None
+
+    alone = [decide(t) for t in texts]
+    with ThreadPoolExecutor(16) as pool:
+        for _ in range(5):
+            assert list(pool.map(decide, texts)) == alone
+    print("same")
+''')
+
+
+def test_one_plan_shared_by_many_threads_decides_as_alone() -> None:
+    """A contract's plan (its one-field models) is shared by every stream of the class:
+    16 threads streaming at once decide exactly as one stream at a time (in a child, so
+    a crash fails the test)."""
+    child = subprocess.run([sys.executable, "-c", THREADS_CHILD, str(Path(__file__).parent)],
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": LIBRARY})
+    assert child.returncode == 0 and child.stdout.strip() == "same", child.stderr[-3000:]
