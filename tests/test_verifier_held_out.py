@@ -580,3 +580,47 @@ def test_verbose_report_names_the_registry_entries_a_verdict_rests_on() -> None:
     verbose = report.render(verbose=True)
     assert "rests on len (over), str.startswith (exact)" in verbose, verbose
     assert "rests on" not in report.render()
+
+
+class _Sneaky(str):
+    """A str subclass redefining what `==`, `in` and `len` mean."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _Loose(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
+
+
+class _Everything(list):  # type: ignore[type-arg]
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+SNEAKY = _Sneaky("x")
+LOOSE = _Loose(1)
+EVERYTHING = _Everything([1])
+SUBCLASS_PREDICATES: list[Callable[[V], object]] = [
+    lambda v: v.s == SNEAKY, lambda v: SNEAKY == v.s, lambda v: v.s in SNEAKY,
+    lambda v: len(SNEAKY) == 1, lambda v: v.n == LOOSE, lambda v: v.n in EVERYTHING,
+    lambda v: v.s in (SNEAKY,), lambda v: v.n in [LOOSE],
+]
+
+
+@PROFILE
+@given(value=values, index=st.integers(0, len(SUBCLASS_PREDICATES) - 1))
+def test_constants_of_builtin_subclasses_are_not_their_base_values(value: V, index: int
+                                                                   ) -> None:
+    agrees(SUBCLASS_PREDICATES[index], value)
