@@ -111,17 +111,18 @@ def run(ctx: Context) -> Report:
             times = [reader_ms(chunks, EarlyStop(plan, lambda s, v: bool(s.fn(v))))
                      for _ in range(rounds)]
             reader[label] = statistics.median(times)
-            # one whole call per size: the loopback server sends about a thousand events a
-            # second (it shares the process and its GIL with the client)
-            calls = [call_ms(parts, server)]
-            whole[label] = statistics.median(calls)
             report.figures[label] = {"bytes": len(text), "chunks": len(parts),
-                                     "reader_cpu_ms": [round(t, 2) for t in times],
-                                     "whole_call_cpu_ms": [round(t, 1) for t in calls]}
+                                     "reader_cpu_ms": [round(t, 2) for t in times]}
             report.row(f"{label} ({len(parts)} chunks): hoare's reader",
                        f"{reader[label]:.1f} ms ({min(times):.1f}–{max(times):.1f}) cpu")
+            if ctx.quick and size > SIZES["256 KiB"]:
+                continue  # the server's pace (a thousand events a second) sets the time
+            # one whole call per size: the loopback server sends about a thousand events a
+            # second (it shares the process and its GIL with the client)
+            spent = whole[label] = call_ms(parts, server)
+            report.figures[label]["whole_call_cpu_ms"] = round(spent, 1)
             report.row("  whole call, calling thread (openai client included)",
-                       f"{whole[label]:.0f} ms ({min(calls):.0f}–{max(calls):.0f}) cpu")
+                       f"{spent:.0f} ms cpu")
     per_mib = reader["1 MiB"]
     met = per_mib <= GOAL_MS_PER_MIB
     report.row("hoare's reader, 1 MiB", f"{per_mib:.1f} ms", f"<= {GOAL_MS_PER_MIB:.0f} ms",
@@ -135,7 +136,8 @@ def run(ctx: Context) -> Report:
                f"{growth:.2f}, {small:.2f}", f"<= {GOAL_GROWTH} (linear: 4)", met)
     report.goal("stream reader linear: t(4 MiB)/t(1 MiB)", round(growth, 2),
                 f"<= {GOAL_GROWTH}", met)
-    report.ratios["whole_call_growth_4MiB_over_1MiB"] = round(whole["4 MiB"] / whole["1 MiB"], 2)
-    report.row("whole call growth t(4 MiB)/t(1 MiB)",
-               f"{report.ratios['whole_call_growth_4MiB_over_1MiB']:.2f}")
+    if "4 MiB" in whole:
+        ratio = report.ratios["whole_call_growth_4MiB_over_1MiB"] = round(
+            whole["4 MiB"] / whole["1 MiB"], 2)
+        report.row("whole call growth t(4 MiB)/t(1 MiB)", f"{ratio:.2f}")
     return report
