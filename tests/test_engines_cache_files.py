@@ -498,3 +498,14 @@ def test_a_stream_stopped_early_is_not_served_to_a_request_that_does_not_watch(
     again = Stopping()
     assert CachedEngine(again, path).complete(watched).stopped_early == "doomed"
     assert again.calls == 0
+
+
+@pytest.mark.parametrize("document", ['{"entries": [], }', '{"format": "hoare-engine-cache" '
+                                      '"entries": []}', '{"entries": [{}, ]}', "[,]",
+                                      '{"entries": []', '{"entries" []}', "{,}"])
+def test_json_syntax_errors_at_the_top_level_are_named(tmp_path: Path, document: str) -> None:
+    path = tmp_path / "syntax.json"
+    path.write_text(document)
+    with pytest.raises(CacheFileError) as raised:
+        CachedEngine(Model(), path)
+    assert str(path) in str(raised.value)

@@ -376,6 +376,8 @@ def _scan(data: bytes, path: Path) -> list[tuple[dict[str, Any], int, int]]:
             i = skip(end)
             if i < len(text) and text[i] == ",":
                 i = skip(i + 1)
+                if i < len(text) and text[i] == "]":
+                    raise _Malformed(f"a trailing ',' at character {i}")
                 continue
             if i < len(text) and text[i] == "]":
                 return i + 1
@@ -409,6 +411,10 @@ def _scan(data: bytes, path: Path) -> list[tuple[dict[str, Any], int, int]]:
                 i = skip(i)
                 if i < len(text) and text[i] == ",":
                     i = skip(i + 1)
+                    if i < len(text) and text[i] == "}":
+                        raise _Malformed(f"a trailing ',' at character {i}")
+                elif i < len(text) and text[i] != "}":
+                    raise _Malformed(f"expected ',' or '}}' at character {i}")
             if i >= len(text):
                 raise _Malformed("the top-level object is not closed")
             i += 1
