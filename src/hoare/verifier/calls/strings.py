@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from ..predicates import _Translator as Translator
 
 
-@function(str, "str", precision="exact", note="of a str, int, bool or None")
+@function(str, "str", precision="exact",
+          note="of a str, int, bool or None; ValueError past sys.get_int_max_str_digits()")
 def _str(t: Translator, call: CallSite) -> Sym:
     value = call.one(t)
     if isinstance(value, SOpt):  # str(None) is "None", not a TypeError
