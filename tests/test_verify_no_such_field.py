@@ -31,7 +31,7 @@ IDENTIFIER = st.from_regex(r"[a-z][a-z0-9_]{2,11}", fullmatch=True).filter(
 MODULE = '''
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, PrivateAttr, computed_field
+from pydantic import ConfigDict, PrivateAttr, computed_field, field_validator, model_validator
 
 from hoare import Contract, LLMDataModel, Post, Pre, contract
 
@@ -166,6 +166,17 @@ def test_only_exact_lookups_fail(name: str, tmp_path_factory: pytest.TempPathFac
     nested = _load(tmp, fields=["label"], post=f"o.inner.{name}_x > 0")
     ((status, _, message),) = _found(nested)
     assert status == "fail" and "Inner" in message
+    # validators of its own may return another object (a subclass instance): warn
+    for lookup in ("@model_validator(mode='after')\n    def swap(self):\n        return self",
+                   "@model_validator(mode='wrap')\n    @classmethod\n"
+                   "    def swap(cls, data, handler):\n        return handler(data)"):
+        validated = _load(tmp, fields=["label"], post=f"o.{name}_x > 0",
+                          lookup=f"\n    {lookup}\n")
+        assert [s for s, _, _ in _found(validated)] == ["warn"]
+    replaced = _load(tmp, fields=["label"], post=f"o.inner.{name}_x > 0",
+                     lookup="\n    @field_validator('inner')\n    @classmethod\n"
+                            "    def swap(cls, value):\n        return value\n")
+    assert [s for s, _, _ in _found(replaced)] == ["warn"]
 
 
 def test_the_closest_field_is_named(tmp_path: Path) -> None:

@@ -1280,45 +1280,76 @@ def check_fields(desc: ContractDescription) -> list[CheckResult]:
         by_name = {name: (cls, exact) for name, cls, exact in parameters}
         reported: set[tuple[str, tuple[str, ...]]] = set()
         for root, attributes, _where in _chains(node, roots):
-            cls, exact = by_name[root]
+            cls, from_json = by_name[root]
+            why = None if from_json else \
+                "an input built in Python may be an instance of a subclass that has it"
             for depth, attribute in enumerate(attributes):
                 names = _attribute_names(cls)
                 if names is None:
                     break
+                why = why or _not_exact(cls)
                 if attribute in names:
                     nested = _field_class(cls, attribute)
                     if nested is None:
                         break
+                    why = why or _replaced_field(cls, attribute)
                     cls = nested
                     continue
                 key = (root, tuple(attributes[:depth + 1]))
-                if key in reported:
-                    break
-                reported.add(key)
-                results.append(_no_such_field(source, root, attributes[:depth + 1], cls,
-                                              names, exact and not _extra_allowed(cls)))
+                if key not in reported:
+                    reported.add(key)
+                    results.append(_no_such_field(source, root, attributes[:depth + 1], cls,
+                                                  names, why))
                 break
     return results
 
 
+def _not_exact(cls: type) -> str | None:
+    """Why a value validated as ``cls`` may not be exactly a ``cls`` with only its
+    declared attributes, or None."""
+    if _extra_allowed(cls):
+        return "extra fields are allowed, so an output may carry it"
+    try:
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        validators = getattr(decorators, "model_validators", {}) or {}
+        if any(getattr(v.info, "mode", "after") != "before" for v in validators.values()):
+            return "a model validator of its own may return or change the value"
+    except Exception:
+        return "its validators cannot be read"
+    return None
+
+
+def _replaced_field(cls: type, attribute: str) -> str | None:
+    """Why field ``attribute`` of ``cls`` may hold something else than exactly its
+    annotated class (a validator or annotation metadata of its own), or None."""
+    try:
+        info = cls.model_fields[attribute]  # type: ignore[attr-defined]
+        if info.metadata:
+            return f"field {attribute!r} has validators or constraints that may replace it"
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        for validator in (getattr(decorators, "field_validators", {}) or {}).values():
+            if attribute in validator.info.fields or "*" in validator.info.fields:
+                return f"a field validator of {attribute!r} may replace it"
+    except Exception:
+        return "its validators cannot be read"
+    return None
+
+
 def _no_such_field(source: PredicateSource, root: str, chain: list[str], cls: type,
-                   names: set[str], definite: bool) -> CheckResult:
+                   names: set[str], why: str | None) -> CheckResult:
+    """``fail`` when ``why`` is None (the lookup is exact), else ``warn`` saying why."""
     attribute = chain[-1]
     closest = _closest(attribute, cls, names)
     hint = f" (did you mean {closest!r}?)" if closest else ""
     read = ".".join([root, *chain])
     type_name = getattr(cls, "__qualname__", None) or repr(cls)
-    if definite:
+    notes = [f"attribute {attribute!r}" + (f", closest field {closest!r}" if closest else "")]
+    if why is None:
         message = (f"{source.id} reads {read}, but {type_name} has no field or attribute "
                    f"{attribute!r}{hint}: the predicate raises AttributeError on every "
                    f"output, so it can never pass")
         return CheckResult("no_such_field", "fail", message, predicate=source.id,
-                           notes=[f"attribute {attribute!r}" +
-                                  (f", closest field {closest!r}" if closest else "")])
-    why = "extra fields are allowed, so an output may carry it" if _extra_allowed(cls) \
-        else "an input built in Python may be an instance of a subclass that has it"
+                           notes=notes)
     message = (f"{source.id} reads {read}, but {type_name} has no field or attribute "
                f"{attribute!r}{hint}; not a definite failure: {why}")
-    return CheckResult("no_such_field", "warn", message, predicate=source.id,
-                       notes=[f"attribute {attribute!r}" +
-                              (f", closest field {closest!r}" if closest else "")])
+    return CheckResult("no_such_field", "warn", message, predicate=source.id, notes=notes)
