@@ -91,3 +91,64 @@ def test_plot_errors_are_usage_errors(tmp_path: Path) -> None:
                    str(tmp_path / "y.png"))
     assert empty.returncode == 2 and "nothing to plot" in empty.stderr
     assert len(query(str(db))) == 600
+
+
+def test_family_bars_are_labelled_with_the_rules_message(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorded by a real contract: the bars say what each rule checks, not
+    ``post_conditions[0]``; the title says the count is of calls that met the
+    contract after any remedy."""
+    import hoare
+    from hoare import Contract, LLMDataModel, Post, configure, contract
+    from hoare.engines import FunctionEngine
+    from hoare.stats_store import family_messages
+
+    class Ask(LLMDataModel):
+        text: str
+
+    class Reply(LLMDataModel):
+        n: int
+
+    @contract(remedy_retry_params={"tries": 2, "delay": 0, "jitter": 0})
+    class Rate(Contract):
+        prompt = "Rate."
+        post_conditions = (Post(lambda r: r.n > 0, "the rating is positive"),
+                           Post(lambda r: r.n < 9, "the rating is below nine"),
+                           Post(lambda r: r.n != 5, "not five", family="middle"),
+                           Post(lambda r: r.n != 6, "not six", family="middle"))
+
+        def forward(self, ask: Ask) -> Reply:
+            return self.contract_result if self.contract_successful else Reply(n=1)
+
+    db = tmp_path / "rules.db"
+    configure(stats=db, label="rules")
+    try:
+        answers = iter(['{"n": 3}', '{"n": -1}', '{"n": 2}', '{"n": 12}', '{"n": 12}'])
+        rate = Rate(engine=FunctionEngine(lambda request: next(answers)))
+        for _ in range(3):
+            rate(Ask(text="x"))
+        assert hoare.flush_stats()
+    finally:
+        configure(stats=None, label=None)
+    name = Rate.__hoare__.name  # type: ignore[attr-defined]
+    assert family_messages(str(db)) == {
+        (name, "post_conditions[0]"): "the rating is positive",
+        (name, "post_conditions[1]"): "the rating is below nine",
+        (name, "middle"): "middle"}
+    from hoare import stats_plot
+
+    drawn: list[object] = []
+    original = stats_plot._save
+
+    def keep(figure: object, *args: object) -> int:
+        drawn.append(figure)
+        labels = [t.get_text() for t in figure.axes[1].get_yticklabels()]  # type: ignore[attr-defined]
+        title = figure.axes[0].get_title()  # type: ignore[attr-defined]
+        drawn.append((labels, title))
+        return original(figure, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stats_plot, "_save", keep)
+    stats_plot.plot_stats(query(str(db)), str(tmp_path / "r.png"), family_messages(str(db)))
+    labels, title = drawn[1]  # type: ignore[misc]
+    assert labels == ["the rating is positive", "the rating is below nine", "middle"]
+    assert "2/3 calls met the contract, after any remedy (1 at the first attempt)" in title

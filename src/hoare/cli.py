@@ -332,7 +332,11 @@ def _stats(args: argparse.Namespace) -> int:
     print(_json_text(summary) if args.json
           else _paint_table(_terminal_safe_lines(render_table(summary))))
     if args.plot:
-        return _plot("stats", lambda plots: plots.plot_stats(rows, args.plot), args.plot)
+        from .stats_store import family_messages
+
+        messages = family_messages(target)
+        return _plot("stats", lambda plots: plots.plot_stats(rows, args.plot, messages),
+                     args.plot)
     return 0
 
 

@@ -381,8 +381,10 @@ class _Bound:
         method = getattr(instance, "on_violation", None)
         self.handler = runtime.handler or method or runtime.log_violation
         self.hooks: Hooks | None = None  # the hooks of a call without extra kwargs
-        # (engine, name, definition hash, engine class, model) of its stats records
-        self.recorded_as: tuple[Any, str, str, str, str | None] | None = None
+        # (engine, name, definition hash, engine class, model, family messages) of its
+        # stats records
+        self.recorded_as: tuple[Any, str, str, str, str | None,
+                                tuple[tuple[str, str], ...]] | None = None
 
 
 class RepeatedWarnings:
@@ -1146,7 +1148,8 @@ def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int,
             inner = innermost(engine)
             fixed = bound.recorded_as = (
                 engine, runtime.description.name, runtime.definition_hash(),
-                type(inner).__name__, getattr(inner, "model", None))
+                type(inner).__name__, getattr(inner, "model", None),
+                _family_messages(runtime.description))
         generations = remedies = 0
         for attempt in outcome.attempts:
             if attempt.phase is Phase.POST:
@@ -1166,7 +1169,7 @@ def _store_call(store: Any, call: _Call, outcome: Outcome, elapsed_ns: int,
             spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
             fixed[3], fixed[4], outcome.trials, "contract", provider_faults,
             int(preflight is not None
-                and preflight.reason.startswith(configuration.SHADOW_REFUSAL))))
+                and preflight.reason.startswith(configuration.SHADOW_REFUSAL)), fixed[5]))
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 
@@ -1223,6 +1226,16 @@ def _forget_slot(latest: weakref.ref[_Latest], key: weakref.ref[_Slot]) -> None:
     found = latest()
     if found is not None:
         found.calls.pop(key, None)
+
+
+def _family_messages(description: ContractDescription) -> tuple[tuple[str, str], ...]:
+    """``(family, label)`` of the contract's predicates for the stats store: a family
+    of one predicate is labelled with its message, a shared one keeps its name."""
+    messages: dict[str, list[str]] = {}
+    for source in (*description.pre, *description.post):
+        messages.setdefault(source.family, []).append(source.message)
+    return tuple((family, texts[0] if len(set(texts)) == 1 and texts[0] else family)
+                 for family, texts in messages.items())
 
 
 class _Done:

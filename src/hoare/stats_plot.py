@@ -49,8 +49,12 @@ def _groups(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, list[dict[st
     return [(name, label, calls) for (name, label), calls in grouped.items()]
 
 
-def plot_stats(rows: Sequence[dict[str, Any]], path: str) -> int:
-    """Draw ``hoare stats --plot``; return how many contract rows were drawn."""
+def plot_stats(rows: Sequence[dict[str, Any]], path: str,
+               messages: dict[tuple[str, str], str] | None = None) -> int:
+    """Draw ``hoare stats --plot``; return how many contract rows were drawn. A family's
+    bar is labelled with its rule's message (``messages``, from the store's
+    ``families`` table), else its name."""
+    messages = messages or {}
     groups = _groups(rows)
     shown = groups[:MAX_ROWS]
     if not shown:
@@ -86,8 +90,10 @@ def plot_stats(rows: Sequence[dict[str, Any]], path: str) -> int:
             over_time.set_xlabel(f"calls so far (from {first}, in time order)")
         over_time.set_ylim(-0.02, 1.02)
         over_time.set_ylabel("P_succ")
-        over_time.set_title(f"{name}  [label {label}]: {successes}/{len(calls)} calls "
-                            f"succeeded", fontsize=10)
+        at_first = sum(1 for call in calls if call["first_attempt"])
+        over_time.set_title(f"{name}  [label {label}]: {successes}/{len(calls)} calls met "
+                            f"the contract, after any remedy ({at_first} at the first "
+                            f"attempt)", fontsize=10)
         over_time.legend(loc="lower right", fontsize=8)
         over_time.grid(alpha=0.3)
         counts: dict[str, list[int]] = {}
@@ -105,7 +111,9 @@ def plot_stats(rows: Sequence[dict[str, Any]], path: str) -> int:
             positions = range(len(names))
             families.barh(positions, rates, xerr=errors, color="tab:green", alpha=0.7,
                           capsize=3)
-            families.set_yticks(list(positions), [_short(f) for f in names], fontsize=8)
+            families.set_yticks(list(positions),
+                                [_short(messages.get((name, f), f)) for f in names],
+                                fontsize=8)
             families.invert_yaxis()
             for position, (rate, family) in enumerate(zip(rates, names, strict=True)):
                 families.text(0.01, position, f"{rate:.3f} ({counts[family][0]}/"

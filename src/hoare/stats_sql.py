@@ -25,7 +25,7 @@ from .stats_store import (
     _version_number,
 )
 
-__all__ = ["SqlAlchemyBackend", "read_rows"]
+__all__ = ["SqlAlchemyBackend", "read_families", "read_rows"]
 
 _metadata = sa.MetaData()
 _meta = sa.Table("meta", _metadata,
@@ -55,6 +55,10 @@ _calls = sa.Table(
     sa.Column("provider_faults", sa.Integer, nullable=False, server_default="0"),
     sa.Column("shadow_refusals", sa.Integer, nullable=False, server_default="0"),
 )
+_families = sa.Table("families", _metadata,
+                     sa.Column("contract", sa.Text, primary_key=True),
+                     sa.Column("family", sa.Text, primary_key=True),
+                     sa.Column("message", sa.Text, nullable=False))
 _LOCK_KEY = 0x686F617265  # "hoare": a PostgreSQL advisory lock serializing migrations
 
 
@@ -80,7 +84,8 @@ def _migrate(engine: sa.Engine) -> None:
                 if found is None:
                     _metadata.create_all(connection, checkfirst=True)
                 for step in range(version, SCHEMA_VERSION):
-                    connection.execute(sa.text(_MIGRATIONS[step]))
+                    for statement in _MIGRATIONS[step].split(";"):
+                        connection.execute(sa.text(statement))
                 connection.execute(sa.delete(_meta).where(_meta.c.key == "schema_version"))
                 connection.execute(sa.insert(_meta).values(key="schema_version",
                                                            value=str(SCHEMA_VERSION)))
@@ -135,6 +140,15 @@ class SqlAlchemyBackend:
         with self.engine.begin() as connection:
             connection.execute(sa.insert(_calls), params)
 
+    def write_families(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """The latest message of each family wins (a delete and an insert: portable)."""
+        with self.engine.begin() as connection:
+            for contract, family, _message in rows:
+                connection.execute(sa.delete(_families).where(
+                    (_families.c.contract == contract) & (_families.c.family == family)))
+            connection.execute(sa.insert(_families), [
+                {"contract": c, "family": f, "message": m} for c, f, m in rows])
+
     def close(self) -> None:
         self.engine.dispose()
 
@@ -162,5 +176,19 @@ def read_rows(url: str, columns: Sequence[str], contract: str | None, label: str
     except sa.exc.SQLAlchemyError as error:
         raise StoreError(f"cannot read the store ({error.__class__.__name__}: "
                          f"{str(error).splitlines()[0]})") from error
+    finally:
+        engine.dispose()
+
+
+def read_families(url: str) -> list[tuple[Any, ...]]:
+    """The stored ``(contract, family, message)`` rows (none before schema 4)."""
+    engine = _engine(url)
+    try:
+        with engine.connect() as connection:
+            version = _stored_version(connection)
+            if version is None or version < 4:
+                return []
+            return [tuple(row) for row in connection.execute(
+                sa.select(_families.c.contract, _families.c.family, _families.c.message))]
     finally:
         engine.dispose()

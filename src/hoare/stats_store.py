@@ -104,11 +104,17 @@ CREATE TABLE IF NOT EXISTS calls (
     provider_faults INTEGER NOT NULL DEFAULT 0,
     shadow_refusals INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS families (contract TEXT NOT NULL, family TEXT NOT NULL,
+    message TEXT NOT NULL, PRIMARY KEY (contract, family));
 """
 # Each step brings a store from version ``n`` to ``n + 1``; run in one transaction.
 _MIGRATIONS = {1: "ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'contract'",
                2: "ALTER TABLE calls ADD COLUMN provider_faults INTEGER NOT NULL DEFAULT 0",
-               3: "ALTER TABLE calls ADD COLUMN shadow_refusals INTEGER NOT NULL DEFAULT 0"}
+               3: "ALTER TABLE calls ADD COLUMN shadow_refusals INTEGER NOT NULL DEFAULT 0; "
+                  "CREATE TABLE IF NOT EXISTS families (contract TEXT NOT NULL, family TEXT "
+                  "NOT NULL, message TEXT NOT NULL, PRIMARY KEY (contract, family))"}
+# ``families``: the message of each predicate family (the rule as its author wrote it),
+# per contract, for labels; written once per contract and process, the latest wins.
 
 
 class StoreError(HoareError):
@@ -140,6 +146,8 @@ class CallRecord(NamedTuple):
     provider_faults: int = 0
     # 1 when a preflight="shadow" pre-flight would have refused the call
     shadow_refusals: int = 0
+    # (family, message) of the contract's predicate families: the same tuple every call
+    families: tuple[tuple[str, str], ...] = ()
 
 
 def is_url(target: str) -> bool:
@@ -154,6 +162,7 @@ def _sqlite_path(target: str) -> str:
 
 class _Backend(Protocol):
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None: ...
+    def write_families(self, rows: Sequence[tuple[str, str, str]]) -> None: ...
     def prune(self, cutoff: float) -> None: ...
     def close(self) -> None: ...
 
@@ -190,6 +199,19 @@ class _SqliteBackend:
                 chunk = rows[start:start + size]
                 self.connection.execute(_insert(size), [v for row in chunk for v in row])
                 start += size
+            self.connection.execute("COMMIT")
+        except BaseException:
+            try:
+                self.connection.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+
+    def write_families(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            self.connection.executemany("INSERT OR REPLACE INTO families (contract, family, "
+                                        "message) VALUES (?, ?, ?)", rows)
             self.connection.execute("COMMIT")
         except BaseException:
             try:
@@ -304,7 +326,8 @@ def _migrate_sqlite(connection: sqlite3.Connection, path: str) -> None:
                     connection.execute(statement)
             version = SCHEMA_VERSION
         for step in range(version, SCHEMA_VERSION):
-            connection.execute(_MIGRATIONS[step])
+            for statement in _MIGRATIONS[step].split(";"):
+                connection.execute(statement)
         if version != SCHEMA_VERSION or not connection.execute(
                 "SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone():
             connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES "
@@ -344,6 +367,7 @@ class StatsStore:
         self._forked = False  # a forked child's copy: its writer starts on first record
         self.sanitized = 0  # records stored with a value replaced (``_clean``)
         self._reported: set[str] = set()  # the kinds of bad value already warned about
+        self._named: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # families written
         self._thread = threading.Thread(target=self._run, name="hoare-stats", daemon=True)
         self._thread.start()
         _live.add(self)
@@ -460,6 +484,8 @@ class StatsStore:
     def _write(self, backend: _Backend, batch: Sequence[tuple[Any, ...]]) -> None:
         rows = []
         for item in batch:
+            if len(item) > 19 and item[19]:
+                self._name_families(backend, item[1], item[19])
             problems: list[str] = []
             row = _clean(item, problems)
             if problems:
@@ -483,6 +509,23 @@ class StatsStore:
             return
         with self._lock:
             self.written += len(rows)
+
+    def _name_families(self, backend: _Backend, contract: object, families: object) -> None:
+        """Store the messages of a contract's families, once per contract and process
+        (the tuple is the same object call after call); never fails the batch."""
+        try:
+            key = (contract, families)
+            if key in self._named or not isinstance(contract, str) \
+                    or not isinstance(families, tuple):
+                return
+            self._named.add(key)  # type: ignore[arg-type]
+            rows = [(storable_text(contract), storable_text(f), storable_text(m))
+                    for f, m in families[:TRIALS_LIMIT]
+                    if isinstance(f, str) and isinstance(m, str)]
+            if rows:
+                backend.write_families(rows)
+        except Exception as error:  # labels only: the calls are still recorded
+            _log.debug("hoare stats: family messages not stored: %s", error)
 
     def _write_rows(self, backend: _Backend, rows: Sequence[tuple[Any, ...]]) -> None:
         try:
@@ -939,6 +982,30 @@ def _read_sqlite(path: str, contract: str | None, label: str | None, since: floa
         raise StoreError(f"{path}: not a hoare stats store ({error})") from error
     finally:
         connection.close()
+
+
+def family_messages(target: str) -> dict[tuple[str, str], str]:
+    """``(contract, family) -> message`` of a store (empty before schema 4, or when
+    it cannot be read: labels fall back to the family names)."""
+    try:
+        if is_url(target):
+            from .stats_sql import read_families
+
+            rows = read_families(target)
+        else:
+            path = _sqlite_path(target)
+            connection = _read_only(path)
+            connection.text_factory = lambda raw: raw.decode("utf-8", "backslashreplace")
+            try:
+                version = _stored_version(connection, path)
+                rows = [] if version is None or version < 4 else connection.execute(
+                    "SELECT contract, family, message FROM families").fetchall()
+            finally:
+                connection.close()
+    except Exception:
+        return {}
+    return {(c, f): m for c, f, m in rows
+            if isinstance(c, str) and isinstance(f, str) and isinstance(m, str)}
 
 
 # the schema version that added a column, and what older rows read as
