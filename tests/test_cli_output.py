@@ -325,3 +325,32 @@ def test_eval_help_says_what_min_p_succ_compares(capsys: pytest.CaptureFixture[s
     assert main(["eval", "--help"]) == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert "--min-p-succ X" in shown and "Wilson 95% lower bound" in shown
+
+
+def test_schema_json_is_strict_and_its_table_terminal_safe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "odd_schema.py").write_text(textwrap.dedent('''
+        import math
+        from pydantic import Field
+        from hoare import Contract, LLMDataModel, Post, contract
+
+        class Item(LLMDataModel):
+            x: float = Field(default=math.nan)
+            y: float = Field(default=math.inf)
+
+        @contract
+        class Buy(Contract):
+            prompt = "p"
+            post_conditions = (Post(lambda i: i.x < 3, "small\\x1b[31m red"),)
+
+            def forward(self, item: Item) -> Item:
+                return self.contract_result
+    '''))
+    monkeypatch.chdir(tmp_path)
+    assert main(["schema", "odd_schema:Buy", "--json"]) == 0
+    data = _strict_json(capsys.readouterr().out)
+    assert data["contract"] == "odd_schema:Buy"
+    assert main(["schema", "odd_schema:Buy"]) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "Infinity" not in shown and "NaN" not in shown

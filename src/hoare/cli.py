@@ -358,7 +358,6 @@ def _plot(command: str, draw: Callable[[Any], int], path: str) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    import json
 
     from .contract import Contract, _runtime_of
     from .evaluate import EvalError, resolve
@@ -376,10 +375,10 @@ def _schema(args: argparse.Namespace) -> int:
         return 2
     compiled = compile_contract(_runtime_of(found).description, args.dialect)
     if args.json:
-        print(json.dumps(compiled.as_dict(), indent=2))
+        print(_json_text(compiled.as_dict()))
         return 0
     print(f"{compiled.contract} for {compiled.dialect}:")
-    print(json.dumps(compiled.schema, indent=2))
+    print(_json_text(compiled.schema))
     for title, items in (("folded", [f.text() + f"  (from {f.predicate})"
                                      for f in compiled.folded]),
                          ("dropped", compiled.dropped),
@@ -391,7 +390,7 @@ def _schema(args: argparse.Namespace) -> int:
         if items:
             print(f"{title}:")
             for item in items:
-                print(f"  - {item}")
+                print(f"  - {_terminal_safe(str(item))}")
     return 0
 
 
