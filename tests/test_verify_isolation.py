@@ -225,3 +225,21 @@ def test_unreadable_reasons_name_the_kind(tmp_path: Path) -> None:
     assert read_source(tmp_path / "r.py") == b"x = 1\n"
     with pytest.raises(OSError, match="not a regular file"):
         read_source(tmp_path / "f.py")  # refused at once, not waited on
+
+
+@pytest.mark.parametrize("name", ["os_exit_0", "sys_exit_0", "sigkill_self", "close_every_fd"])
+def test_the_python_api_on_a_path_never_exits_with_the_module(tmp_path: Path,
+                                                              name: str) -> None:
+    """``hoare.verify("file.py")`` in a CI script: an ``os._exit(0)`` in the file must
+    not end the script with status 0 (it is imported in a worker: a DiscoveryError)."""
+    (tmp_path / f"api_{name}.py").write_text(HIJACKS[name])
+    script = ("import hoare\n"
+              "try:\n"
+              f"    hoare.verify('api_{name}.py')\n"
+              "except hoare.verifier.DiscoveryError as error:\n"
+              f"    assert 'api_{name}.py' in str(error), error\n"
+              "    print('reported')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and done.stdout.strip() == b"reported", done.stderr

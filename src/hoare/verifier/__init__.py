@@ -67,8 +67,9 @@ def _verify(target: Any, *, timeout_ms: int, rlimit: int) -> Report:
 
         start = time.perf_counter()
         units = plan([target])
-        report = assemble([result for _index, result in run_units(
-            units, SolverOptions(timeout_ms=timeout_ms, rlimit=rlimit), jobs=1)])
+        report = assemble([result for _index, result in run_units(  # in a worker: an
+            units, SolverOptions(timeout_ms=timeout_ms, rlimit=rlimit), jobs=1,  # exit at
+            isolated=True)])  # import is an error raised here, never the caller's exit
         if report.errors:
             raise DiscoveryError("; ".join(str(problem) for problem in report.errors))
         report.seconds = time.perf_counter() - start

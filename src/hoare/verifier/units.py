@@ -344,11 +344,16 @@ def _finish(process: subprocess.Popen[str]) -> None:
 
 def run_units(units: Sequence[Unit], options: SolverOptions, jobs: int,
               overrides: dict[str, dict[str, int]] | None = None,
-              import_timeout: float = DEFAULT_IMPORT_TIMEOUT
+              import_timeout: float = DEFAULT_IMPORT_TIMEOUT, *, isolated: bool = False
               ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(index, result)`` of every unit, in ``units`` order. ``jobs`` 1: in this
-    process (the Python API: the caller imports its own code). ``jobs`` > 1: in worker
-    processes that each import their own units (imports are a large part of the work)."""
+    """``(index, result)`` of every unit, in ``units`` order. ``jobs`` > 1 or
+    ``isolated``: in worker processes that each import their own units, so a module
+    that exits or hangs at import is that unit's error, not the caller's end. Else in
+    this process (the caller vouches for the code it imports)."""
+    if isolated and units:
+        yield from _subprocesses(units, options, max(1, min(jobs, len(units))), overrides,
+                                 import_timeout)
+        return
     if jobs <= 1 or len(units) <= 1:
         for index, unit in enumerate(units):
             yield index, _safe_run(unit, options, overrides)
