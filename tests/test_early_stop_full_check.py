@@ -23,10 +23,12 @@ from library_under_test import LIBRARY
 from openai_server import OpenAIServer, stream
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
+from hoare.contract import _runtime_of  # the contract's own output check
 from hoare.early_stop import EarlyStop, plan_for
+from hoare.engines import Response
 from hoare.errors import InvalidValue
 from hoare.json_text import json_candidates
-from hoare.models import read_answer, type_spec
+from hoare.models import type_spec
 
 
 class Q(LLMDataModel):
@@ -54,6 +56,7 @@ class Label(Contract[Q, A]):
 
 PLAN = plan_for(Label.__hoare__)
 SPEC = type_spec(A)
+RUNTIME = _runtime_of(Label)
 
 
 def _passes(source: Any, value: object, used: Q) -> bool:
@@ -65,9 +68,11 @@ def _passes(source: Any, value: object, used: Q) -> bool:
 
 
 def _full_check(text: str, used: Q) -> bool:
-    """What the contract decides on the whole answer, streamed or not."""
+    """What the contract decides on the whole answer: its runtime's own output check
+    (for a streaming contract, an object repeating a top-level key is malformed), then
+    the post-conditions."""
     try:
-        value = read_answer(SPEC, text)
+        value = RUNTIME.check_output(Response(texts=(text,)), used)
     except InvalidValue:
         return False
     return all(_passes(source, value, used) for source in Label.__hoare__.post)
@@ -81,8 +86,19 @@ objects = st.fixed_dictionaries(
     lambda d: st.permutations(list(d)).map(lambda order: {k: d[k] for k in order}))
 dumped = st.builds(lambda d, compact: json.dumps(d, separators=(",", ":") if compact
                                                   else (", ", ": ")), objects, st.booleans())
+values = st.one_of(st.sampled_from(["good", "bad", "meh", "", 3, 12, None]), st.text(max_size=9))
+repeating = st.lists(st.tuples(st.sampled_from(["label", "score", "notes", "extra"]), values),
+                     min_size=1, max_size=6).map(  # an object that may give a key twice
+    lambda items: "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in items) + "}")
+shadowed = st.builds(  # an object whose first member is repeated later with another value
+    lambda d, key, first: "{" + ", ".join(
+        [f"{json.dumps(key)}: {json.dumps(first)}",
+         *(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in d.items())]) + "}",
+    objects, st.sampled_from(["label", "score", "notes"]), values)
 pieces = st.one_of(
     dumped,
+    repeating,
+    shadowed,
     dumped.flatmap(lambda t: st.integers(1, len(t) - 1).map(lambda cut: t[:cut])),  # cut off
     dumped.map(lambda t: t[:-1] + ", }"),  # malformed: a trailing comma
     st.text(alphabet=' \n\t`{}[]":,xyz0', max_size=6),  # junk
@@ -199,3 +215,13 @@ def test_one_plan_shared_by_many_threads_decides_as_alone() -> None:
                            capture_output=True, text=True, timeout=300,
                            env={**os.environ, "PYTHONPATH": LIBRARY})
     assert child.returncode == 0 and child.stdout.strip() == "same", child.stderr[-3000:]
+
+
+def test_a_repeated_key_cannot_turn_a_stopped_answer_into_an_accepted_one() -> None:
+    """The first ``label`` fails and the stream is stopped on it; the full check, which
+    would keep the last ``label``, rejects an object that gives a key twice."""
+    answer = '{"label": "meh", "score": 1, "notes": "n", "label": "good"}'
+    watch = EarlyStop(PLAN, lambda source, value: _passes(source, value, Q(text="t")))
+    assert watch.feed(answer) is not None
+    assert not _full_check(answer, Q(text="t"))
+    assert _full_check('{"label": "good", "score": 1, "notes": "n"}', Q(text="t"))

@@ -147,6 +147,13 @@ class _Runtime:
             raise InvalidValue(f"the engine returned {type(raw).__name__}, not a Response")
         if raw.stopped_early is not None:
             raise StoppedEarly(f"the answer was stopped early: {raw.stopped_early}")
+        if self.stream and isinstance(raw.text, str) and self.stop_plan() is not None:
+            from .early_stop import repeated_top_level_key
+
+            repeated = repeated_top_level_key(raw.text)
+            if repeated is not None:  # early stop judged its first value (§8.10)
+                raise InvalidValue(f"the answer gives the key {repeated!r} twice: give each "
+                                   "field once")
         return _validate_answer(self.description.output, raw)
 
     def stop_plan(self) -> Any:

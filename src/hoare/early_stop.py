@@ -35,6 +35,7 @@ check) is judged on its first occurrence.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -293,3 +294,33 @@ class EarlyStop:
             if not self.call(source, self.instance):
                 return source.message
         return None
+
+
+def repeated_top_level_key(text: str) -> str | None:
+    """The first key that the answer's opening object gives twice, or None.
+
+    Early stop judges a top-level member when it completes; a later repetition of its key
+    would replace the value the full check sees (JSON parsers keep the last). So, for a
+    contract that streams with early stop, an answer repeating a top-level key is
+    malformed (``_Runtime.check_output``), and a stop on the first occurrence never
+    rejects an answer the full check accepts (spec/pipeline.md §8.10)."""
+    body = text.lstrip()
+    if not body.startswith("{"):
+        return None
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        seen: set[str] = set()
+        repeated = ""
+        for key, _ in items:
+            if key in seen and not repeated:
+                repeated = key
+            seen.add(key)
+        found.append(repeated)
+        return dict(items)
+
+    try:
+        json.JSONDecoder(object_pairs_hook=pairs).raw_decode(body)
+    except (ValueError, RecursionError):
+        return None  # malformed or too deep: the full check's concern
+    return (found[-1] or None) if found else None  # the outermost object comes last
