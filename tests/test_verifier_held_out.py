@@ -624,3 +624,11 @@ SUBCLASS_PREDICATES: list[Callable[[V], object]] = [
 def test_constants_of_builtin_subclasses_are_not_their_base_values(value: V, index: int
                                                                    ) -> None:
     agrees(SUBCLASS_PREDICATES[index], value)
+
+
+@pytest.mark.parametrize("fn", [lambda v: [v.f].count(v.f) == 1, lambda v: v.f in [v.f],
+                                lambda v: [v.f] == [v.f], lambda v: (v.f,) == (v.f,)])
+def test_containers_compare_items_by_identity_first(fn: Callable[[V], object]) -> None:
+    """``[x].count(x)``, ``x in [x]``, ``[x] == [x]`` hold for ``x = nan`` (the same
+    object): the translation must allow it, not claim they fail."""
+    agrees(fn, V(s="", n=0, f=math.nan, xs=[], xss=[], tp=()))

@@ -126,7 +126,7 @@ def _count(t: Translator, receiver: Sym, call: CallSite) -> Sym:
     call.only_positional(1)
     item = t.expr(call.args[0], call.env)
     pairs, tail = t.elements(receiver)
-    count: z3.ArithRef = z3.Sum(*[z3.If(_and(c, t.eq(v, item)), 1, 0)
+    count: z3.ArithRef = z3.Sum(*[z3.If(_and(c, t.item_eq(v, item)), 1, 0)  # `is` first
                                   for c, v in pairs]) if pairs else int_val(0)
     if tail is not None:
         return t.ite(tail, t.fresh_like(SInt(count), "count() past the bound"), SInt(count))
