@@ -509,3 +509,12 @@ def test_json_syntax_errors_at_the_top_level_are_named(tmp_path: Path, document:
     with pytest.raises(CacheFileError) as raised:
         CachedEngine(Model(), path)
     assert str(path) in str(raised.value)
+
+
+@pytest.mark.parametrize("mode", ["read_write", "create", "replay"])
+def test_a_directory_is_named(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "a-directory.json"
+    path.mkdir()
+    with pytest.raises(CacheFileError) as raised:
+        CachedEngine(Model() if mode != "replay" else None, path, mode=mode)  # type: ignore[arg-type]
+    assert str(path) in str(raised.value)
