@@ -57,6 +57,7 @@ import json
 import logging
 import math
 import os
+import pickle
 import tempfile
 import threading
 import time
@@ -114,7 +115,15 @@ class _Malformed(ValueError):
     """What is wrong with one part of a cache file (wrapped in ``CacheFileError``)."""
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), tuple(str(a) for a in self.args))
+        """Type, message and the attributes that can be pickled (others are dropped)."""
+        state = {}
+        for name, value in vars(self).items():
+            try:
+                pickle.dumps(value)
+            except Exception:
+                continue
+            state[name] = value
+        return (type(self), tuple(str(a) for a in self.args), state)
 
 
 def _effective_options(request: Request, engine: object) -> Options:
