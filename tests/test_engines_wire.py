@@ -15,6 +15,7 @@ import asyncio
 import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -383,3 +384,79 @@ def test_a_key_echoed_in_a_2xx_body_is_masked(body: bytes) -> None:
             engine.complete(req())
     assert "sk-echoed-secret-99" not in str(raised.value)
     assert "sk-echoed-secret-99" not in getattr(raised.value, "refusal", "")
+
+
+THREADED_WIRE = '''
+import asyncio, json, sys, threading
+sys.path.insert(0, sys.argv[1])
+from openai_server import OpenAIServer, Reply, completion
+from hoare.engines import BudgetedEngine, Budget, Message, Request
+from hoare.errors import EngineError
+
+bodies = [b"", b"not json", b"\\xff\\xfe", b"[1]", b'{"choices": "x"}',
+          json.dumps(completion("fine").body).encode()]
+bad_usage = completion("odd usage").body
+bad_usage["usage"] = {"prompt_tokens": -5, "completion_tokens": float("nan")}
+bodies.append(json.dumps(bad_usage).encode())
+counter = iter(range(10**9))
+lock = threading.Lock()
+
+def answer(body):
+    with lock:
+        k = next(counter)
+    return Reply(200, bodies[k % len(bodies)])
+
+errors, answers = [], []
+with OpenAIServer(default=answer) as server:
+    engine = BudgetedEngine(server.engine(max_retries=0), Budget(max_output_tokens=10**9))
+
+    def work(worker):
+        for i in range(14):
+            request = Request(messages=(Message("user", f"{worker}-{i}"),))
+            try:
+                if i % 2:
+                    response = engine.complete(request)
+                else:
+                    response = asyncio.run(engine.acomplete(request))
+                assert all(isinstance(t, str) for t in response.texts)
+                assert response.usage.output_tokens >= 0
+                answers.append(1)
+            except EngineError as error:
+                assert server.url in str(error), str(error)
+            except BaseException as error:
+                errors.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+spent = engine.spent()
+assert not errors, errors
+assert answers, "no good answer at all"
+assert spent["requests"] == 8 * 14, spent
+assert all(type(spent[k]) is int and spent[k] >= 0 for k in ("input_tokens", "output_tokens"))
+print("ok")
+'''
+
+
+def test_one_engine_under_threads_and_event_loops_on_a_misbehaving_server(
+        tmp_path: Path) -> None:
+    """Eight threads share one budgeted engine, half their calls async, against a server
+    sending a mix of garbage and good bodies: each call is an answer with valid fields or
+    an engine error naming the server; the meter counts every request and never a bad
+    number. In a child process, so a crash fails the test."""
+    import os
+    import subprocess
+    import sys
+
+    from library_under_test import LIBRARY
+
+    script = tmp_path / "threaded_wire.py"
+    script.write_text(THREADED_WIRE)
+    tests_dir = str(Path(__file__).parent)
+    done = subprocess.run([sys.executable, str(script), tests_dir], capture_output=True,
+                          text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([LIBRARY, tests_dir])})
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "ok" in done.stdout
