@@ -29,6 +29,16 @@ For ``n`` completions, script a callable that reads the request::
 When the script runs out the server answers ``default`` if given, else HTTP 500
 "script exhausted" (a test that sends too much fails loudly).
 
+``enforcement={keyword: action}`` (or ``{dialect: {keyword: action}}``, dialects
+``json_schema``, ``openai_strict``, ``llama_cpp``) makes the server a decoder with
+those capabilities: for a request carrying a schema, the scripted text (else the
+text after ``nothing else: `` in the prompt, as ``hoare probe`` asks) is what the
+model wants to say, and for each keyword in the schema the action says what the
+decoder does: ``enforce`` (the answer is made to obey it), ``ignore`` (the wish goes
+out as is), ``refuse`` (HTTP 400 naming ``response_format``), ``drop`` (the whole
+schema is dropped: the wish goes out verbatim, text before the JSON included).
+Keywords not in the table are ignored. So tests can tell "enforced" from "no error".
+
 ``reject_response_format=True`` (or a set of types such as ``{"json_schema"}``)
 answers 400 to requests carrying such a ``response_format``, like servers
 without structured output; those requests are recorded but consume no script
@@ -212,6 +222,130 @@ def _as_reply(item: Any, body: dict[str, Any]) -> Reply:
     return reply
 
 
+_SCHEMA_KEYWORDS = ("enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                    "minLength", "maxLength", "pattern", "minItems", "maxItems", "anyOf")
+
+
+def _decode(table: Mapping[str, Any], fmt: dict[str, Any], body: dict[str, Any],
+            scripted: Any) -> Reply | None:
+    """What a decoder with ``table``'s capabilities answers (None: no schema sent)."""
+    if fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict):
+        dialect, schema = "llama_cpp", fmt["schema"]
+    elif fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
+        inner = fmt["json_schema"]
+        dialect = "openai_strict" if inner.get("strict") is True else "json_schema"
+        schema = inner.get("schema")
+    else:
+        return None
+    actions = table.get(dialect, table) if isinstance(table.get(dialect), Mapping) \
+        else table
+    used = {"type"} | _keywords_in(schema)
+    for keyword in sorted(used):
+        if actions.get(keyword) == "refuse":
+            return error(400, f"response_format: keyword {keyword!r} is not supported",
+                         type="invalid_request_error")
+    wish = scripted if isinstance(scripted, str) else _asked(body)
+    if any(actions.get(k) == "drop" for k in used):
+        return completion(wish)
+    start = wish.find("{")
+    try:
+        value = json.loads(wish[start:]) if start >= 0 else None
+    except ValueError:
+        value = None
+    enforce = {k for k in used if actions.get(k) == "enforce"}
+    return completion(json.dumps(_conform(schema, value, enforce, schema)))
+
+
+def _keywords_in(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, list):
+        for item in node:
+            found |= _keywords_in(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in _SCHEMA_KEYWORDS:
+                found.add(key)
+            if key == "properties" and isinstance(value, dict):
+                for sub in value.values():
+                    found |= _keywords_in(sub)
+            elif key not in ("enum", "const", "default"):
+                found |= _keywords_in(value)
+    return found
+
+
+def _asked(body: dict[str, Any]) -> str:
+    """The text the prompt asks for after ``nothing else: `` (``hoare probe``'s form)."""
+    for message in reversed(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and "nothing else: " in content:
+            return content.split("nothing else: ", 1)[1]
+    return "{}"
+
+
+def _conform(schema: Any, value: Any, enforce: set[str], root: Any) -> Any:
+    """``value`` made to obey the ``enforce``d keywords of ``schema`` (a test decoder:
+    the shapes hoare's schemas and probes use)."""
+    import re
+
+    if not isinstance(schema, dict):
+        return value
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        schema = root.get("$defs", {}).get(ref[len("#/$defs/"):], {})
+    if "anyOf" in schema and "anyOf" in enforce:
+        import jsonschema
+
+        for branch in schema["anyOf"]:
+            try:
+                jsonschema.validate(value, {**branch, "$defs": root.get("$defs", {})})
+                return value
+            except jsonschema.ValidationError:
+                continue
+        return _conform(schema["anyOf"][0], value, enforce, root)
+    kind = schema.get("type")
+    if "type" in enforce:
+        if kind == "object" and not isinstance(value, dict):
+            value = {}
+        elif kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+            value = 0
+        elif kind == "string" and not isinstance(value, str):
+            value = ""
+        elif kind == "array" and not isinstance(value, list):
+            value = []
+        elif kind == "boolean" and not isinstance(value, bool):
+            value = False
+    if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+        value = {k: _conform(sub, value.get(k), enforce, root)
+                 for k, sub in schema["properties"].items()
+                 if k in value or k in schema.get("required", ())}
+    if "enum" in enforce and isinstance(schema.get("enum"), list) and schema["enum"] \
+            and value not in schema["enum"]:
+        value = schema["enum"][0]
+    if isinstance(value, int) and not isinstance(value, bool):
+        if "minimum" in enforce and isinstance(schema.get("minimum"), int):
+            value = max(value, schema["minimum"])
+        if "maximum" in enforce and isinstance(schema.get("maximum"), int):
+            value = min(value, schema["maximum"])
+        if "exclusiveMinimum" in enforce and isinstance(schema.get("exclusiveMinimum"), int):
+            value = max(value, schema["exclusiveMinimum"] + 1)
+        if "exclusiveMaximum" in enforce and isinstance(schema.get("exclusiveMaximum"), int):
+            value = min(value, schema["exclusiveMaximum"] - 1)
+    if isinstance(value, str):
+        if "pattern" in enforce and isinstance(schema.get("pattern"), str) \
+                and not re.search(schema["pattern"], value):
+            value = "0"
+        if "minLength" in enforce and isinstance(schema.get("minLength"), int):
+            value = value.ljust(schema["minLength"], "x")
+        if "maxLength" in enforce and isinstance(schema.get("maxLength"), int):
+            value = value[:schema["maxLength"]]
+    if isinstance(value, list):
+        if "minItems" in enforce and isinstance(schema.get("minItems"), int):
+            value = value + ["x"] * (schema["minItems"] - len(value))
+        if "maxItems" in enforce and isinstance(schema.get("maxItems"), int):
+            value = value[:schema["maxItems"]]
+    return value
+
+
 def _forget_formats(url: str) -> None:
     """A new server on a port an earlier one used: engines start from json_schema
     (``structured="auto"`` remembers per base URL what a server rejected)."""
@@ -226,8 +360,10 @@ class OpenAIServer:
 
     def __init__(self, script: Iterable[Any] = (), *, default: Any = None,
                  reject_response_format: bool | Collection[str] = False,
-                 dialect: str | None = None) -> None:
+                 dialect: str | None = None,
+                 enforcement: Mapping[str, Any] | None = None) -> None:
         self.script: list[Any] = list(script)
+        self.enforcement = enforcement
         self.default = default
         # dialect="llama_cpp": like llama.cpp's server, HTTP 500 naming response_format.type
         # for json_schema, and {"type": "json_object", "schema": ...} accepted
@@ -272,6 +408,13 @@ class OpenAIServer:
             if isinstance(fmt, dict) and fmt.get("type") in self.rejected_formats:
                 return error(400, f"response_format type '{fmt.get('type')}' is not supported "
                                   "by this server", type="invalid_request_error")
+            if self.enforcement is not None and isinstance(fmt, dict):
+                decoded = _decode(self.enforcement, fmt, body,
+                                  self.script[0] if self.script else None)
+                if decoded is not None:
+                    if decoded.status == 200 and self.script:
+                        self.script.pop(0)  # the model's wish, now decoded
+                    return decoded
             if self.script:
                 item = self.script.pop(0)
             elif self.default is not None:

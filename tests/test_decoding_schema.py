@@ -60,14 +60,29 @@ DESC = _runtime_of(Rate).description
 
 
 def props(schema: dict[str, Any]) -> dict[str, Any]:
-    return schema["properties"]
+    """The fields' schemas; for an ``anyOf`` of object branches (the finite-domain
+    fold), each keyword must agree across branches except ``enum``, whose values are
+    joined."""
+    if "anyOf" not in schema:
+        return schema["properties"]
+    merged: dict[str, Any] = {}
+    for branch in schema["anyOf"]:
+        for name, node in branch["properties"].items():
+            into = merged.setdefault(name, {})
+            for key, value in node.items():
+                if key == "enum":
+                    into["enum"] = into.get("enum", []) + [v for v in value
+                                                           if v not in into.get("enum", [])]
+                else:
+                    assert into.setdefault(key, value) == value, (name, key)
+    return merged
 
 
 def test_every_supported_form_is_folded_into_the_schema() -> None:
     compiled = compile_contract(DESC, "json_schema")
     p = props(compiled.schema)
     assert (p["stars"]["minimum"], p["stars"]["maximum"]) == (1, 5)  # type's, then post's
-    assert p["sentiment"]["enum"] == ["positive", "negative", "neutral"]
+    assert sorted(p["sentiment"]["enum"]) == ["negative", "neutral", "positive"]
     assert (p["title"]["minLength"], p["title"]["maxLength"]) == (3, 40)
     assert p["title"]["pattern"] == r"^Re: [\s\S]*$"
     assert (p["tags"]["minItems"], p["tags"]["maxItems"]) == (1, 3)
@@ -79,8 +94,10 @@ def test_every_supported_form_is_folded_into_the_schema() -> None:
 
 def test_the_residual_proof() -> None:
     compiled = compile_contract(DESC, "json_schema")
-    assert set(compiled.enforced) == {f"post_conditions[{i}]" for i in (0, 1, 2, 3, 5)}
-    assert set(compiled.residual) == {"post_conditions[4]", "post_conditions[7]"}
+    # [4], sentiment <-> stars over finite domains: folded as an anyOf (issue 34)
+    assert set(compiled.enforced) == {f"post_conditions[{i}]" for i in (0, 1, 2, 3, 4, 5)}
+    assert "proved by enumeration" in compiled.enforced["post_conditions[4]"]
+    assert set(compiled.residual) == {"post_conditions[7]"}
     assert set(compiled.unknown) == {"post_conditions[6]"}  # opaque: stays unproved
     assert "opaque_check" in compiled.unknown["post_conditions[6]"]
 
@@ -115,9 +132,10 @@ def test_openai_strict_subset() -> None:
 def test_llama_cpp_dialect() -> None:
     compiled = compile_contract(DESC, "llama_cpp")
     p = props(compiled.schema)
-    assert p["stars"]["maximum"] == 5  # sent (harmless), but its grammar ignores it:
-    assert "post_conditions[0]" in compiled.residual and "post_conditions[5]" in \
-        compiled.residual
+    assert p["stars"]["maximum"] == 5  # sent (harmless); its grammar ignores it, but the
+    assert p["stars"]["enum"] == [1, 2, 3, 4, 5]  # range also goes out as an enum:
+    assert "post_conditions[0]" in compiled.enforced and "post_conditions[5]" in \
+        compiled.residual  # a float range cannot be listed
     assert "pattern" not in p["title"]  # never sent to llama.cpp
     assert "post_conditions[2]" in compiled.residual
     assert {"post_conditions[1]", "post_conditions[3]"} <= set(compiled.enforced)

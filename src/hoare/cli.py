@@ -125,6 +125,20 @@ def _parser() -> argparse.ArgumentParser:
                         help="what the decoder honours (default json_schema: a full JSON "
                              "Schema decoder such as vLLM's)")
     schema.add_argument("--json", action="store_true", help="the result as JSON")
+    probe = commands.add_parser(
+        "probe", help="measure what a server's structured-output decoder enforces",
+        description="Send a few tiny requests per dialect and schema keyword, each asking "
+                    "for a value the keyword forbids, and record whether the server "
+                    "enforced, ignored or refused the keyword, or dropped the schema; "
+                    "written to $HOARE_CACHE_DIR/servers/<host>_<port>.json, which "
+                    "OpenAIEngine(structured='auto') reads.")
+    probe.add_argument("base_url", metavar="BASE_URL", help="e.g. http://127.0.0.1:8080/v1")
+    probe.add_argument("--model", default=None,
+                       help="the model to ask (default: $HOARE_MODEL, else 'default')")
+    probe.add_argument("--trials", type=_positive, default=2,
+                       help="requests per keyword (default 2; enforced means k of k)")
+    probe.add_argument("--out", default=None, help="write the table here instead")
+    probe.add_argument("--json", action="store_true", help="print the table as JSON")
     evaluate = commands.add_parser(
         "eval", help="run a contract over a dataset and record P_succ before deploying",
         description="Call a contract on each input of a JSON Lines dataset, record every "
@@ -256,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _eval(args)
     if args.command == "schema":
         return _schema(args)
+    if args.command == "probe":
+        return _probe(args)
     if args.command != "verify":
         parser.print_help(sys.stderr)
         return 2
@@ -391,6 +407,30 @@ def _schema(args: argparse.Namespace) -> int:
             print(f"{title}:")
             for item in items:
                 print(f"  - {_terminal_safe(str(item))}")
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    """``hoare probe``: measure and write a server's capability table."""
+    import os
+    from pathlib import Path
+
+    from .engines import capabilities
+
+    model = args.model or os.environ.get("HOARE_MODEL") or "default"
+    try:
+        table = capabilities.probe(args.base_url, model, trials=args.trials)
+        path = Path(args.out) if args.out else capabilities.cache_path(args.base_url)
+        capabilities.save(table, path)
+    except (capabilities.CapabilityError, OSError, ValueError) as error:
+        print(f"hoare probe: error: {_terminal_safe(str(error))[:500]}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(_json_text(table.as_dict()))
+    else:
+        for dialect, keywords in table.dialects.items():
+            print(f"{dialect}: " + ", ".join(f"{k} {v}" for k, v in keywords.items()))
+    print(f"hoare probe: written to {path}", file=sys.stderr)
     return 0
 
 

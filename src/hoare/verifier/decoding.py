@@ -48,6 +48,7 @@ import z3
 
 from ..description import ContractDescription, PredicateSource
 from ..source import function_node
+from . import finite_folding
 from .checks import (
     ContractModel,
     _samples,
@@ -110,10 +111,13 @@ class Compiled:
     enforced: dict[str, str] = field(default_factory=dict)  # predicate -> how
     residual: dict[str, str] = field(default_factory=dict)  # predicate -> why
     unknown: dict[str, str] = field(default_factory=dict)
+    # the finite-domain fold (an ``anyOf`` of branches, or per-field enums), said as text
+    finite: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"contract": self.contract, "dialect": self.dialect, "schema": self.schema,
-                "folded": [f.text() for f in self.folded], "dropped": self.dropped,
+                "folded": [f.text() for f in self.folded] + self.finite,
+                "dropped": self.dropped,
                 "enforced_by_schema": self.enforced, "residual": self.residual,
                 "unknown": self.unknown}
 
@@ -246,10 +250,21 @@ def has_candidates(desc: ContractDescription) -> bool:
     so a call need not compile it (z3 stays off the run-time path)."""
     if desc.output.wrapped:
         return False
+    finite: dict[str, list[Any]] | None = None
     for source in desc.post:
         found = _body(source)
         if found is not None and next(_atoms(*found), None) is not None:
             return True
+        if found is not None and not source.takes_input and not source.is_method:
+            if finite is None:
+                try:
+                    finite = finite_folding.finite_fields(
+                        desc.output.model, desc.output.schema,
+                        finite_folding.MAX_COMBINATIONS)
+                except Exception:
+                    finite = {}
+            if finite and finite_folding.reads_only(source, *found, finite)[0]:
+                return True
     return False
 
 
@@ -414,6 +429,11 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
                 or "allOf" in target:
             compiled.dropped.append(f"{what}: the field's schema is a reference or a union")
             continue
+        if _omitted_unknown(cm, name, target):
+            compiled.dropped.append(f"{what}: the field's default is not a JSON value in its "
+                                    f"schema (a default_factory): an omitted key would not "
+                                    f"be bound by the schema")
+            continue
         options = clock.left()
         if options is None:
             compiled.dropped.append(f"{what}: {clock.spent()}")
@@ -439,12 +459,140 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
             sent.append((item, meaning))
     folded = sent
     compiled.folded = [item for item, _ in folded]
-    enforced_meaning = [m for item, m in folded if _schema_keyword(item.keyword) in honoured]
-    _prove_residual(cm, compiled, context, enforced_meaning, samples, folded, honoured,
-                    clock)
+    on_field: dict[str, list[tuple[str, Any]]] = {}
+    for item, _ in folded:
+        on_field.setdefault(item.field, []).append((item.keyword, item.value))
+    _bind_defaults(schema, on_field, compiled)
+    ranged: set[str] = set()
+    if dialect == "llama_cpp":  # its grammar ignores bounds and honours enum
+        compiled.schema, paths = finite_folding.integer_ranges_as_enums(
+            compiled.schema, drop=frozenset({"pattern"}))
+        schema = compiled.schema
+        properties = schema.get("properties", {})
+        ranged = {p[len("properties."):] for p in paths if p.startswith("properties.")
+                  and p.count(".") == 1}
+        compiled.finite.extend(f"{p}: integer range sent as an enum" for p in paths)
+    honoured_items = [(item, m) for item, m in folded
+                      if _schema_keyword(item.keyword) in honoured
+                      or (item.field in ranged and item.keyword in _BOUND.values())]
+    fold = _fold_finite(cm, compiled, schema, clock)
+    _prove_residual(cm, compiled, context, [m for _, m in honoured_items], samples,
+                    honoured_items, clock)
+    if fold is not None:
+        _claim_finite(compiled, fold)
     if dialect == "openai_strict":
         _strict_subset(compiled)
     return compiled
+
+
+_FILLERS = 3  # validated outputs whose other fields fill each enumerated combination
+
+
+def _fold_finite(cm: ContractModel, compiled: Compiled, schema: dict[str, Any],
+                 clock: _Clock) -> finite_folding.FiniteFold | None:
+    """Fold the post-conditions over finite-domain fields (``finite_folding``): an
+    ``anyOf`` of branches where the dialect allows one at the root, per-field enums
+    (the projections) in OpenAI's strict subset, which needs an object there."""
+    posts = []
+    for t in cm.post:
+        found = _body(t.source)
+        if found is not None:
+            posts.append((t.source, found[0], found[1]))
+    if not posts or not isinstance(schema.get("properties"), dict) \
+            or schema.get("type") != "object":
+        return None
+    if clock.left() is None:
+        compiled.dropped.append(f"finite-domain fold: {clock.spent()}")
+        return None
+    fillers: list[dict[str, Any]] = []
+    try:
+        for _, value in _samples(cm, "output"):
+            data = value.model_dump(mode="json")
+            if data not in fillers:
+                fillers.append(data)
+            if len(fillers) >= _FILLERS:
+                break
+    except Exception:  # no sample: nothing to fill the other fields with
+        pass
+    fold = finite_folding.fold_finite(cm.desc.output.model, schema, posts, fillers,
+                                      clock.deadline)
+    compiled.dropped.extend(fold.dropped)
+    if not fold.boxes:
+        return None
+    if compiled.dialect == "openai_strict" or len(fold.boxes) == 1:
+        if len(fold.boxes) > 1:
+            compiled.dropped.append(f"{fold.text()}: not sent to openai_strict (its subset "
+                                    f"needs an object at the root, not an anyOf); each "
+                                    f"field's accepted values sent as an enum")
+        for name, values in fold.projections().items():
+            if not fold.narrows(name):
+                continue
+            target = schema["properties"][name]
+            if isinstance(target, dict) and "$ref" not in target:
+                old = target.get("enum")
+                keys = {finite_folding.key(v) for v in values}
+                target["enum"] = values if old is None else \
+                    [v for v in old if finite_folding.key(v) in keys]
+            else:
+                schema["properties"][name] = {"enum": values}
+        compiled.finite.append(f"{', '.join(fold.fields)}: each field's accepted values "
+                               f"as an enum (from {', '.join(fold.predicates)})")
+        _bind_defaults(schema, {name: [("enum", values)] for name, values
+                                in fold.projections().items()}, compiled)
+        return fold
+    compiled.schema = finite_folding.branches_schema(schema, fold)
+    compiled.finite.append(fold.text())
+    return fold
+
+
+def _claim_finite(compiled: Compiled, fold: finite_folding.FiniteFold) -> None:
+    """The folded post-conditions' status, decided by the enumeration (exact)."""
+    per_field = compiled.dialect == "openai_strict" or len(fold.boxes) == 1
+    if per_field:
+        exact, example = fold.projections_exact()
+        if not exact:  # each post keeps z3's verdict; the enums alone do not decide it
+            compiled.finite.append(f"{', '.join(fold.fields)}: the per-field enums allow "
+                                   f"{example}, which the folded post-conditions reject")
+            return
+    how = "per-field enums" if per_field else "anyOf branches"
+    for name in fold.predicates:
+        compiled.residual.pop(name, None)
+        compiled.unknown.pop(name, None)
+        compiled.enforced.setdefault(name, f"proved by enumeration: the {how} admit exactly "
+                                     f"the {len(fold.accepted)} accepted of "
+                                     f"{fold.combinations} combinations of "
+                                     f"{', '.join(fold.fields)}")
+
+
+def _omitted_unknown(cm: ContractModel, name: str, prop: dict[str, Any]) -> bool:
+    """Whether leaving ``name``'s key out gives a value the schema cannot be checked
+    against (a default factory, or no default said in the schema)."""
+    info = cm.desc.output.model.model_fields.get(name)
+    if info is None or info.is_required():
+        return False
+    return info.default_factory is not None or "default" not in prop
+
+
+def _bind_defaults(schema: dict[str, Any], constraints: dict[str, list[tuple[str, Any]]],
+                   compiled: Compiled) -> None:
+    """A folded constraint binds a key only when it is sent: an optional field whose
+    default breaks the constraints folded on it is made required (an answer leaving it
+    out gets that default, which every post-condition accepting output rules out), so
+    the schema enforces what it is proved to."""
+    required = schema.get("required", [])
+    for name, items in constraints.items():
+        prop = schema.get("properties", {}).get(name)
+        if name in required or not isinstance(prop, dict) or "default" not in prop:
+            continue
+        default = prop["default"]
+        if not all(finite_folding.key(default) in {finite_folding.key(v) for v in value}
+                   if keyword == "enum" else _holds(keyword, value, default)
+                   for keyword, value in items):
+            required = [*required, name]
+            compiled.finite.append(f"{name}: required (its default "
+                                   f"{prop['default']!r:.40} breaks what was folded)")
+    if required:
+        schema["required"] = required
 
 
 def _schema_keyword(keyword: str) -> str:
@@ -490,8 +638,7 @@ def _regex_literal(text: str) -> str:
 
 def _prove_residual(cm: ContractModel, compiled: Compiled, context: list[Assertion],
                     enforced: list[z3.BoolRef], samples: list[tuple[Any, bool]],
-                    folded: list[tuple[Folded, z3.BoolRef]], honoured: frozenset[str],
-                    clock: _Clock) -> None:
+                    honoured: list[tuple[Folded, z3.BoolRef]], clock: _Clock) -> None:
     schema = [Assertion(f"schema {i}", m, "schema") for i, m in enumerate(enforced)]
     for t in cm.post:
         name = t.source.id
@@ -515,7 +662,7 @@ def _prove_residual(cm: ContractModel, compiled: Compiled, context: list[Asserti
         if query.status == "sat":
             compiled.residual[name] = "an output the schema allows fails it"
         elif query.status == "unsat":
-            breaking = _sampled_counterexample(t.source, folded, honoured, samples)
+            breaking = _sampled_counterexample(t.source, honoured, samples)
             if breaking is not None:
                 compiled.unknown[name] = f"z3 proved it, a sample refutes it: {breaking}"
             else:
@@ -542,14 +689,13 @@ def _sampled_outputs(cm: ContractModel) -> list[tuple[Any, bool]]:
     return out
 
 
-def _sampled_counterexample(source: PredicateSource, folded: list[tuple[Folded, z3.BoolRef]],
-                            honoured: frozenset[str], samples: list[tuple[Any, bool]]
-                            ) -> str | None:
+def _sampled_counterexample(source: PredicateSource, honoured: list[tuple[Folded, z3.BoolRef]],
+                            samples: list[tuple[Any, bool]]) -> str | None:
     if source.takes_input or source.is_method:
         return None
     for value, _ in samples:
         if all(_holds(f.keyword, f.value, getattr(value, f.field, None))
-               for f, _ in folded if _schema_keyword(f.keyword) in honoured) \
+               for f, _ in honoured) \
                 and not call_predicate(source, None, value).passed:
             return repr(value)[:200]
     return None

@@ -40,7 +40,8 @@ __all__ = ["ConfigError", "ProjectConfig", "find_pyproject", "load"]
 FORMATS = ("table", "json", "sarif", "junit")
 _KEYS = {"targets", "strict", "timeout_ms", "timeout", "rlimit", "jobs", "exclude", "format",
          "cache", "cache_dir", "ignore", "overrides", "import_timeout",
-         "stats", "stats_retention_days"}  # read by the library, not by verify
+         "stats", "stats_retention_days",
+         "server_capabilities"}  # read by the library, not by verify
 _OVERRIDE_KEYS = {"timeout_ms", "timeout", "rlimit"}
 
 
