@@ -14,6 +14,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from fuzz.values import floats
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import hoare
 from hoare.engines import FunctionEngine
@@ -97,3 +100,80 @@ def test_unvalidated_input_instance_refutes_pre_fail(tmp_path: Path, how: str) -
     verdicts = {(c.kind, c.predicate): c.status for c in report.contracts[0].checks}
     assert verdicts[("pre_satisfiable", None)] != "fail", verdicts
     assert verdicts[("predicate_vacuous", "pre_conditions[0]")] != "fail", verdicts
+
+
+# The pre-flight answered "satisfiable" for `i.n0 > i.n0 + 3` at n0 = 3.15e16 (and
+# 1e300), where no output passes: float arithmetic on a computed value is modelled
+# within its rounding error bound (an over-approximation), and a "satisfiable" that
+# no replay backs rested on it. Found by `make fuzz` (seed 13, case 505). The class:
+# every rounded operation (+ - * / // % on floats, int / int, int to float) inside a
+# post-condition reading the input, checked on many inputs over the whole float range.
+ROUNDING = '''
+from typing import Annotated
+from pydantic import BaseModel, Field
+from hoare import Contract, Post, contract
+
+LIMIT = {k!r}
+
+
+class In(BaseModel):
+    n0: float
+
+
+class Out(BaseModel):
+    pass
+
+
+@contract(post_remedy=False, on_violation=lambda outcome: None)
+class Generated(Contract):
+    prompt = "generated"
+    post_conditions = [Post(lambda o, i: {body}, "post 0")]
+
+    def forward(self, input: In) -> Out:
+        return self.contract_result
+'''
+
+ROUNDING_BODIES = ("i.n0 > i.n0 + LIMIT", "i.n0 < i.n0 - LIMIT", "i.n0 * LIMIT < i.n0",
+                   "i.n0 / LIMIT > i.n0", "(i.n0 + LIMIT) - LIMIT != i.n0",
+                   "i.n0 // LIMIT > i.n0", "i.n0 % LIMIT < 0")
+_ROUNDING_MODULES: dict[tuple[str, object], ModuleType] = {}
+
+
+def _rounding_module(tmp_dir: Path, body: str, k: object) -> ModuleType:
+    key = (body, k)
+    if key not in _ROUNDING_MODULES:
+        folder = tmp_dir / f"r{len(_ROUNDING_MODULES)}"
+        folder.mkdir()
+        _ROUNDING_MODULES[key] = _load(folder, ROUNDING.format(k=k, body=body))
+    return _ROUNDING_MODULES[key]
+
+
+@pytest.fixture(scope="module")
+def rounding_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("rounding")
+
+
+@settings(max_examples=150)
+@given(body=st.sampled_from(ROUNDING_BODIES), k=st.sampled_from([3, 1, 0.5, 2.5, 1e-300]),
+       n0=floats())
+@example(body="i.n0 > i.n0 + LIMIT", k=3, n0=3.1525197391593468e16)
+@example(body="i.n0 > i.n0 + LIMIT", k=3, n0=1e300)
+def test_preflight_verdict_on_float_arithmetic_holds(rounding_dir: Path, body: str,
+                                                      k: object, n0: float) -> None:
+    from hoare.kernel import Verdict
+    from hoare.verifier.preflight import Preflight
+
+    module = _rounding_module(rounding_dir, body, k)
+    x = module.In(n0=n0)
+    source = module.Generated.__hoare__.post[0]
+    try:
+        truth = bool(source.fn(module.Out(), x))
+    except Exception:
+        truth = False
+    checker = Preflight.for_description(module.Generated.__hoare__)
+    assert checker is not None
+    verdict = checker.check(module.Generated(), x).verdict
+    if truth:
+        assert verdict is not Verdict.UNSATISFIABLE, (body, k, n0)
+    else:
+        assert verdict is not Verdict.SATISFIABLE, (body, k, n0)

@@ -897,6 +897,10 @@ class Semantics:
         else:
             value = z3.Real(fresh_name("rounded"))
             memo[key] = (exact, value)  # keeps `exact` alive: its id is not reused
+            # a bound, not the double: a claim that no replay backs (the pre-flight's
+            # "satisfiable", post_total's "pass") must not rest on it
+            self.havoc_note("float rounding of a computed value (modelled within its "
+                            "error bound)")
             slack = real_val(HALF_SUBNORMAL) if scaled is not None else \
                 real_val(UNIT_ROUNDOFF * ulps) * magnitude + real_val(HALF_SUBNORMAL * ulps)
             bounds = [value - exact <= slack, exact - value <= slack,
