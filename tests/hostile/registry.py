@@ -464,6 +464,8 @@ def _build() -> dict[str, Entry]:
         ("text",))
     add("cli:schema", "cli", drive_cli("schema", "{}", "--json"), ("text",))
     add("cli:eval", "cli", drive_cli("eval", "hoare_hostile_absent:C", "{}", "--json"),
+    add("cli:probe", "cli", drive_cli("probe", "http://127.0.0.1:9/v1", "--model", "{}",
+                                      "--trials", "1", "--json"), ("text",))
         path_and_text)
     add("cli:compare", "cli", drive_cli("compare", "--db", "{}", "--baseline", "a",
                                         "--candidate", "b", "--json"), path_and_text)

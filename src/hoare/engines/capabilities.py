@@ -267,14 +267,17 @@ def integer_range(node: Mapping[str, Any], limit: int) -> list[int] | None:
 
 
 _VALUES = frozenset({"enum", "const", "default", "examples"})  # data, not schemas
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
 def integer_ranges_as_enums(schema: Any, limit: int = MAX_ENUM_RANGE,
-                            drop: frozenset[str] = frozenset()) -> tuple[Any, list[str]]:
+                            drop: frozenset[str] = frozenset(),
+                            trusted: frozenset[str] = frozenset()) -> tuple[Any, list[str]]:
     """A copy of ``schema`` where each bounded ``integer`` range of at most ``limit``
     values is also said as an ``enum`` (a decoder ignoring ``minimum``/``maximum``
-    but honouring ``enum``, like llama.cpp's grammar, then enforces the range), the
-    keywords in ``drop`` left out, and the paths converted."""
+    but honouring ``enum``, like llama.cpp's grammar, then enforces the range) unless
+    every bound it uses is in ``trusted`` (enforced anyway), the keywords in ``drop``
+    left out, and the paths converted."""
     converted: list[str] = []
 
     def visit(node: Any, path: str, in_properties: bool) -> Any:
@@ -293,7 +296,7 @@ def integer_ranges_as_enums(schema: Any, limit: int = MAX_ENUM_RANGE,
                 out[key] = visit(value, f"{path}.{key}" if path else key,
                                  not in_properties and key in ("properties", "$defs"))
         if not in_properties and out.get("type") == "integer" and "enum" not in out \
-                and "const" not in out:
+                and "const" not in out and not {k for k in _BOUNDS if k in out} <= trusted:
             values = integer_range(out, limit)
             if values:
                 out["enum"] = values
@@ -305,7 +308,6 @@ def integer_ranges_as_enums(schema: Any, limit: int = MAX_ENUM_RANGE,
 
 _SHAPED: dict[tuple[int, str, int], tuple[Mapping[str, Any], dict[str, Any]]] = {}
 _SHAPED_LOCK = threading.Lock()
-_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
 def shaped(schema: Mapping[str, Any], dialect: str,
@@ -324,8 +326,9 @@ def shaped(schema: Mapping[str, Any], dialect: str,
     drop = frozenset(k for k in KEYWORDS if k not in ("type", "anyOf", "enum")
                      and table.verdict(dialect, k) in ("refused", "dropped"))
     enforced = table.enforced(dialect)
-    limit = MAX_ENUM_RANGE if "enum" in enforced and not set(_BOUNDS) <= enforced else 0
-    converted, _ = integer_ranges_as_enums(schema, limit=limit, drop=drop)
+    limit = MAX_ENUM_RANGE if "enum" in enforced else 0
+    converted, _ = integer_ranges_as_enums(schema, limit=limit, drop=drop,
+                                           trusted=enforced & frozenset(_BOUNDS))
     with _SHAPED_LOCK:
         if len(_SHAPED) >= 256:
             _SHAPED.pop(next(iter(_SHAPED)))
@@ -421,6 +424,14 @@ def probe(base_url: str, model: str, *, trials: int = 2, api_key: str | None = N
 
     if not 1 <= trials <= 100:
         raise CapabilityError(f"trials must be in [1, 100], got {trials}")
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname \
+            or any(c.isspace() or ord(c) < 32 for c in base_url):
+        raise CapabilityError(f"base URL must be an http(s) URL with a host, got "
+                              f"{base_url[:200]!r}")
+    if not model or len(model) > 512 or "\x00" in model:
+        raise CapabilityError(f"model must be a name of 1 to 512 characters, got "
+                              f"{model[:100]!r}")
     client = openai.OpenAI(base_url=base_url, api_key=api_key or "sk-no-key-required",
                            max_retries=0, timeout=timeout)
     table: dict[str, dict[str, str]] = {}
