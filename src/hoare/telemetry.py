@@ -48,6 +48,10 @@ def instrument(tracer_provider: Any = None) -> None:
                           "'hoare[otel]'") from missing
     from . import __version__
 
+    if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer",
+                                                            None)):
+        raise TypeError(f"instrument needs an OpenTelemetry TracerProvider (with "
+                        f"get_tracer), got {type(tracer_provider).__name__}")
     tracer = trace.get_tracer("hoare", __version__, tracer_provider=tracer_provider)
 
 

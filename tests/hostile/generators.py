@@ -48,7 +48,8 @@ class RaisesEverything:
         raise HostileDunder(f"__getattr__({name!r}) raised")
 
 
-for _name in (*DUNDERS, "__len__", "__iter__", "__int__", "__float__", "__index__", "__lt__", "__getitem__", "__contains__"):
+for _name in (*DUNDERS, "__len__", "__iter__", "__int__", "__float__", "__index__",
+              "__lt__", "__getitem__", "__contains__"):
     setattr(RaisesEverything, _name, _raiser(_name))
 
 

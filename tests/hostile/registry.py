@@ -346,7 +346,7 @@ def _build() -> dict[str, Entry]:
     add("hoare.queries:Parser", "parser", drive_parser(lambda: queries.Parser(
         lambda answer: json.loads(answer.text))), data)
     add("hoare.queries:GenericParser", "parser", drive_first(
-        lambda v: queries.GenericParser(v, "d").make(int)))
+        lambda v: queries.GenericParser(v, "d").for_type(int)))
     add("hoare.queries:response_with", "parser", drive_first(queries.response_with), data)
     add("hoare.queries:Answer", "parser", drive_first(queries.Answer), data)
     add("hoare.queries:FinalAnswer", "parser", drive_first(queries.FinalAnswer), data)
@@ -393,10 +393,11 @@ def _build() -> dict[str, Entry]:
 
     # hoare.agents
     add("hoare.agents:ContractAgent", "agent", drive_agent)
-    add("hoare.agents:tool", "agent", lambda v, _: agents.tool(v)(1) if callable(v)
-        else agents.tool(v))
-    add("hoare.agents:Tool", "agent", lambda v, _: agents.Tool(v)(x=1) if callable(v)
-        else agents.Tool(v))
+    # an async tool's call is a coroutine, awaited as its caller would
+    add("hoare.agents:tool", "agent", lambda v, _: _consume(agents.tool(v)(1))
+        if callable(v) else agents.tool(v))
+    add("hoare.agents:Tool", "agent", lambda v, _: _consume(agents.Tool(v)(x=1))
+        if callable(v) else agents.Tool(v))
     add("hoare.agents:ToolChain", "agent", lambda v, _: agents.ToolChain(v, feed={}))
     add("hoare.agents:pre", "agent", lambda v, _: agents.pre(v)(lambda x: x)(1))
     add("hoare.agents:post", "agent", lambda v, _: agents.post(v)(lambda x: x)(1))
@@ -463,9 +464,9 @@ def _build() -> dict[str, Entry]:
     add("cli:stats --since", "cli", drive_cli("stats", "--db", ":memory:", "--since", "{}"),
         ("text",))
     add("cli:schema", "cli", drive_cli("schema", "{}", "--json"), ("text",))
-    add("cli:eval", "cli", drive_cli("eval", "hoare_hostile_absent:C", "{}", "--json"),
     add("cli:probe", "cli", drive_cli("probe", "http://127.0.0.1:9/v1", "--model", "{}",
                                       "--trials", "1", "--json"), ("text",))
+    add("cli:eval", "cli", drive_cli("eval", "hoare_hostile_absent:C", "{}", "--json"),
         path_and_text)
     add("cli:compare", "cli", drive_cli("compare", "--db", "{}", "--baseline", "a",
                                         "--candidate", "b", "--json"), path_and_text)

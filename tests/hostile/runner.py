@@ -22,6 +22,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from hoare.errors import safe_text
+
 from . import generators
 from .properties import is_documented
 from .registry import registry
@@ -51,9 +53,9 @@ def judge(value_name: str, error: BaseException | None, fired: list[BaseExceptio
             text = str(error)
         except BaseException as failure:
             return "bad", f"{name} whose str() raised {type(failure).__name__}"
-        return "documented", f"{name}: {text[:200]}"
-    return "bad", f"undocumented {name}: " + "".join(
-        traceback.format_exception(error))[-3000:]
+        return "documented", f"{name}: {text[:300]}"
+    where = "".join(traceback.format_tb(error.__traceback__))[-2500:]
+    return "bad", f"undocumented {name}: {safe_text(error, 300)}\n{where}"
 
 
 def run_case(entry: Any, value_name: str, make: Any, folder: Path) -> tuple[str, str]:

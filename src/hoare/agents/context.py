@@ -110,7 +110,13 @@ class ContractContext:
             raise ContractTermination(violation)
         if self.handler is not None:
             try:
-                self.handler(violation)
+                answer = self.handler(violation)
+                if inspect.isawaitable(answer):  # an async handler: nothing would await it
+                    close = getattr(answer, "close", None)
+                    if callable(close):
+                        close()
+                    raise TypeError("the violation handler is async; handlers run "
+                                    "synchronously: pass a plain function")
             except Exception as error:
                 log.warning("the violation handler raised %s on a %s violation at %s; "
                             "the %s policy applies", _type_name(error), violation.kind,

@@ -220,8 +220,13 @@ def build_dynamic_llm_datamodel(py_type: Any) -> type[LLMDataModel]:
         raise TypeError("build_dynamic_llm_datamodel needs a type, not ...")
     name = f"DynamicValue_{abs(hash(repr(py_type))) & 0xFFFFFFFF:X}"
     description = f"The value of this dynamically generated data model: {_readable(py_type)}"
-    return create_model(name, __base__=LLMDataModel,
-                        value=(py_type, Field(..., description=description)))
+    try:
+        return create_model(name, __base__=LLMDataModel,
+                            value=(py_type, Field(..., description=description)))
+    except (TypeError, ValueError, RuntimeError, SyntaxError, LookupError, NameError,
+            UnicodeError) as error:  # not a type pydantic can validate (a number, a text)
+        raise TypeError(f"build_dynamic_llm_datamodel needs a type pydantic can validate, "
+                        f"got {type(py_type).__name__}: {type(error).__name__}") from error
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ import logging
 import math
 import os
 import pickle
+import stat
 import tempfile
 import threading
 import time
@@ -78,6 +79,7 @@ from .base import (
     ToolCall,
     Usage,
     innermost,
+    require_engine,
 )
 
 try:
@@ -459,12 +461,33 @@ def _index(data: bytes, path: Path) -> dict[Slot, _Span]:
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The file's bytes (b"" when absent). Opened without blocking and read only when
+    it is a regular file: a FIFO would block forever, a device never end; any other
+    failure to open (a name too long or not encodable, no permission, a symlink loop)
+    is a CacheFileError naming the path, never a bare OSError."""
+    shown = str(path)[:200]
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return b""
     except IsADirectoryError:
-        raise CacheFileError(f"{path} is a directory, not a hoare engine cache") from None
+        raise CacheFileError(f"{shown} is a directory, not a hoare engine cache") from None
+    except (OSError, UnicodeError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        raise CacheFileError(f"{shown}: the cache file cannot be opened ({reason})") \
+            from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise CacheFileError(f"{shown} is a directory, not a hoare engine cache")
+        if not stat.S_ISREG(mode):
+            raise CacheFileError(f"{shown} is not a regular file (a FIFO, socket or "
+                                 "device), not a hoare engine cache")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as file:
+        return file.read()
 
 
 def read_cache_file(path: Path) -> dict[Slot, dict[str, Any]]:
@@ -596,6 +619,8 @@ class CachedEngine:
         if inner is None and mode != "replay":
             raise ValueError(f"CachedEngine(None, mode={mode!r}): only replay mode works without "
                              "an engine")
+        if inner is not None:
+            require_engine(inner, "CachedEngine")
         if isinstance(max_entries_in_memory, bool) or not isinstance(max_entries_in_memory, int) \
                 or max_entries_in_memory < 0:
             raise ValueError(f"CachedEngine(max_entries_in_memory={max_entries_in_memory!r}): "

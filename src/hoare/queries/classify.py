@@ -167,6 +167,9 @@ def classify(query: Query[T], engine: Any, *, top_logprobs: int = 20,
     read the distribution over its answers from the first token's log-probabilities.
     Raises ``ContractViolationError`` when no accepted answer comes back (or the
     query's ``fallback`` value, with a distribution on it alone)."""
+    if not isinstance(query, Query):
+        raise UsageError(f"classify needs a hoare.queries.Query instance, got "
+                         f"{type(query).__name__}")
     values = query.finite_answer_set()
     if values is None:
         raise UsageError(f"classify needs a finite answer set: {type(query).__name__}'s "

@@ -114,6 +114,9 @@ def verify_found(found: Found, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
     ``jobs`` > 1 verifies contracts in that many forked worker processes (POSIX):
     contracts are independent and named apart, so the report is the same.
     """
+    if not isinstance(found, Found):
+        raise TypeError(f"verify_found needs what discover() returned (a Found), got "
+                        f"{type(found).__name__}; to verify a class or module use verify()")
     with Z3_LOCK:
         return _verify_found(found, timeout_ms=timeout_ms, rlimit=rlimit, jobs=jobs)
 

@@ -172,9 +172,14 @@ def _walk(directory: Path) -> list[Path]:
 def load(target: str) -> list[types.ModuleType]:
     """Import a file, every ``*.py`` of a directory, or a module by name."""
     path = Path(target)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except (OSError, ValueError, UnicodeError) as error:  # a name too long, NUL, surrogate
+        reason = getattr(error, "strerror", None) or str(error)[:100]
+        raise DiscoveryError(f"{target[:200]!r}: not a usable path ({reason})") from None
+    if is_dir:
         return [_import_file(f) for f in _walk(path)]
-    if path.is_file():
+    if is_file:
         if path.suffix != ".py":
             raise DiscoveryError(f"{target}: not a Python file")
         return [_import_file(path)]

@@ -114,6 +114,9 @@ class Preflight:
 
     def __init__(self, desc: ContractDescription,
                  options: SolverOptions = PREFLIGHT_OPTIONS) -> None:
+        if not isinstance(desc, ContractDescription):
+            raise TypeError(f"Preflight needs a ContractDescription (describe(cls)), got "
+                            f"{type(desc).__name__}")
         self.desc = desc
         self.options = options
         self.posts = [p for p in desc.post if _effective(desc, p)]

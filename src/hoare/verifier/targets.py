@@ -68,6 +68,11 @@ def plan(targets: Sequence[str], exclude: Sequence[str] = ()) -> list[Unit]:
 def _resolve(target: str, patterns: Sequence[str]) -> list[Unit]:
     base, only = _split_name(target)
     path = Path(base)
+    try:
+        path.is_dir()  # raises on a name no file system takes
+    except (OSError, ValueError, UnicodeError) as error:  # too long, NUL, a surrogate
+        reason = getattr(error, "strerror", None) or str(error)[:100]
+        raise DiscoveryError(f"{target[:200]!r}: not a usable path ({reason})") from None
     if path.is_dir():
         if only is not None:
             raise DiscoveryError(f"{target}: ':{only}' names a class or pipeline of a module; "
