@@ -14,6 +14,7 @@ it to ``T``.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -193,7 +194,16 @@ class GenericParser:
         return f"GenericParser({self.description})"
 
     def for_type(self, annotation: Any) -> Parser[Any]:
-        return self.make(annotation)
+        """The parser ``make`` builds for ``annotation``; anything else (an async
+        ``make``'s coroutine, closed unawaited) is a TypeError naming it."""
+        made = self.make(annotation)
+        if not isinstance(made, Parser):
+            close = getattr(made, "close", None) if inspect.isawaitable(made) else None
+            if callable(close):
+                close()
+            raise TypeError(f"GenericParser {self.description}: make() must return a "
+                            f"Parser, got {type(made).__name__}")
+        return made
 
     def wrap_errors(self) -> GenericParser:
         return GenericParser(lambda t: self.make(t).wrap_errors(),

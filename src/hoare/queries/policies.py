@@ -121,6 +121,9 @@ def _settings(query: Query[Any], *, params: Mapping[str, Any] | None = None,
         raise UsageError(f"tries must be an integer >= 1, got {tries!r}")
     if params is not None and not isinstance(params, Mapping):
         raise UsageError(f"params must be a mapping, got {type(params).__name__}")
+    if not isinstance(query, Query):
+        raise UsageError(f"the query must be a hoare.queries.Query instance, got "
+                         f"{type(query).__name__}")
     query.mode_settings(mode)  # an unknown mode is an error now, not at the first answer
     auto = isinstance(examples, str) and examples == "auto"
     if near_miss is not None and not auto:
