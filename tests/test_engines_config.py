@@ -243,3 +243,29 @@ def test_any_timeout_is_usable_or_refused(timeout: float) -> None:
     import threading
 
     threading.Event().wait(min(options.timeout, 1e-6))  # a deadline can use it
+
+
+@pytest.mark.parametrize("wrapper", ["budget", "cache"])
+@pytest.mark.parametrize("not_an_engine", [None, "gpt-4o", 42, object(), {"complete": 1}],
+                         ids=repr)
+def test_a_wrapper_refuses_what_is_not_an_engine_at_construction(
+        wrapper: str, not_an_engine: object, tmp_path: object) -> None:
+    """Before: BudgetedEngine("gpt-4o", ...) was accepted and failed at the first call with
+    an AttributeError; CachedEngine(42, path) likewise."""
+    from hoare.engines import Budget, BudgetedEngine, CachedEngine
+
+    if wrapper == "cache" and not_an_engine is None:
+        return  # None is replay mode's "no engine" (tested in test_engines_cache.py)
+    with pytest.raises(TypeError, match="engine"):
+        if wrapper == "budget":
+            BudgetedEngine(not_an_engine, Budget(max_requests=1))  # type: ignore[arg-type]
+        else:
+            CachedEngine(not_an_engine, f"{tmp_path}/c.json")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("budget", [None, 5, {"max_requests": 1}, "Budget(1)"], ids=repr)
+def test_a_budgeted_engine_refuses_what_is_not_a_budget(budget: object) -> None:
+    from hoare.engines import BudgetedEngine, FunctionEngine
+
+    with pytest.raises(TypeError, match="Budget"):
+        BudgetedEngine(FunctionEngine(lambda r: "x"), budget)  # type: ignore[arg-type]

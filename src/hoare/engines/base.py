@@ -324,6 +324,20 @@ __all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "ContentFiltered", "Eng
            "Usage", "innermost"]
 
 
+def require_engine(engine: object, wrapper: str) -> None:
+    """Refuse, at construction, an ``engine`` a wrapper could not call at all (neither a
+    callable ``complete`` nor ``acomplete``): a clear TypeError now, not an
+    AttributeError at the first call. (A sync-only engine stays usable from sync code.)"""
+    try:
+        usable = callable(getattr(engine, "complete", None)) or callable(
+            getattr(engine, "acomplete", None))
+    except Exception:  # a foreign object's __getattr__
+        usable = False
+    if not usable:
+        raise TypeError(f"{wrapper} needs an engine with complete(request) and "
+                        f"acomplete(request), got {type(engine).__name__}")
+
+
 def innermost(engine: object) -> object:
     """The engine under its wrappers (a budget meter, a cache, a deadline each keep
     theirs as ``inner``): what the stats store and the spans name and ask the model of."""

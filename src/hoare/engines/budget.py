@@ -43,7 +43,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import BudgetError, EngineError
-from .base import BudgetExceeded, Engine, Request, Response, Usage
+from .base import BudgetExceeded, Engine, Request, Response, Usage, require_engine
 
 _PER_MESSAGE_TOKENS = 8  # role markers and separators a chat template adds per message
 _WAIT_POLL = 0.005  # seconds between admission checks of an async caller that must wait
@@ -391,6 +391,10 @@ class BudgetedEngine:
     """
 
     def __init__(self, inner: Engine, budget: Budget | Spend) -> None:
+        require_engine(inner, "BudgetedEngine")
+        if not isinstance(budget, Budget | Spend):
+            raise TypeError(f"BudgetedEngine(budget=...): expected a Budget or a Spend meter, "
+                            f"got {type(budget).__name__}")
         self.inner = inner
         self.spend = budget if isinstance(budget, Spend) else Spend(budget)
         self.budget = self.spend.budget
