@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from fuzz.values import floats
+from fuzz.values import floats, texts
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -177,3 +177,71 @@ def test_preflight_verdict_on_float_arithmetic_holds(rounding_dir: Path, body: s
         assert verdict is not Verdict.UNSATISFIABLE, (body, k, n0)
     else:
         assert verdict is not Verdict.SATISFIABLE, (body, k, n0)
+
+
+# Same class, in the Unicode tables: str.isupper() & co. and re.* with \w are exact on
+# Latin-1 and free above, and the pre-flight answered "satisfiable" on that freedom
+# ('ǅ'.isupper() is False, so `o.f0 == i.n0 and o.f0.isupper()` has no output for
+# n0 = 'ǅ'). Every loosely modelled str method of the registry and \w patterns, on
+# inputs over all of Unicode.
+UNICODE_TESTS = '''
+import re
+from pydantic import BaseModel
+from hoare import Contract, Post, contract
+
+
+class In(BaseModel):
+    n0: str
+
+
+class Out(BaseModel):
+    f0: str
+
+
+@contract(post_remedy=False, on_violation=lambda outcome: None)
+class Generated(Contract):
+    prompt = "generated"
+    post_conditions = [Post(lambda o, i: o.f0 == i.n0 and {test}, "post 0")]
+
+    def forward(self, input: In) -> Out:
+        return self.contract_result
+'''
+
+
+def _loose_str_tests() -> list[str]:
+    from hoare.verifier.calls import REGISTRY
+
+    methods = [f"o.f0.{key.removeprefix('str.')}()" for key, entry in sorted(REGISTRY.items())
+               if key.startswith("str.is") and entry.precision == "over"]
+    return [*methods, r"re.fullmatch(r'\w', o.f0) is not None",
+            r"re.search(r'\w+', o.f0) is not None", r"re.match(r'\W', o.f0) is not None"]
+
+
+@settings(max_examples=150)
+@given(test=st.sampled_from(_loose_str_tests()), n0=texts(3))
+@example(test="o.f0.isupper()", n0="ǅ")
+@example(test="o.f0.isalpha()", n0="\u0378")
+@example(test=r"re.fullmatch(r'\w', o.f0) is not None", n0="\u0301")
+def test_preflight_verdict_on_unicode_tables_holds(rounding_dir: Path, test: str,
+                                                   n0: str) -> None:
+    from hoare.kernel import Verdict
+    from hoare.verifier.preflight import Preflight
+
+    key = ("unicode", test)
+    if key not in _ROUNDING_MODULES:
+        folder = rounding_dir / f"u{len(_ROUNDING_MODULES)}"
+        folder.mkdir()
+        _ROUNDING_MODULES[key] = _load(folder, UNICODE_TESTS.format(test=test))
+    module = _ROUNDING_MODULES[key]
+    x = module.In(n0=n0)
+    try:
+        truth = bool(module.Generated.__hoare__.post[0].fn(module.Out(f0=n0), x))
+    except Exception:
+        truth = False
+    checker = Preflight.for_description(module.Generated.__hoare__)
+    assert checker is not None
+    verdict = checker.check(module.Generated(), x).verdict
+    if truth:
+        assert verdict is not Verdict.UNSATISFIABLE, (test, n0)
+    else:
+        assert verdict is not Verdict.SATISFIABLE, (test, n0)

@@ -34,6 +34,7 @@ def _regex_call(t: Translator, call: CallSite, mode: str) -> Sym:
     if translation.exact:
         matched = z3.InRe(text.e, translation.regex)
     else:  # a big Unicode class (\w): exact on Latin-1, free above (see regex.py)
+        t.havoc_note(f"re.{mode}() with a big Unicode class above Latin-1 (modelled loosely)")
         matched = z3.Bool(fresh_name("re." + mode))
         t.define(z3.And(z3.Implies(z3.InRe(text.e, translation.under), matched),
                         z3.Implies(matched, z3.InRe(text.e, translation.regex))))
