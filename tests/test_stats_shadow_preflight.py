@@ -189,3 +189,67 @@ def test_a_version_3_store_is_read_then_migrated_to_4(tmp_path: Path) -> None:
     store = StatsStore(path)  # opening a current store again changes nothing
     store.close()
     assert store.broken is None
+
+
+THREADED = '''
+import logging, sys, threading
+from pydantic import BaseModel, Field
+from hoare import Contract, Post, contract
+from hoare.engines import FunctionEngine
+
+class Request(BaseModel):
+    budget: int = Field(ge=0)
+
+class Plan(BaseModel):
+    cost: int = Field(ge=10)
+    steps: list[str] = Field(min_length=1)
+
+@contract(policy="observe", preflight="shadow")
+class MakePlan(Contract):
+    prompt = "Plan within the budget."
+    post_conditions = (Post(lambda plan, request: plan.cost <= request.budget,
+                            "the plan fits the budget"),)
+
+    def forward(self, input: Request) -> Plan:
+        return self.contract_result or Plan(cost=10, steps=["fallback"])
+
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        if "would refuse" in record.getMessage():
+            records.append(record)
+logging.getLogger("hoare").addHandler(Keep())
+calls = []
+shared = MakePlan(engine=FunctionEngine(
+    lambda request: calls.append(1) or '{"cost": 12, "steps": ["x"]}'))
+reasons = []
+def work():
+    for _ in range(25):
+        shared(Request(budget=5))
+        reasons.append(shared.contract_outcome.preflight.reason)
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert len(reasons) == 200, len(reasons)
+assert all(r.startswith("shadow: would refuse: ") for r in reasons), set(reasons)
+assert len(calls) >= 200, len(calls)
+assert len(records) == 1, len(records)
+print("ok")
+'''
+
+
+def test_shadow_mode_on_one_instance_in_many_threads(tmp_path: Path) -> None:
+    """In a child process (a crash fails the test); from a file, so that the
+    predicates' source can be read and the pre-flight built."""
+    import os
+    import subprocess
+    import sys
+
+    from library_under_test import LIBRARY
+
+    script = tmp_path / "threaded_shadow.py"
+    script.write_text(THREADED)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env={"PYTHONPATH": LIBRARY,
+                                            "PATH": os.environ.get("PATH", "")})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
