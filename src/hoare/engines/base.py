@@ -213,7 +213,7 @@ class Request:
     """
 
     __slots__ = ("_messages", "_render", "attempt", "contract", "feedback", "input", "options",
-                 "schema", "schema_name", "task", "tools", "watch")
+                 "schema", "schema_name", "task", "tool_choice", "tools", "watch")
 
     def __init__(
         self,
@@ -230,6 +230,7 @@ class Request:
         contract: str = "",
         tools: tuple[Mapping[str, Any], ...] = (),
         watch: Callable[[str], str | None] | None = None,
+        tool_choice: Literal["auto", "required", "none"] | None = None,
     ) -> None:
         if (messages is None) == (render is None):
             raise ValueError("Request needs exactly one of messages= or render=")
@@ -248,6 +249,9 @@ class Request:
         # cancels the stream (``Response.stopped_early``). An engine that cannot stream
         # ignores it (the full answer is checked as usual).
         self.watch = watch
+        # OpenAI's ``tool_choice`` ("required": the answer must be a tool call); None: the
+        # server's default
+        self.tool_choice = tool_choice
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -268,6 +272,8 @@ class Request:
         }
         if self.tools:
             key["tools"] = [dict(t) for t in self.tools]
+        if self.tool_choice is not None:
+            key["tool_choice"] = self.tool_choice
         return key
 
 

@@ -10,6 +10,14 @@ its JSON schema is ``demonstrations.schema.json`` beside this module. An entry::
     mode: null                  # the answer mode it illustrates (optional)
     tags: [easy]                # for selection (optional)
 
+Delphyne's ``.demo.yaml`` files are read too: a query demonstration ``{query, args,
+answers: [{answer, call, structured, mode, label, example, tags, meta,
+justification}], demonstration}`` gives one example per answer (``answer`` a string
+is the text as written, anything else a value; ``call: [{tool, args}]`` the tool
+calls; ``example: false`` keeps it out of few-shot prompts, ``DummyModel`` still
+answers with it), and the query demonstrations of a strategy demonstration
+``{strategy, args, tests, queries, using, demonstration}`` are read the same way.
+
 Selectors narrow the examples of a few-shot prompt, applied in order:
 ``with_tags("easy")``, ``most_similar(3)`` (word overlap between the example's
 fields and the query's, Jaccard), ``take(2)``.
@@ -28,7 +36,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..engines.base import Request, Response, Usage
+from ..engines.base import Request, Response, ToolCall, Usage
 from ..errors import FatalEngineError, UsageError
 from ..models import format_validation_error
 from .extras import require
@@ -68,6 +76,13 @@ class Example:
     mode: str | None = None
     tags: tuple[str, ...] = ()
     where: str = field(default="", compare=False)
+    tool_calls: tuple[ToolCall, ...] = ()
+    example: bool = True
+    """False: an answer for ``DummyModel`` only, never shown as a few-shot example."""
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls the answer makes."""
+        return self.tool_calls
 
     def text(self) -> str:
         """The answer as the model should write it."""
@@ -82,6 +97,110 @@ class Example:
         except ValidationError as error:
             raise DemonstrationError(f"{self.where}: args do not make a {cls.__name__}: "
                                      f"{format_validation_error(error)}") from None
+
+
+_ANSWER_KEYS = {"answer", "call", "structured", "mode", "label", "example", "tags", "meta",
+                "justification"}
+_QUERY_DEMO_KEYS = {"query", "args", "answers", "demonstration"}
+_STRATEGY_DEMO_KEYS = {"strategy", "args", "tests", "queries", "using", "demonstration"}
+
+
+def _keys(data: dict[Any, Any], allowed: set[str], where: str) -> None:
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        raise DemonstrationError(f"{where}: unknown key(s) {sorted(map(str, unknown))}; the "
+                                 f"keys are {sorted(allowed)}")
+
+
+def _entries(data: object, where: str) -> list[Example]:
+    """The examples of one top-level entry: hoare's, or Delphyne's query or strategy
+    demonstration."""
+    if isinstance(data, dict) and "strategy" in data:
+        _keys(data, _STRATEGY_DEMO_KEYS, where)
+        queries = data.get("queries", [])
+        if not isinstance(queries, list):
+            raise DemonstrationError(f"{where}: 'queries' must be a list of query "
+                                     f"demonstrations")
+        found: list[Example] = []
+        for i, item in enumerate(queries):
+            found.extend(_query_demo(item, f"{where} queries[{i}]"))
+        return found
+    if isinstance(data, dict) and "answers" in data:
+        return _query_demo(data, where)
+    return [_entry(data, where)]
+
+
+def _query_demo(data: object, where: str) -> list[Example]:
+    """One example per answer of a Delphyne query demonstration."""
+    if not isinstance(data, dict):
+        raise DemonstrationError(f"{where}: a query demonstration must be a mapping with "
+                                 f"'query', 'args' and 'answers', got {type(data).__name__}")
+    _keys(data, _QUERY_DEMO_KEYS, where)
+    if not isinstance(data.get("query"), str) or not data["query"]:
+        raise DemonstrationError(f"{where}: 'query' must be the query class's name")
+    args = data.get("args", {})
+    if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
+        raise DemonstrationError(f"{where}: 'args' must be a mapping of the query's fields")
+    label = data.get("demonstration")
+    if label is not None and not isinstance(label, str):
+        raise DemonstrationError(f"{where}: 'demonstration' must be a string (a label)")
+    answers = data.get("answers")
+    if not isinstance(answers, list):
+        raise DemonstrationError(f"{where}: 'answers' must be a list of answers")
+    return [_answer(data["query"], dict(args), item, f"{where} answers[{i}]")
+            for i, item in enumerate(answers)]
+
+
+def _answer(query: str, args: dict[str, Any], data: object, where: str) -> Example:
+    if not isinstance(data, dict):
+        raise DemonstrationError(f"{where}: an answer must be a mapping with 'answer', got "
+                                 f"{type(data).__name__}")
+    _keys(data, _ANSWER_KEYS, where)
+    if "answer" not in data:
+        raise DemonstrationError(f"{where}: 'answer' is missing")
+    structured = data.get("structured", "auto")
+    if structured not in ("auto", True):
+        raise DemonstrationError(f"{where}: 'structured' must be 'auto' or true")
+    for key in ("mode", "label", "justification"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise DemonstrationError(f"{where}: '{key}' must be a string or null")
+    example = data.get("example")
+    if example is not None and not isinstance(example, bool):
+        raise DemonstrationError(f"{where}: 'example' must be true, false or null")
+    tags = data.get("tags", [])
+    if not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise DemonstrationError(f"{where}: 'tags' must be a list of strings")
+    meta = data.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise DemonstrationError(f"{where}: 'meta' must be a mapping or null")
+    calls = data.get("call", [])
+    if not isinstance(calls, list):
+        raise DemonstrationError(f"{where}: 'call' must be a list of tool calls")
+    tool_calls = []
+    for i, call in enumerate(calls):
+        if not (isinstance(call, dict) and set(call) <= {"tool", "args"}
+                and isinstance(call.get("tool"), str) and call["tool"]
+                and isinstance(call.get("args", {}), dict)):
+            raise DemonstrationError(f"{where} call[{i}]: a tool call is a mapping "
+                                     f"{{tool: <name>, args: {{...}}}}")
+        try:
+            arguments = json.dumps(call.get("args", {}), ensure_ascii=False,
+                                   allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise DemonstrationError(f"{where} call[{i}]: the arguments are not JSON: "
+                                     f"{error}") from None
+        tool_calls.append(ToolCall(f"call_{i}", call["tool"], arguments))
+    answer = data["answer"]
+    text = answer if isinstance(answer, str) else None
+    if text is None:
+        try:  # written as JSON to the model: refuse now what cannot be
+            json.dumps(answer, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise DemonstrationError(f"{where}: 'answer' is not a string or a JSON "
+                                     f"value: {error}") from None
+    return Example(query, args, None if text is not None else answer, text,
+                   data.get("mode"), tuple(tags), where, tuple(tool_calls),
+                   example is not False)
 
 
 def _entry(data: object, where: str) -> Example:
@@ -117,14 +236,19 @@ def load_demonstrations(source: str | Path | Iterable[Example | dict[str, Any]]
     """Read a YAML or JSONL file (by its suffix: ``.jsonl`` is JSON lines, anything else
     YAML), or take a list of entries (``Example`` or mappings)."""
     if not isinstance(source, (str, Path)):
-        return [e if isinstance(e, Example) else _entry(e, f"demonstration [{i}]")
-                for i, e in enumerate(source)]
+        found: list[Example] = []
+        for i, e in enumerate(source):
+            found.extend([e] if isinstance(e, Example) else _entries(e, f"demonstration [{i}]"))
+        return found
     path = Path(source)
     try:
+        if path.exists() and not path.is_file():  # a FIFO would block, a device never end
+            raise IsADirectoryError(0, "not a regular file")
         text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise DemonstrationError(f"cannot read the demonstration file {str(path)!r}: "
-                                 f"{error.strerror or error}") from None
+    except (OSError, UnicodeError) as error:  # also a name too long or not encodable
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        raise DemonstrationError(f"cannot read the demonstration file {str(path)[:200]!r}: "
+                                 f"{reason}") from None
     if path.suffix == ".jsonl":
         examples = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -134,7 +258,7 @@ def load_demonstrations(source: str | Path | Iterable[Example | dict[str, Any]]
                 data = json.loads(line)
             except json.JSONDecodeError as error:
                 raise DemonstrationError(f"{path}:{number}: not JSON: {error.msg}") from None
-            examples.append(_entry(data, f"{path}:{number}"))
+            examples.extend(_entries(data, f"{path}:{number}"))
         return examples
     yaml = require("yaml", "YAML demonstration files")
     try:
@@ -145,7 +269,10 @@ def load_demonstrations(source: str | Path | Iterable[Example | dict[str, Any]]
         return []
     if not isinstance(data, list):
         raise DemonstrationError(f"{path}: a demonstration file is a list of entries")
-    return [_entry(item, f"{path} entry {i + 1}") for i, item in enumerate(data)]
+    found = []
+    for i, item in enumerate(data):
+        found.extend(_entries(item, f"{path} entry {i + 1}"))
+    return found
 
 
 # -- selection --------------------------------------------------------------------------
@@ -195,7 +322,7 @@ def examples_for(query: object, examples: Sequence[Example], mode: str | None,
                  selectors: Sequence[Selector]) -> list[Example]:
     """The examples of ``query``'s class and answer mode, then each selector in turn."""
     name = type(query).__name__
-    chosen = [e for e in examples if e.query == name and e.mode == mode]
+    chosen = [e for e in examples if e.query == name and e.mode == mode and e.example]
     for selector in selectors:
         chosen = list(selector(query, chosen))
     return chosen
@@ -219,11 +346,11 @@ class DummyModel:
         self._lock = threading.Lock()
         self._served: dict[tuple[str, str], int] = {}
 
-    def _answers(self, request: Request) -> list[str]:
+    def _answers(self, request: Request) -> list[Example]:
         query = request.input
         name = type(query).__name__
         args = fields_of(query)
-        found = [e.text() for e in self.examples if e.query == name and e.args == args]
+        found = [e for e in self.examples if e.query == name and e.args == args]
         if not found:
             raise NoDemonstration(f"DummyModel has no demonstration for {name} with args "
                                   f"{json.dumps(args, default=str)[:300]}")
@@ -236,9 +363,10 @@ class DummyModel:
         with self._lock:
             start = self._served.get(key, 0)
             self._served[key] = start + n
-        texts = tuple(itertools.islice(itertools.cycle(answers), start, start + n))
-        return Response(texts=texts, finish_reasons=("stop",) * n, usage=Usage(requests=1),
-                        model=self.model)
+        chosen = tuple(itertools.islice(itertools.cycle(answers), start, start + n))
+        return Response(texts=tuple(e.text() for e in chosen),
+                        finish_reasons=("stop",) * n, usage=Usage(requests=1),
+                        model=self.model, tool_calls=chosen[0].calls())
 
     async def acomplete(self, request: Request) -> Response:
         return self.complete(request)

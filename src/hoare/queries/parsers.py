@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -29,9 +30,9 @@ from ..models import TypeSpec, format_validation_error, read_answer, type_spec
 from .extras import require
 
 __all__ = ["Answer", "FinalAnswer", "GenericParser", "ParseError", "Parser", "Response",
-           "ToolRequests", "WrappedParseError", "final_tool_call_as", "get_text", "json_as",
-           "last_code_block", "response_with", "structured", "structured_as", "trim",
-           "yaml_as"]
+           "ToolRequests", "WrappedParseError", "final_tool_call", "final_tool_call_as",
+           "first_word", "first_word_as", "get_text", "json_as", "last_code_block",
+           "response_with", "structured", "structured_as", "trim", "yaml_as"]
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -87,16 +88,22 @@ class Response(Generic[A, B]):
 class Parser(Generic[A]):
     """``parse(answer) -> A`` or ``ParseError``. ``structured``: the type whose JSON
     schema the request asks the provider to decode against (None: free text).
-    ``tools``: tool types offered to the model with the request."""
+    ``tools``: tool types offered to the model with the request; ``force_tool``: the
+    request requires a tool call (``tool_choice: "required"``, as Delphyne's
+    ``final_tool_call_as``). ``shows``: the type whose schema the prompt's ``format``
+    shows when nothing is decoded against it (``json_as(T)``, ``yaml_as(T)``, ...)."""
 
-    __slots__ = ("_parse", "description", "structured", "tools")
+    __slots__ = ("_parse", "description", "force_tool", "shows", "structured", "tools")
 
     def __init__(self, parse: Callable[[Answer], A], *, description: str = "",
-                 structured: TypeSpec | None = None, tools: tuple[type, ...] = ()) -> None:
+                 structured: TypeSpec | None = None, tools: tuple[type, ...] = (),
+                 force_tool: bool = False, shows: TypeSpec | None = None) -> None:
         self._parse = parse
         self.description = description
         self.structured = structured
         self.tools = tools
+        self.force_tool = force_tool
+        self.shows = shows
 
     def __repr__(self) -> str:
         return f"Parser({self.description or '?'})"
@@ -115,13 +122,22 @@ class Parser(Generic[A]):
             raise ParseError(f"{self.description or 'the parser'} failed: "
                              f"{type(error).__name__}: {error}") from error
 
-    def _then(self, step: Callable[[A], B], what: str, *,
-              structured: TypeSpec | None = None) -> Parser[B]:
-        def parse(answer: Answer) -> B:
-            return step(self.parse(answer))
+    def _derived(self, parse: Callable[[Answer], B], what: str, *,
+                 structured: TypeSpec | None = None, shows: TypeSpec | None = None,
+                 tools: tuple[type, ...] | None = None) -> Parser[B]:
+        """A parser built on this one, keeping its request settings (schema, tools)."""
         return Parser(parse, description=f"{self.description}.{what}",
                       structured=structured if structured is not None else self.structured,
-                      tools=self.tools)
+                      tools=self.tools if tools is None else tools,
+                      force_tool=self.force_tool,
+                      shows=shows if shows is not None else self.shows)
+
+    def _then(self, step: Callable[[A], B], what: str, *,
+              structured: TypeSpec | None = None, shows: TypeSpec | None = None
+              ) -> Parser[B]:
+        def parse(answer: Answer) -> B:
+            return step(self.parse(answer))
+        return self._derived(parse, what, structured=structured, shows=shows)
 
     def map(self, fn: Callable[[A], B]) -> Parser[B]:
         """Apply ``fn`` to the parsed value; an exception it raises is a ``ParseError``."""
@@ -144,12 +160,13 @@ class Parser(Generic[A]):
                 return self.parse(answer)
             except ParseError as error:
                 return WrappedParseError(error)
-        return Parser(parse, description=f"{self.description}.wrap_errors",
-                      structured=self.structured, tools=self.tools)
+        return self._derived(parse, "wrap_errors")
 
     def response_with(self, tools: Sequence[type]) -> Parser[Response[A, Any]]:
-        """A ``Response``: the tool calls the model made (each parsed as the tool type of
-        that name), else this parser's reading of the text as the final answer."""
+        """A ``Response``: the calls the model made to ``tools`` (each parsed as the tool
+        type of that name), else this parser's reading of the answer as the final one.
+        This parser's schema, tools (``final_tool_call_as``'s answer tool) and forced
+        tool choice are kept: a call to its own tool is the final answer."""
         return response_with(tools, self)
 
     # -- text steps (for a ``Parser[str]``) ---------------------------------------------
@@ -162,13 +179,13 @@ class Parser(Generic[A]):
         """Read the text as JSON (fenced or in prose) validated as ``annotation``."""
         spec = type_spec(annotation)
         return self._then(lambda text: _from_json(spec, _text(text)),
-                          f"json_as({spec.name})")
+                          f"json_as({spec.name})", shows=spec)
 
     def yaml_as(self, annotation: Any) -> Parser[Any]:
         """Read the text as YAML validated as ``annotation`` (PyYAML, ``hoare[queries]``)."""
         spec = type_spec(annotation)
         return self._then(lambda text: _from_yaml(spec, _text(text)),
-                          f"yaml_as({spec.name})")
+                          f"yaml_as({spec.name})", shows=spec)
 
     @property
     def json(self) -> GenericParser:
@@ -208,6 +225,11 @@ class GenericParser:
     def wrap_errors(self) -> GenericParser:
         return GenericParser(lambda t: self.make(t).wrap_errors(),
                              f"{self.description}.wrap_errors")
+
+    def response_with(self, tools: Sequence[type]) -> GenericParser:
+        """``Parser.response_with`` once the answer type is known."""
+        return GenericParser(lambda t: self.make(t).response_with(tools),
+                             f"{self.description}.response_with")
 
 
 def _text(value: object) -> str:
@@ -251,8 +273,27 @@ def _last_block(text: str, labels: tuple[str, ...] | None = None) -> str | None:
     return blocks[-1][1] if blocks else None
 
 
+def final_block(text: str) -> str | None:
+    """The body of the last complete fenced block, read as Delphyne does when fences are
+    unbalanced: any three backticks may open a block (the rest of their line is its
+    label) that the next three backticks after that line close; the last opening that
+    closes wins. Linear: the last closing fence, the last line break before it, the
+    last opening before that line break (no regex retrying each backtick)."""
+    closing = text.rfind("```")
+    if closing < 0:
+        return None
+    line_end = text.rfind("\n", 0, closing)
+    if line_end < 0:
+        return None
+    opening = text.rfind("```", 0, line_end)  # its three backticks end by ``line_end``
+    if opening < 0:
+        return None
+    body_start = text.index("\n", opening + 3) + 1
+    return text[body_start:text.index("```", body_start)]
+
+
 def _code_block(answer: Answer) -> str:
-    block = _last_block(answer.text)
+    block = final_block(answer.text)
     if block is None:
         raise ParseError("the answer has no code block: put the answer between ``` fences")
     return block
@@ -265,7 +306,58 @@ trim: Parser[str] = get_text.trim
 """The answer's text without surrounding whitespace."""
 
 last_code_block: Parser[str] = Parser(_code_block, description="last_code_block")
-"""The content of the answer's last fenced code block."""
+"""The content of the answer's last complete fenced code block (see ``final_block``)."""
+
+
+def string_literals(annotation: Any) -> tuple[str, ...] | None:
+    """The strings of a ``Literal`` of strings (through ``type`` aliases), else None."""
+    annotation = unalias(annotation)
+    if typing.get_origin(annotation) is not typing.Literal:
+        return None
+    values = typing.get_args(annotation)
+    if not values or not all(isinstance(v, str) for v in values):
+        return None
+    return typing.cast(tuple[str, ...], values)
+
+
+def unalias(annotation: Any) -> Any:
+    """The value of a ``type X = ...`` alias (``TypeAliasType``, also nested), else the
+    annotation itself."""
+    for _ in range(100):  # an alias of an alias ...; a cycle is not followed forever
+        value = getattr(annotation, "__value__", None) \
+            if type(annotation).__name__ == "TypeAliasType" else None
+        if value is None:
+            return annotation
+        annotation = value
+    raise TypeError(f"the type alias {annotation!r} does not resolve")
+
+
+def first_word_as(annotation: Any) -> Parser[Any]:
+    """The answer's first word, one of the strings of ``annotation`` (a ``Literal`` of
+    strings, Delphyne's ``first_word``)."""
+    values = string_literals(annotation)
+    if values is None:
+        raise TypeError(f"first_word needs a Literal of strings, got {annotation!r}")
+    allowed = frozenset(values)
+
+    def parse(answer: Answer) -> str:
+        words = answer.text.split(maxsplit=1)
+        if not words:
+            raise ParseError(f"the answer is empty: answer with one word of "
+                             f"{list(values)}")
+        if words[0] not in allowed:
+            raise ParseError(f"the answer's first word {safe_excerpt(words[0])!r} is not "
+                             f"one of {list(values)}")
+        return words[0]
+    return Parser(parse, description="first_word")
+
+
+def safe_excerpt(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+first_word = GenericParser(first_word_as, "first_word")
+"""``first_word_as`` of the query's answer type."""
 
 
 def structured_as(annotation: Any) -> Parser[Any]:
@@ -273,7 +365,7 @@ def structured_as(annotation: Any) -> Parser[Any]:
     ``annotation`` and the answer's JSON is validated by pydantic."""
     spec = type_spec(annotation)
     return Parser(lambda answer: _from_json(spec, answer.text),
-                  description=f"structured_as({spec.name})", structured=spec)
+                  description=f"structured_as({spec.name})", structured=spec, shows=spec)
 
 
 structured = GenericParser(structured_as, "structured")
@@ -317,7 +409,8 @@ def _parse_call(call: ToolCall, tools: Sequence[type]) -> Any:
 
 def final_tool_call_as(annotation: Any) -> Parser[Any]:
     """The answer is given as a call to a tool named after ``annotation`` (the last
-    such call); its arguments are validated as ``annotation``."""
+    such call); its arguments are validated as ``annotation``. The request offers that
+    tool and requires a tool call (``tool_choice: "required"``), as Delphyne does."""
     if not (isinstance(annotation, type) and (issubclass(annotation, BaseModel)
                                               or hasattr(annotation, "__dataclass_fields__"))):
         raise TypeError(f"final_tool_call_as needs a pydantic model or a dataclass, "
@@ -331,25 +424,38 @@ def final_tool_call_as(annotation: Any) -> Parser[Any]:
         return _parse_call(calls[-1], (annotation,))
 
     return Parser(parse, description=f"final_tool_call_as({_tool_name(annotation)})",
-                  tools=(annotation,))
+                  tools=(annotation,), force_tool=True, shows=type_spec(annotation))
+
+
+final_tool_call = GenericParser(final_tool_call_as, "final_tool_call")
+"""``final_tool_call_as`` of the query's answer type."""
 
 
 def response_with(tools: Sequence[type], final: Parser[Any] | None = None
                   ) -> Parser[Response[Any, Any]]:
-    """``Response[FinalAnswer | ToolRequests]``: the model's tool calls (each validated
-    as the tool type of that name) when it made any, else ``final``'s reading of the
-    text (``get_text`` by default)."""
+    """``Response[FinalAnswer | ToolRequests]``: the model's calls to ``tools`` (each
+    validated as the tool type of that name) when it made any, else ``final``'s reading
+    of the answer (``get_text`` by default). The request offers ``tools`` and
+    ``final``'s own tools (a call to one of those is the final answer), keeps
+    ``final``'s structured output and its forced tool choice."""
     tools = tuple(tools)
     reader = final or get_text
+    names = {_tool_name(t) for t in tools}
+    own = {_tool_name(t) for t in reader.tools}
+    clash = names & own
+    if clash:
+        raise TypeError(f"response_with: the tool(s) {sorted(clash)} are both requested "
+                        f"tools and the final answer's tool")
+    offered = (*tools, *reader.tools)
 
     def parse(answer: Answer) -> Response[Any, Any]:
-        if answer.tool_calls:
-            calls = tuple(_parse_call(c, tools) for c in answer.tool_calls)
+        requested = [c for c in answer.tool_calls if c.name not in own]
+        if requested:
+            calls = tuple(_parse_call(c, tools) for c in requested)
             return Response(answer, ToolRequests(calls))
         return Response(answer, FinalAnswer(reader.parse(answer)))
 
-    return Parser(parse, description=f"{reader.description}.response_with",
-                  structured=None, tools=tools)
+    return reader._derived(parse, "response_with", tools=offered)
 
 
 def dump_answer(value: object) -> str:

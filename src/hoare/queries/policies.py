@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import time
 from collections import deque
@@ -32,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from pydantic import TypeAdapter
+
 from .. import configuration
-from ..engines.base import Message, Options, Request, Response, Usage, innermost
+from ..engines.base import Message, Options, Request, Response, ToolCall, Usage, innermost
 from ..engines.budget import Budget, BudgetedEngine, Spend
 from ..errors import FatalEngineError, RetryableEngineError, UsageError
 from ..kernel import (
@@ -54,11 +57,13 @@ from ..kernel import (
     run_call,
     run_sync,
 )
+from ..models import TypeSpec
 from .best_of_n import choose, stored_rates
+from .chats import prefix_messages
 from .demonstrations import Example, Selector, examples_for, load_demonstrations
-from .parsers import Answer, Parser, tool_spec
+from .parsers import Answer, Parser, WrappedParseError, tool_spec
 from .query import Query, QueryRuntime, fallback_of, runtime_of
-from .templates import render
+from .templates import has_prefix, render, split_roles
 
 __all__ = ["RequestsSpent", "Solution", "afew_shot", "arun_query", "few_shot", "outcome_of",
            "run_query"]
@@ -100,6 +105,7 @@ class _Settings:
     examples: tuple[Example, ...]
     auto_examples: bool
     near_miss: str | None
+    no_wrap_parse_errors: bool = False
 
 
 def _settings(query: Query[Any], *, params: Mapping[str, Any] | None = None,
@@ -107,7 +113,7 @@ def _settings(query: Query[Any], *, params: Mapping[str, Any] | None = None,
               mode: str | None = None, temperature: float | None = None,
               max_tokens: int | None = None, num_completions: int | str = 1,
               max_requests: int | None = None, iterative_mode: bool = False, tries: int = 3,
-              near_miss: str | None = None) -> _Settings:
+              near_miss: str | None = None, no_wrap_parse_errors: bool = False) -> _Settings:
     auto_n = num_completions == "auto"
     if not auto_n and (not isinstance(num_completions, int) or isinstance(num_completions, bool)
                        or num_completions < 1):
@@ -117,6 +123,9 @@ def _settings(query: Query[Any], *, params: Mapping[str, Any] | None = None,
         raise UsageError("iterative_mode keeps one conversation: it needs num_completions=1")
     if max_requests is not None and (not isinstance(max_requests, int) or max_requests < 1):
         raise UsageError(f"max_requests must be an integer >= 1 or None, got {max_requests!r}")
+    if not isinstance(no_wrap_parse_errors, bool):
+        raise UsageError(f"no_wrap_parse_errors must be True or False, got "
+                         f"{no_wrap_parse_errors!r}")
     if not isinstance(tries, int) or isinstance(tries, bool) or tries < 1:
         raise UsageError(f"tries must be an integer >= 1, got {tries!r}")
     if params is not None and not isinstance(params, Mapping):
@@ -142,7 +151,7 @@ def _settings(query: Query[Any], *, params: Mapping[str, Any] | None = None,
                      temperature if temperature is not None else mode_settings.temperature,
                      max_tokens if max_tokens is not None else mode_settings.max_tokens,
                      0 if auto_n else int(num_completions), max_requests, iterative_mode,
-                     tries, tuple(chosen), auto, near_miss)
+                     tries, tuple(chosen), auto, near_miss, no_wrap_parse_errors)
 
 
 def _metered(engine: Any, budget: Any) -> tuple[Any, Any]:
@@ -195,6 +204,7 @@ class _Session:
         self._base: tuple[Message, ...] | None = None
         self.schema = self.parser.structured.schema if self.parser.structured else None
         self.tools = tuple(tool_spec(t) for t in self.parser.tools)
+        self.tool_choice = "required" if self.tools and self.parser.force_tool else None
         fallback = fallback_of(query) if for_run else None
         self.fallback = fallback
         policy = Policy.OBSERVE if (fallback is not None or not for_run) else Policy.ENFORCE
@@ -241,6 +251,13 @@ class _Session:
         spec = self.parser.structured
         if spec is not None:
             lines.append(f"Answer with one JSON value of this JSON schema:\n{spec.schema_json}")
+        else:
+            shown = self.parser.shows or self.runtime.output
+            if shown.annotation not in (Any, str):
+                where = ("the arguments of a call to the tool "
+                         f"{self.parser.tools[0].__name__}" if self.parser.force_tool
+                         and self.parser.tools else "the answer")
+                lines.append(f"The JSON schema of {where}:\n{_value_schema(shown)}")
         if self.hint:
             lines.append(self.hint)
         posts = [p.message for p in self.runtime.description.post]
@@ -262,10 +279,10 @@ class _Session:
         cls = type(self.query)
         for number, example in enumerate(self.settings.examples, 1):
             instance = example.instance_of(cls)
-            messages.append(Message("user", render(instance, "instance",
-                                                   self._context(number))))
-            messages.append(Message("assistant", example.text()))
-        messages.append(Message("user", render(self.query, "instance", self._context(None))))
+            messages.extend(_instance_messages(instance, self._context(number)))
+            messages.extend(_assistant(example.text(), example.calls(),
+                                       "(recorded in the example)"))
+        messages.extend(_instance_messages(self.query, self._context(None)))
         return tuple(messages)
 
     def _repair(self, feedback: tuple[Violation, ...]) -> str:
@@ -277,14 +294,15 @@ class _Session:
         previous = effect.previous if isinstance(effect.previous, Answer) else None
         if not self.settings.iterative:
             if previous is not None and effect.feedback:
-                return (*self.base, Message("assistant", previous.text),
+                return (*self.base, *_assistant(previous.text, previous.tool_calls),
                         Message("user", self._repair(effect.feedback)))
             return self.base
         if previous is not None and effect.feedback:
-            self.history += [Message("assistant", previous.text),
+            self.history += [*_assistant(previous.text, previous.tool_calls),
                              Message("user", self._repair(effect.feedback))]
         elif self.last_accepted is not None:
-            self.history += [Message("assistant", self.last_accepted.text),
+            self.history += [*_assistant(self.last_accepted.text,
+                                         self.last_accepted.tool_calls),
                              Message("user", render(self.query, "more", self._context(None)))]
         self.last_accepted = None
         return (*self.base, *self.history)
@@ -304,7 +322,7 @@ class _Session:
                        schema_name=self.runtime.output.model.__name__, options=options,
                        input=self.query, feedback=tuple(v.message for v in effect.feedback),
                        attempt=effect.attempt, contract=self.runtime.description.name,
-                       tools=self.tools)
+                       tools=self.tools, tool_choice=self.tool_choice)
 
     def received(self, response: object) -> Reply:
         if not isinstance(response, Response):
@@ -367,10 +385,15 @@ class _Session:
     def hooks(self) -> Hooks:
         check_input = self.runtime.validate
 
+        unwrap = self.settings.no_wrap_parse_errors
+
         def check_output(raw: object, used: object) -> object:
             if not isinstance(raw, Answer):
                 raise TypeError(f"expected an answer, got {type(raw).__name__}")
-            return self.parser.parse(raw)
+            value = self.parser.parse(raw)
+            if unwrap and isinstance(value, WrappedParseError):
+                raise value.error  # Delphyne's no_wrap_parse_errors: a failed attempt
+            return value
 
         def forward(used: object, outcome: Outcome) -> object:
             if outcome.success:
@@ -428,6 +451,30 @@ class _Session:
 
 
 _FAILED = object()
+
+
+def _value_schema(spec: TypeSpec) -> str:
+    """The JSON schema of the values themselves (not of a one-field wrapper model)."""
+    schema = TypeAdapter(spec.annotation).json_schema() if spec.wrapped else spec.schema
+    return json.dumps(schema, indent=2, sort_keys=True)
+
+
+def _assistant(text: str, calls: Sequence[ToolCall],
+               result: str = "(not run: see the message below)") -> list[Message]:
+    """An answer repeated to the model: its text and tool calls, each call followed by a
+    tool message (the chat protocol refuses calls left unanswered)."""
+    return [Message("assistant", text, tuple(calls)),
+            *(Message("tool", result, tool_call_id=call.id) for call in calls)]
+
+
+def _instance_messages(query: object, context: dict[str, Any]) -> list[Message]:
+    """The instance prompt (split at its ``!<assistant>``/``!<user>`` lines), then the
+    query's chat prefix (``prefix: AnswerPrefix``) as messages."""
+    text = render(query, "instance", context)
+    messages = [Message(role, body) for role, body in split_roles(text)]  # type: ignore[arg-type]
+    if has_prefix(type(query)):
+        messages.extend(prefix_messages(getattr(query, "prefix", None) or ()))
+    return messages
 
 
 def _definition_hash(runtime: QueryRuntime) -> str:
@@ -545,7 +592,8 @@ def few_shot(query: Query[T], engine: Any, *, params: Mapping[str, Any] | None =
              mode: str | None = None, temperature: float | None = None,
              max_tokens: int | None = None, num_completions: int | str = 1,
              max_requests: int | None = None, iterative_mode: bool = False, tries: int = 3,
-             budget: Any = None, near_miss: str | None = None) -> Iterator[Solution[T]]:
+             budget: Any = None, near_miss: str | None = None,
+             no_wrap_parse_errors: bool = False) -> Iterator[Solution[T]]:
     """Delphyne's few-shot policy on the kernel: a stream of accepted answers.
 
     The prompt is the system prompt, then each selected example (``examples``: a
@@ -557,12 +605,14 @@ def few_shot(query: Query[T], engine: Any, *, params: Mapping[str, Any] | None =
     ``num_completions="auto"``: n samples per request or sequential repair, whichever
     this query's measured rates make likelier to succeed within the budget's token caps
     (``best_of_n``); each ``Solution`` says which (``strategy``).
+    ``no_wrap_parse_errors=True``: a ``WrappedParseError`` the parser returns is a
+    parse error of that answer (fed back, retried), not a value of the stream.
     """
     session = _Session(query, engine, budget, _settings(
         query, params=params, examples=examples, select_examples=select_examples, mode=mode,
         temperature=temperature, max_tokens=max_tokens, num_completions=num_completions,
         max_requests=max_requests, iterative_mode=iterative_mode, tries=tries,
-        near_miss=near_miss), for_run=False)
+        near_miss=near_miss, no_wrap_parse_errors=no_wrap_parse_errors), for_run=False)
     return _stream(session)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
 import threading
 import types
 import typing
@@ -40,7 +41,7 @@ from ..errors import ContractDefinitionError, safe_text
 from ..kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
 from ..models import TypeSpec, type_spec
 from .best_of_n import AttemptRates
-from .parsers import GenericParser, Parser, Response, WrappedParseError, structured
+from .parsers import GenericParser, Parser, Response, WrappedParseError, structured, unalias
 
 __all__ = ["Mode", "Query", "describe_query"]
 
@@ -77,26 +78,28 @@ class Query(Generic[T]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        try:
-            cls.answer_type()
-        except ContractDefinitionError:
+        if _declared_answer(cls) is None:
             return  # a generic base (Query[T]): not a contract until T is given
         cls.__hoare__ = _Described()  # type: ignore[attr-defined]
 
     # -- the answer type ----------------------------------------------------------------
     @classmethod
     def answer_type(cls) -> Any:
-        """``T`` of ``Query[T]`` (looked up through the bases)."""
-        for klass in cls.__mro__:
-            for base in klass.__dict__.get("__orig_bases__", ()):
-                if typing.get_origin(base) is Query:
-                    (answer,) = typing.get_args(base)
-                    if isinstance(answer, TypeVar):
-                        break
-                    return answer
-        raise ContractDefinitionError(
-            f"{cls.__qualname__} must subclass Query[T] with a concrete answer type, "
-            f"e.g. class {cls.__name__}(Query[list[int]])")
+        """``T`` of ``Query[T]`` (looked up through the bases), its string forward
+        references (``Query["Article"]``, ``Query[list["Article"]]``) resolved in the
+        module that defines the class, once the class is used."""
+        cached = cls.__dict__.get("_hoare_answer_type", _UNRESOLVED)
+        if cached is not _UNRESOLVED:
+            return cached
+        found = _declared_answer(cls)
+        if found is None:
+            raise ContractDefinitionError(
+                f"{cls.__qualname__} must subclass Query[T] with a concrete answer type, "
+                f"e.g. class {cls.__name__}(Query[list[int]])")
+        owner, answer = found
+        resolved = _resolve(owner, answer)
+        type.__setattr__(cls, "_hoare_answer_type", resolved)
+        return resolved
 
     def finite_answer_set(self) -> list[Any] | None:
         """Every possible answer, for a ``Literal``, ``Enum`` or ``bool`` answer type."""
@@ -141,10 +144,46 @@ class Query(Generic[T]):
         return typing.cast(T, await arun_query(self, engine, **policy))
 
 
+_UNRESOLVED = object()
+
+
+def _declared_answer(cls: type) -> tuple[type, Any] | None:
+    """The class whose bases give ``Query[T]``, and ``T`` as written (None: generic)."""
+    for klass in cls.__mro__:
+        for base in klass.__dict__.get("__orig_bases__", ()):
+            if typing.get_origin(base) is Query:
+                (answer,) = typing.get_args(base)
+                if isinstance(answer, TypeVar):
+                    return None
+                return klass, answer
+    return None
+
+
+def _resolve(owner: type, answer: Any) -> Any:
+    """``answer`` with its forward references evaluated in ``owner``'s module (and the
+    class's own namespace); one that names nothing there is a ContractDefinitionError
+    naming it."""
+    def holder() -> None:
+        """Carries the annotation for ``typing.get_type_hints``."""
+    holder.__annotations__ = {"answer": answer}
+    module = sys.modules.get(owner.__module__)
+    namespace = dict(vars(module)) if module is not None else {}
+    try:
+        return typing.get_type_hints(holder, globalns=namespace, localns=dict(vars(owner)),
+                                     include_extras=True)["answer"]
+    except Exception as error:
+        raise ContractDefinitionError(
+            f"{owner.__qualname__}: cannot resolve the answer type {answer!r} in module "
+            f"{owner.__module__}: {safe_text(error, 300)} (define it at the module's top "
+            f"level)") from error
+
+
 # -- finite answer sets ----------------------------------------------------------------
 
 def finite_values(annotation: Any) -> list[Any] | None:
-    """The values of a ``Literal``, ``Enum``, ``bool`` (or an ``Optional``/union of them)."""
+    """The values of a ``Literal``, ``Enum``, ``bool`` (or an ``Optional``/union of them),
+    through ``type X = ...`` aliases (``TypeAliasType``)."""
+    annotation = unalias(annotation)
     if annotation is bool:
         return [True, False]
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):

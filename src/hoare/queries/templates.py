@@ -6,8 +6,9 @@ that exists wins:
 1. a file ``<QueryName>.<kind>.jinja`` next to the query's module, in the folders
    of the class attribute ``__templates__``, or in a folder added with
    ``add_template_folder`` (searched in that order);
-2. the class attribute ``__system_prompt__`` / ``__instance_prompt__`` (a Jinja
-   template string);
+2. the class attribute ``__<kind>_prompt__`` (``__system_prompt__``,
+   ``__instance_prompt__``, ``__repair_prompt__``, ``__more_prompt__``: a Jinja template
+   string, dedented as Delphyne does, so it can be indented with the class body);
 3. the default: the docstring (system), the query's fields as YAML (instance),
    a fixed sentence (repair, more).
 
@@ -15,12 +16,17 @@ Templates get the query's fields by name, ``query`` (the instance), ``params``,
 ``format`` (what the answer must look like), ``mode``, ``available_modes`` and,
 for the examples of a few-shot prompt, ``example`` (its number from 1, else None);
 a repair template also gets ``error``.
+
+A line holding only ``!<assistant>`` (or ``!<user>``) in an instance prompt starts a
+message of that role: text after a final ``!<assistant>`` primes the answer (it is
+sent as an assistant message, not as text of the user's).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import textwrap
 import threading
 from pathlib import Path
 from typing import Any, Literal
@@ -111,11 +117,10 @@ def render(query: object, kind: Kind, context: dict[str, Any]) -> str:
     if found is not None:
         folders, name = found
         return str(_environment(folders).get_template(name).render(**variables)).strip()
-    attribute = {"system": "__system_prompt__", "instance": "__instance_prompt__"}.get(kind)
-    text = getattr(cls, attribute, None) if attribute else None
+    text = getattr(cls, f"__{kind}_prompt__", None)
     if isinstance(text, str):
-        return str(_environment(template_folders(cls)).from_string(text)
-                   .render(**variables)).strip()
+        return str(_environment(template_folders(cls)).from_string(
+            textwrap.dedent(text).strip()).render(**variables)).strip()
     if kind == "system":
         doc = cls.__doc__ or ""
         if dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
@@ -124,7 +129,56 @@ def render(query: object, kind: Kind, context: dict[str, Any]) -> str:
         extra = context.get("format") or ""
         return f"{system}\n\n{extra}".strip()
     if kind == "instance":
-        return yaml_text(fields_of(query))
+        shown = fields_of(query)
+        if has_prefix(cls):
+            shown.pop("prefix", None)  # sent as messages after the instance prompt
+        return yaml_text(shown)
     if kind == "repair":
         return DEFAULT_REPAIR.format(error=context.get("error", ""))
     return DEFAULT_MORE
+
+
+def has_prefix(cls: type) -> bool:
+    """The query continues a chat: a dataclass field ``prefix: AnswerPrefix``."""
+    found = cls.__dict__.get("_hoare_has_prefix")
+    if found is None:
+        from .chats import AnswerPrefix
+
+        fields = getattr(cls, "__dataclass_fields__", {})
+        found = False
+        if "prefix" in fields:
+            import typing
+
+            try:
+                hint = typing.get_type_hints(cls).get("prefix")
+            except Exception:
+                hint = None
+            found = hint == AnswerPrefix
+        type.__setattr__(cls, "_hoare_has_prefix", found)
+    return bool(found)
+
+
+ROLE_MARKERS = {"!<assistant>": "assistant", "!<user>": "user"}
+
+
+def split_roles(text: str) -> list[tuple[str, str]]:
+    """``(role, text)`` of each message of a rendered prompt: a line holding only
+    ``!<assistant>`` or ``!<user>`` starts a message of that role (the text before the
+    first marker is the user's); empty messages are dropped. One pass over the lines."""
+    if "!<" not in text:
+        return [("user", text)]
+    parts: list[tuple[str, str]] = []
+    role, lines = "user", []
+    for line in text.split("\n"):
+        marker = ROLE_MARKERS.get(line.strip())
+        if marker is None:
+            lines.append(line)
+            continue
+        body = "\n".join(lines).strip()
+        if body:
+            parts.append((role, body))
+        role, lines = marker, []
+    body = "\n".join(lines).strip()
+    if body:
+        parts.append((role, body))
+    return parts or [("user", "")]
