@@ -57,7 +57,6 @@ import httpx2 as httpx
 import openai
 
 from ..errors import EngineError, FatalEngineError, RetryableEngineError
-from . import capabilities
 from .base import (
     ContentFiltered,
     EngineAnswerError,
@@ -153,27 +152,21 @@ def is_strict_compatible(schema: Mapping[str, Any]) -> bool:
     return ok(schema)
 
 
-def response_format(request: Request, fmt: Format,
-                    table: capabilities.CapabilityTable = capabilities.BUILT_IN
-                    ) -> dict[str, Any] | None:
+def response_format(request: Request, fmt: Format) -> dict[str, Any] | None:
     """The ``response_format`` payload for ``request`` under ``fmt`` (``None``: send none).
     ``json_object_schema`` is llama.cpp's dialect, ``{"type": "json_object", "schema":
     S}``, which its server turns into a grammar; patterns are left out of ``S`` (a
-    pattern its converter cannot read makes it drop the whole schema silently). Each
-    dialect gets the schema in its strongest form per ``table`` (``capabilities.shaped``:
-    for llama.cpp, small integer ranges also as ``enum``s)."""
+    pattern its converter cannot read makes it drop the whole schema silently)."""
     if request.schema is None or fmt == "text":
         return None
     if fmt == "json_object":
         return {"type": "json_object"}
     if fmt == "json_object_schema":
-        return {"type": "json_object",
-                "schema": capabilities.shaped(request.schema, "llama_cpp", table)}
-    strict = is_strict_compatible(request.schema)
-    schema = capabilities.shaped(request.schema, "openai_strict" if strict else "json_schema",
-                                 table)
+        return {"type": "json_object", "schema": without_patterns(request.schema)}
+    schema = dict(request.schema)
     return {"type": "json_schema", "json_schema": {
-        "name": schema_name(request.schema_name), "schema": schema, "strict": strict}}
+        "name": schema_name(request.schema_name), "schema": schema,
+        "strict": is_strict_compatible(schema)}}
 
 
 def without_patterns(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -390,13 +383,7 @@ class OpenAIEngine:
         secret_key = None if self._api_key == PLACEHOLDER_API_KEY else self._api_key
         self._redact = Redactor(secret_key, configured_key, *(userinfo or ()),
                                 ":".join(userinfo) if userinfo else None)
-        # what the server's decoder enforces: pinned, probed (hoare probe) or built in
-        self.capabilities = capabilities.BUILT_IN
         if structured == "auto":
-            self.capabilities = capabilities.resolve(self.base_url)
-            if not self.capabilities.accepts("json_schema"):
-                self._format = "json_object_schema" \
-                    if self.capabilities.accepts("llama_cpp") else "json_object"
             with _LEARNED_LOCK:
                 self._format = _LEARNED.get(self.base_url, self._format)
         self._client = client.with_options(max_retries=0) if client is not None else None
@@ -549,7 +536,7 @@ class OpenAIEngine:
             tool_choice = getattr(request, "tool_choice", None)
             if tool_choice is not None:
                 params["tool_choice"] = tool_choice
-        payload = response_format(request, fmt or self._format, self.capabilities)
+        payload = response_format(request, fmt or self._format)
         if payload is not None:
             params["response_format"] = payload
         return params
