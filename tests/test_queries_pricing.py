@@ -172,3 +172,28 @@ def test_standard_model_resolves_pricing_without_network() -> None:
     assert local.model_class == "small" and local.inner.model == "my-local-model"
     with pytest.raises(TypeError, match="pricing"):
         standard_model("x", pricing="cheap", api_key="k")  # type: ignore[arg-type]
+
+
+def test_every_standard_model_of_delphyne_has_a_price() -> None:
+    """Delphyne's table at e451493: every ``StandardModelName`` is priced, by its exact
+    name and as a dated snapshot of it; the families are all there."""
+    from hoare.queries.pricing import (
+        DEEPSEEK_MODELS,
+        GEMINI_MODELS,
+        MISTRAL_MODELS,
+        OPENAI_MODELS,
+        STANDARD_MODELS,
+    )
+
+    assert {"gpt-5.1", "gpt-5.2", "gpt-5-pro"} <= set(STANDARD_MODELS)
+    assert MISTRAL_MODELS and DEEPSEEK_MODELS and GEMINI_MODELS and OPENAI_MODELS
+    assert set(STANDARD_MODELS) == set(KNOWN_PRICING)
+    for name in STANDARD_MODELS:
+        assert pricing_for(name) is KNOWN_PRICING[name], name
+        assert pricing_for(f"{name}-2099-01-01") is KNOWN_PRICING[name], name
+        price = KNOWN_PRICING[name]
+        assert 0 <= price.dollars_per_million_cached_input <= price.dollars_per_million_input
+        assert price.dollars_per_million_output > 0
+    assert pricing_for("gpt-5.2").dollars_per_million_output == 14.00
+    assert pricing_for("deepseek-reasoner").dollars_per_million_input == 0.55
+    assert pricing_for("gemini-2.5-flash-lite") == ModelPricing(0.10, 0.025, 0.40)

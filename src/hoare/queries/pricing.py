@@ -30,10 +30,28 @@ from ..engines.base import BudgetExceeded, Options, Request, Response, Usage
 from ..engines.budget import Budget, BudgetedEngine, Price, Spend
 from ..engines.openai_engine import OpenAIEngine
 
-__all__ = ["DOLLAR_PRICE", "KNOWN_PRICING", "NUM_CACHED_INPUT_TOKENS", "NUM_COMPLETIONS",
-           "NUM_INPUT_TOKENS", "NUM_OUTPUT_TOKENS", "NUM_REQUESTS", "ModelPricing",
-           "QueryBudget", "StandardModel", "budget_entry", "budget_from_limits",
-           "pricing_for", "standard_model"]
+__all__ = [
+    "DEEPSEEK_MODELS",
+    "DOLLAR_PRICE",
+    "GEMINI_MODELS",
+    "KNOWN_PRICING",
+    "MISTRAL_MODELS",
+    "NUM_CACHED_INPUT_TOKENS",
+    "NUM_COMPLETIONS",
+    "NUM_INPUT_TOKENS",
+    "NUM_OUTPUT_TOKENS",
+    "NUM_REQUESTS",
+    "OPENAI_MODELS",
+    "OPENAI_RESPONSES_MODELS",
+    "STANDARD_MODELS",
+    "ModelPricing",
+    "QueryBudget",
+    "StandardModel",
+    "budget_entry",
+    "budget_from_limits",
+    "pricing_for",
+    "standard_model",
+]
 
 NUM_REQUESTS = "num_requests"
 NUM_COMPLETIONS = "num_completions"
@@ -65,19 +83,46 @@ class ModelPricing:
         return self.as_price().cost(usage)
 
 
-# OpenAI's list prices in USD per million tokens (input, cached input, output), from its
-# public pricing page in 2025. Prices change: pass pricing=ModelPricing(...) to override.
+# List prices in USD per million tokens (input, cached input, output) of every standard
+# model of Delphyne's table, read from jonathan-laurent/delphyne at commit e451493
+# (src/delphyne/stdlib/standard_models.py, ``PRICING`` and the ``*ModelName`` literals).
+# Prices change: pass pricing=ModelPricing(...) to override.
+OPENAI_MODELS = ("gpt-5.2", "gpt-5.1", "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-4.1",
+                 "gpt-4o", "gpt-4o-mini", "gpt-4.1-mini", "gpt-4.1-nano", "o3", "o4-mini")
+OPENAI_RESPONSES_MODELS = ("gpt-5-pro",)
+"""Served by OpenAI's Responses API only (``api_type="responses"``)."""
+MISTRAL_MODELS = ("mistral-small-2503", "magistral-small-2506", "mistral-medium-2508",
+                  "mistral-medium-3-5", "mistral-small-2603")
+DEEPSEEK_MODELS = ("deepseek-chat", "deepseek-reasoner")
+GEMINI_MODELS = ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite")
+STANDARD_MODELS = (*OPENAI_RESPONSES_MODELS, *OPENAI_MODELS, *MISTRAL_MODELS,
+                   *DEEPSEEK_MODELS, *GEMINI_MODELS)
+"""Delphyne's ``StandardModelName``: every one has a price in ``KNOWN_PRICING``."""
+
 KNOWN_PRICING: Mapping[str, ModelPricing] = MappingProxyType({
-    "gpt-4o": ModelPricing(2.50, 1.25, 10.00),
-    "gpt-4o-mini": ModelPricing(0.15, 0.075, 0.60),
-    "gpt-4.1": ModelPricing(2.00, 0.50, 8.00),
-    "gpt-4.1-mini": ModelPricing(0.40, 0.10, 1.60),
-    "gpt-4.1-nano": ModelPricing(0.10, 0.025, 0.40),
-    "o3": ModelPricing(2.00, 0.50, 8.00),
-    "o4-mini": ModelPricing(1.10, 0.275, 4.40),
+    "gpt-5-pro": ModelPricing(15.00, 15.00, 120.00),
+    "gpt-5.2": ModelPricing(1.75, 0.175, 14.00),
+    "gpt-5.1": ModelPricing(1.25, 0.125, 10.00),
     "gpt-5": ModelPricing(1.25, 0.125, 10.00),
     "gpt-5-mini": ModelPricing(0.25, 0.025, 2.00),
     "gpt-5-nano": ModelPricing(0.05, 0.005, 0.40),
+    "gpt-4.1": ModelPricing(2.00, 0.50, 8.00),
+    "gpt-4.1-mini": ModelPricing(0.40, 0.10, 1.60),
+    "gpt-4.1-nano": ModelPricing(0.10, 0.025, 0.40),
+    "gpt-4o": ModelPricing(2.50, 1.25, 10.00),
+    "gpt-4o-mini": ModelPricing(0.15, 0.075, 0.60),
+    "o3": ModelPricing(2.00, 0.50, 8.00),
+    "o4-mini": ModelPricing(1.10, 0.275, 4.40),
+    "mistral-small-2503": ModelPricing(0.10, 0.10, 0.30),
+    "magistral-small-2506": ModelPricing(0.5, 0.5, 1.5),
+    "mistral-medium-2508": ModelPricing(0.4, 0.4, 2.0),
+    "mistral-medium-3-5": ModelPricing(1.5, 1.5, 7.5),
+    "mistral-small-2603": ModelPricing(0.15, 0.15, 0.6),
+    "deepseek-chat": ModelPricing(0.27, 0.07, 1.10),
+    "deepseek-reasoner": ModelPricing(0.55, 0.14, 2.19),
+    "gemini-2.5-pro": ModelPricing(1.25, 0.31, 10.00),
+    "gemini-2.5-flash": ModelPricing(0.30, 0.075, 2.50),
+    "gemini-2.5-flash-lite": ModelPricing(0.10, 0.025, 0.40),
 })
 
 
