@@ -354,3 +354,31 @@ def test_schema_json_is_strict_and_its_table_terminal_safe(
     assert main(["schema", "odd_schema:Buy"]) == 0
     shown = capsys.readouterr().out
     assert "\x1b" not in shown and "Infinity" not in shown and "NaN" not in shown
+
+
+def test_a_fifo_is_refused_never_read_as_a_file(tmp_path: Path) -> None:
+    """A FIFO as the dataset, the store or pyproject.toml: refused (or ignored) with a
+    message, never opened for reading (which would wait forever for a writer)."""
+    (tmp_path / "doubling.py").write_text(MODULE)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    runs = {
+        "dataset": (["eval", "doubling:Double", str(fifo), "--engine", "doubling:engine",
+                     "--db", "e.db"], "FIFO"),
+        "stats": (["stats", "--db", str(fifo)], "not a regular file"),
+        "compare": (["compare", "--db", str(fifo), "--baseline", "a", "--candidate", "b"],
+                    "not a regular file"),
+        "eval store": (["eval", "doubling:Double", "data.jsonl", "--engine",
+                        "doubling:engine", "--db", str(fifo)], "not a regular file"),
+    }
+    (tmp_path / "data.jsonl").write_text(json.dumps({"number": 2}) + "\n")
+    for name, (argv, expected) in runs.items():
+        done = subprocess.run([sys.executable, "-m", "hoare", *argv], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120, env=_env())
+        assert done.returncode in (1, 2), (name, done.stderr)
+        assert expected in done.stderr and "Traceback" not in done.stderr, \
+            (name, done.stderr)
+    os.mkfifo(tmp_path / "pyproject.toml")
+    done = subprocess.run([sys.executable, "-m", "hoare", "stats"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=_env())
+    assert done.returncode == 2 and "no stats store" in done.stderr, done.stderr

@@ -221,7 +221,7 @@ def _project_setting(key: str) -> object:
 
     try:
         found = find_pyproject()
-        if found is None:
+        if found is None or not found.is_file():  # a FIFO would block the reader
             return None
         with found.open("rb") as handle:
             table: object = tomllib.load(handle)

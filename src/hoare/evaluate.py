@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, TextIO
 
 from .errors import UsageError
 
-__all__ = ["EvalError", "EvalRun", "load_dataset", "resolve", "run_eval"]
+__all__ = ["EvalError", "EvalRun", "load_dataset", "open_regular", "resolve", "run_eval"]
 
 
 class EvalError(UsageError):
@@ -63,6 +63,30 @@ def resolve(target: str, what: str) -> Any:
     return value
 
 
+def open_regular(path: Path, what: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file; ``EvalError`` otherwise. A
+    FIFO, device or socket is refused, never read as a file (reading one may block
+    forever): opened without blocking, then checked on the open descriptor."""
+    import os
+    import stat
+
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise EvalError(f"{what}: cannot be read: {error}") from error
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) \
+                else "not a regular file"
+            raise EvalError(f"{what}: cannot be read: {kind}")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
 MAX_LINE = 16 * 1024 * 1024  # bytes of one dataset line; a longer one is skipped
 
 
@@ -88,10 +112,7 @@ def load_dataset(path: Path, validate: Callable[[object], Any], run: EvalRun
     """The valid inputs of ``path``, in order; the others (a line that is not UTF-8,
     not JSON, nested too deep, too long, or not a valid input) are noted in ``run``
     with their line number and skipped."""
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise EvalError(f"dataset {path}: cannot be read: {error}") from error
+    handle = open_regular(path, f"dataset {path}")
     with handle:
         try:
             for number, raw in _lines(handle):

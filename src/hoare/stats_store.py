@@ -246,6 +246,8 @@ def _read_only(path: str) -> sqlite3.Connection:
     behind (it may not remove them)."""
     from urllib.request import pathname2url
 
+    if not os.path.isfile(path):  # a FIFO or device would block the reader
+        raise sqlite3.OperationalError(f"{path}: not a regular file")
     options = "mode=ro"
     try:
         with open(path, "rb") as handle:
@@ -262,7 +264,11 @@ def _check_sqlite(path: str) -> None:
     """Refuse ``path`` (``StoreError``) if it is not a hoare store nor empty, or has a
     newer schema, reading it only: a refused file is left exactly as it was."""
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        if not os.path.exists(path):
+            return  # a new store
+        if not os.path.isfile(path):  # a FIFO or device would block the reader
+            raise StoreError(f"{path}: not a regular file; refused")
+        if os.path.getsize(path) == 0:
             return  # a new store
     except OSError:
         return  # let the connection say what is wrong
@@ -961,8 +967,10 @@ def _read_trials(text: object, problems: list[str]) -> list[tuple[str, bool]]:
 
 def _read_sqlite(path: str, contract: str | None, label: str | None, since: float | None
                  ) -> list[tuple[Any, ...]]:
-    if not Path(path).is_file():
+    if not os.path.exists(path):
         raise StoreError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise StoreError(f"{path}: not a regular file")
     try:
         connection = _read_only(path)
     except sqlite3.Error as error:
