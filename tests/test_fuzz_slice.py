@@ -283,3 +283,22 @@ def test_summary_counts_a_contradiction_once_per_case() -> None:
     summary = Summary()
     summary.add(0, result)
     assert len(summary.found) == 1
+
+
+def test_generated_cases_compile_and_load() -> None:
+    """A case the generator writes is valid Python that pydantic accepts (a case that
+    does not load tests nothing: the runner counts it as refused)."""
+    import warnings
+
+    from fuzz.cases import load, unload
+
+    refused = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # `x is 1` is legal, and generated
+        for index in range(400):
+            case = draw_case(case_seed(SLICE_SEED + 1, index))
+            try:
+                unload(load(case.render()))
+            except Exception as error:
+                refused.append((index, f"{type(error).__name__}: {error}"))
+    assert not refused, refused[:3]

@@ -49,6 +49,8 @@ class Case:
     covered: Counter[str] = field(default_factory=Counter)
     # a second stage taking ``Out`` (its pre-conditions): the case is then a Pipeline
     stage2: list[str] | None = None
+    # the body of a ``def post(self, o, i)`` method predicate (statements), if any
+    method: list[str] | None = None
 
     def render(self) -> str:
         defs: list[str] = []
@@ -85,7 +87,13 @@ class Generated(Contract):
 
     def forward(self, input: In) -> Out:
         return self.contract_result
-{self._stage2()}'''
+{self._method()}{self._stage2()}'''
+
+    def _method(self) -> str:
+        if self.method is None:
+            return ""
+        body = "\n".join(f"        {line}" for line in self.method)
+        return f"\n    def post(self, o: Out, i: In) -> Optional[bool]:\n{body}\n"
 
     def _stage2(self) -> str:
         if self.stage2 is None:
@@ -128,6 +136,9 @@ PIPELINE = Pipeline(Generated(), Second())
         return replace(self, posts=[body if k == index else p
                                     for k, p in enumerate(self.posts)])
 
+    def with_method(self, lines: list[str] | None) -> Case:
+        return replace(self, method=lines)
+
     def with_stage2(self, bodies: list[str] | None) -> Case:
         return replace(self, stage2=bodies)
 
@@ -161,7 +172,17 @@ def draw_case(seed: int) -> Case:
         second = Grammar(rng, [Atom(f"i.{n}", t) for n, t in out.fields], constants, pool,
                          covered, depth)
         stage2 = [second.boolean() for _ in range(rng.choice([0, 1, 1, 2]))]
-    return Case(seed, constants, inp, out, pres, posts, pool, covered, stage2)
+    method = None
+    if rng.random() < 0.15:  # a method predicate: guards, a local, an assert, returns
+        covered["method predicate"] += 1
+        method = [f"if {post_grammar.boolean(1)}:",
+                  f"    return {post_grammar.boolean(1)}",
+                  f"k = {post_grammar.number(1)}",
+                  f"assert {post_grammar.boolean(1)}, 'failed assert'"]
+        method.append(rng.choice([f"return k {rng.choice(['<', '==', '>'])} "
+                                  f"{post_grammar.number(2)}", "return None", "pass",
+                                  "raise ValueError('rejected')"]))
+    return Case(seed, constants, inp, out, pres, posts, pool, covered, stage2, method)
 
 
 _DIR = Path(tempfile.mkdtemp(prefix="hoare_fuzz_"))

@@ -66,6 +66,13 @@ def _variants(case: Case) -> Iterator[Case]:
         yield case.without_pre(k)
     for k in range(len(case.posts)):
         yield case.without_post(k)
+    if case.method is not None:
+        yield case.with_method(None)
+        for k in range(len(case.method) - 1):  # drop a statement (an if with its body)
+            if case.method[k].startswith("    "):
+                continue
+            width = 2 if case.method[k].startswith("if ") else 1
+            yield case.with_method(case.method[:k] + case.method[k + width:])
     if case.stage2 is not None:
         yield case.with_stage2(None)
         for k in range(len(case.stage2)):
@@ -74,7 +81,7 @@ def _variants(case: Case) -> Iterator[Case]:
             for smaller in smaller_bodies(body):
                 yield case.with_stage2([smaller if j == k else b
                                         for j, b in enumerate(case.stage2)])
-    bodies = " ".join([*case.pres, *case.posts, *(case.stage2 or ())])
+    bodies = " ".join([*case.pres, *case.posts, *(case.stage2 or ()), *(case.method or ())])
     for role, model in (("o", case.out), ("i", case.inp)):
         for name, _t in model.fields:
             if not re.search(rf"\b{role}\.{name}\b", bodies):

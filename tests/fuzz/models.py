@@ -389,9 +389,32 @@ def _scalar(rng: random.Random) -> FieldType:
     return maker(rng)
 
 
+OTHER_TYPES: tuple[str, ...] = (
+    "Union[int, str]", "Union[str, int]", "Union[float, int]", "Union[int, float]",
+    "Union[int, bool]", "Union[bool, int]", "Union[float, str]", "Literal[1, True]",
+    "Literal[True, 1]", "Literal[1.5, 'a']", "tuple[int, str]", "set[int]",
+    "frozenset[str]", "dict[str, int]", "list[Optional[int]]", "Optional[list[int]]",
+)
+
+
+def _other_type(rng: random.Random) -> FieldType:
+    """Unions, mixed literals and the other collections (mostly outside the verifier's
+    exact model: their verdicts must come out unknown, not wrong)."""
+    annotation = rng.choice(OTHER_TYPES)
+    pool_values: tuple[Any, ...] = (0, 1, 2, -1, 1.0, 1.5, 2.0, "a", "1", "", "nan", True,
+                                    False, None, [1, "a"], [1, 1], ["a"], {"a": 1}, [None, 2])
+
+    def draw(r: random.Random, pool: Pool) -> Any:
+        return r.choice(pool_values) if r.random() < 0.8 else _pick_int(r, pool)
+
+    return FieldType(annotation, "other", draw, features=(f"other:{annotation}",))
+
+
 def field_type(rng: random.Random, depth: int = 0) -> FieldType:
     """A field's type: a scalar, now and then wrapped in Optional/Union, a list, a model."""
     roll = rng.random()
+    if roll > 0.94:
+        return _other_type(rng)
     if roll < 0.1 and depth == 0:
         return _list_type(rng, depth)
     if roll < 0.17 and depth == 0:

@@ -67,6 +67,9 @@ class CaseResult:
     source: str = ""
 
 
+_INSTANCE: list[object] = []  # the contract instance a case's method predicates run on
+
+
 class _Int(int):
     """An int subclass, as a caller may pass one (pydantic decides what it becomes)."""
 
@@ -78,6 +81,8 @@ class _Str(str):
 def passes(source: Any, value: object, used: object = None) -> bool:
     """The kernel's semantics: a raise or a falsy non-None result fails."""
     args = [value, used] if source.takes_input else [value]
+    if source.is_method:
+        args.insert(0, _INSTANCE[0] if _INSTANCE else None)
     try:
         result = source.fn(*args)
         return result is None or bool(result)
@@ -250,6 +255,7 @@ def _run(case: Case, module: Any, result: CaseResult, timeout_ms: int,
     rng = random.Random(case.seed if value_seed is None else value_seed)
     cls = module.Generated
     desc = cls.__hoare__
+    _INSTANCE[:] = [cls()]
     pipeline = getattr(module, "PIPELINE", None)
     report = verify(cls if pipeline is None else pipeline, timeout_ms=timeout_ms,
                     rlimit=RLIMIT)

@@ -76,6 +76,10 @@ def module_constants(rng: random.Random) -> list[Constant]:
         Constant("SET", "{" + ", ".join(repr(w) for w in sorted(words)) + "}", "strs"),
         Constant("NUMBERS", repr(tuple(numbers)), "ints"),
         Constant("TABLE", repr({w: k for k, w in enumerate(words)}), "dict"),
+        Constant("FLAG", repr(rng.choice([True, False])), "bool"),
+        Constant("NOTHING", "None", "none"),
+        Constant("PATTERN", f"re.compile({rng.choice(PATTERNS)!r})", "regex"),
+        Constant("PAIRS", repr(tuple((w, k) for k, w in enumerate(words))), "pairs"),
     ]
     return rng.sample(shapes, rng.randrange(2, len(shapes) + 1))
 
@@ -212,6 +216,17 @@ class Grammar:
             return f"{text} {LITERAL_OPS[form]} {value}"
         if kind == "list":
             return self._list_predicate(text, ftype, depth)
+        if kind == "other":
+            form = rng.choice(["isinstance", "eq", "len", "in", "is", "index", "truthy"])
+            self._take(f"other:{form}")
+            lit = rng.choice(["1", "'a'", "1.0", "True", "'1'", "None", "1.5"])
+            return {
+                "isinstance": f"isinstance({text}, {rng.choice(['int', 'str', 'float', 'bool'])})",
+                "eq": f"{text} {rng.choice(['==', '!='])} {lit}",
+                "len": f"len({text}) {rng.choice(['==', '>'])} {rng.randrange(0, 3)}",
+                "in": f"{lit} in {text}", "is": f"{text} is {rng.choice(['True', 'None'])}",
+                "index": f"{text}[0] == {lit}", "truthy": text,
+            }[form]
         if kind == "model":
             sub = [Atom(f"{text}.{n}", t) for n, t in ftype.fields]
             self._take("model:attribute")
@@ -279,7 +294,7 @@ class Grammar:
         rng = self.rng
         form = rng.choice(["method", "registry", "unary", "in", "regex", "len", "compare",
                            "const_in", "isinstance", "strip", "find", "unregistered",
-                           "format", "truthy"])
+                           "format", "truthy", "constants"])
         self._take(f"str:{form}")
         lit = self._str_lit()
         if form == "method":
@@ -317,6 +332,15 @@ class Grammar:
         if form == "isinstance":
             self._take("call:isinstance")
             return f"isinstance({text}, {rng.choice(['str', 'int', '(int, str)'])})"
+        if form == "constants":  # the rarer shapes of module constants
+            const = self._const(rng.choice(["bool", "none", "regex", "pairs"]))
+            if const is None:
+                return f"{text} != {lit}"
+            self._take(f"constant:{const.name}")
+            return {"bool": f"({text} == {lit}) is {const.name}",
+                    "none": f"{text} is not {const.name}",
+                    "regex": f"{const.name}.match({text}) is not None",
+                    "pairs": f"({text}, 0) in {const.name}"}[const.kind]
         if form == "strip":
             name = rng.choice(["strip", "lstrip", "rstrip", "removeprefix", "removesuffix"])
             self._take(f"call:str.{name}")
@@ -495,7 +519,11 @@ class Grammar:
             return f"str({self.number(depth + 1)})"
         if form == "fstring":
             spec = rng.choice(["", "", "!r", ":>3", ":.1f", ":d", ":x"])
-            return f"f'<{{{self.number(depth + 1)}{spec}}}>'"
+            inner = self.number(depth + 1)
+            if "\\" in inner or ("'" in inner and '"' in inner):
+                return f"str({inner})"  # Python 3.11: no backslash or reused quote inside
+            quote = '"' if "'" in inner else "'"
+            return f"f{quote}<{{{inner}{spec}}}>{quote}"
         if form == "percent":
             spec = rng.choice(["%s", "%d", "%r", "%.2f", "%x"])
             return f"({spec!r} % ({self.number(depth + 1)},))"
