@@ -26,6 +26,7 @@ import typing
 import z3
 
 from .source import SourceNotFound, function_node
+from .unmodelled import Unmodelled
 from .values import Opaque, SOpaque, Sym, const_to_sym, is_plain_data
 
 __all__ = ["InstanceSelf", "SelfModel", "StaticSelf", "plain"]
@@ -154,8 +155,9 @@ class StaticSelf(SelfModel):
         return sym
 
 
-class _Dynamic(Exception):
-    """The user's methods may set any attribute (``setattr``, ``__dict__``…)."""
+class _Dynamic(Unmodelled):
+    """The user's methods may set any attribute (``setattr``, ``__dict__``…): what
+    ``self.<name>`` holds is not modelled, so it is an ``Unmodelled`` reason."""
 
 
 _DYNAMIC_CALLS = {"setattr", "delattr", "vars", "__setattr__", "__delattr__"}
