@@ -328,6 +328,14 @@ def test_generated_folds_agree_with_pydantic_and_the_predicates(
             if value != "<omitted>":
                 data[name] = value
         rows.append(data)
+    # what the engine sends llama.cpp (the json_schema compile, shaped for its grammar)
+    # means what the llama_cpp compile proves things about
+    from hoare.engines.capabilities import shaped
+
+    sent = shaped(compile_contract(desc, "json_schema").schema, "llama_cpp")
+    proved = compile_contract(desc, "llama_cpp").schema
+    for data in rows:
+        assert accepts(sent, data) == accepts(proved, data), (source, data, sent, proved)
     for dialect in ("json_schema", "llama_cpp", "openai_strict"):
         compiled = compile_contract(desc, dialect)
         folded_all = "anyOf" in compiled.schema or all(

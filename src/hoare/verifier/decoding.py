@@ -524,6 +524,8 @@ def _fold_finite(cm: ContractModel, compiled: Compiled, schema: dict[str, Any],
             compiled.dropped.append(f"{fold.text()}: not sent to openai_strict (its subset "
                                     f"needs an object at the root, not an anyOf); each "
                                     f"field's accepted values sent as an enum")
+        defaults = {name: node["default"] for name, node in schema["properties"].items()
+                    if isinstance(node, dict) and "default" in node}
         for name, values in fold.projections().items():
             if not fold.narrows(name):
                 continue
@@ -538,7 +540,7 @@ def _fold_finite(cm: ContractModel, compiled: Compiled, schema: dict[str, Any],
         compiled.finite.append(f"{', '.join(fold.fields)}: each field's accepted values "
                                f"as an enum (from {', '.join(fold.predicates)})")
         _bind_defaults(schema, {name: [("enum", values)] for name, values
-                                in fold.projections().items()}, compiled)
+                                in fold.projections().items()}, compiled, defaults)
         return fold
     compiled.schema = finite_folding.branches_schema(schema, fold)
     compiled.finite.append(fold.text())
@@ -574,7 +576,7 @@ def _omitted_unknown(cm: ContractModel, name: str, prop: dict[str, Any]) -> bool
 
 
 def _bind_defaults(schema: dict[str, Any], constraints: dict[str, list[tuple[str, Any]]],
-                   compiled: Compiled) -> None:
+                   compiled: Compiled, defaults: dict[str, Any] | None = None) -> None:
     """A folded constraint binds a key only when it is sent: an optional field whose
     default breaks the constraints folded on it is made required (an answer leaving it
     out gets that default, which every post-condition accepting output rules out), so
@@ -582,6 +584,8 @@ def _bind_defaults(schema: dict[str, Any], constraints: dict[str, list[tuple[str
     required = schema.get("required", [])
     for name, items in constraints.items():
         prop = schema.get("properties", {}).get(name)
+        if defaults is not None and name in defaults:
+            prop = {"default": defaults[name]}  # said before the property was replaced
         if name in required or not isinstance(prop, dict) or "default" not in prop:
             continue
         default = prop["default"]
