@@ -184,6 +184,39 @@ def tool_calls(*calls: tuple[str, str], content: str | None = None) -> Reply:
     return Reply(200, body, {}, 0.0)
 
 
+def responses_reply(text: str | None = None, *, calls: Iterable[tuple[str, str]] = (),
+                    reasoning: Iterable[str] = (), input_tokens: Any = 5,
+                    output_tokens: Any = 3, status: str = "completed",
+                    model: str = MODEL) -> Reply:
+    """A 200 answer of the Responses API (``POST /v1/responses``): reasoning items
+    (``rs_<i>``, their encrypted content as given), a message with ``text``, and
+    function calls ``(name, arguments JSON)`` with call ids ``call_0``, ``call_1``, …"""
+    output: list[dict[str, Any]] = [
+        {"type": "reasoning", "id": f"rs_{i}", "summary": [], "encrypted_content": secret}
+        for i, secret in enumerate(reasoning)]
+    if text is not None:
+        output.append({"type": "message", "id": "msg_0", "role": "assistant",
+                       "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    output.extend({"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}",
+                   "name": name, "arguments": arguments, "status": "completed"}
+                  for i, (name, arguments) in enumerate(calls))
+    body = {"id": "resp_0", "object": "response", "created_at": 0, "model": model,
+            "status": status, "output": output,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                      "total_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}}}
+    return Reply(200, body, {}, 0.0)
+
+
+def embeddings_reply(*vectors: Any, model: str = MODEL) -> Reply:
+    """A 200 answer of ``POST /v1/embeddings``: one ``data`` item per vector, in order."""
+    return Reply(200, {"object": "list", "model": model,
+                       "data": [{"object": "embedding", "index": i, "embedding": v}
+                                for i, v in enumerate(vectors)],
+                       "usage": {"prompt_tokens": 1, "total_tokens": 1}}, {}, 0.0)
+
+
 def error(status: int, message: str, *, retry_after: float | None = None,
           retry_after_ms: float | None = None, headers: Mapping[str, str] | None = None,
           delay: float = 0.0, type: str = "error") -> Reply:
@@ -445,7 +478,8 @@ class OpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
-                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions",
+                                                 "/v1/responses", "/v1/embeddings"):
                     self._send(error(404, f"no route {self.path}"))
                     return
                 try:

@@ -317,7 +317,9 @@ class OpenAIEngine:
     ``"json_object"``, ``"text"`` (not at all), or ``"auto"`` (``json_schema``,
     stepping down when the server rejects it). Prebuilt ``client``/``async_client``
     may be passed (their own retries are turned off). ``Options`` set on a request
-    override ``default_options``.
+    override ``default_options``. ``api_type="responses"`` sends requests to OpenAI's
+    Responses API instead of chat completions (``openai_responses``: reasoning items
+    kept across turns).
     """
 
     def __init__(
@@ -332,7 +334,15 @@ class OpenAIEngine:
         async_client: openai.AsyncOpenAI | None = None,
         default_options: Options | None = None,
         max_async_clients: int = 8,
+        api_type: Literal["chat_completions", "responses"] = "chat_completions",
     ) -> None:
+        if api_type not in ("chat_completions", "responses"):
+            raise EngineConfigError(f"OpenAIEngine(api_type={api_type!r}): expected "
+                                    "'chat_completions' or 'responses'")
+        self.api_type = api_type
+        from .openai_responses import ReasoningMemory  # reasoning items across turns
+
+        self.reasoning_memory = ReasoningMemory()
         if structured not in ("auto", "json_schema", "json_object_schema", "json_object",
                               "text"):
             raise EngineConfigError(f"OpenAIEngine(structured={structured!r}): expected 'auto', "
@@ -588,6 +598,10 @@ class OpenAIEngine:
         return False
 
     def complete(self, request: Request) -> Response:
+        if self.api_type == "responses":
+            from . import openai_responses
+
+            return openai_responses.complete(self, request)
         for _ in range(5):  # at most: three format step-downs and one token-parameter switch
             fmt = self._format
             params = self.params(request, fmt)
@@ -611,6 +625,10 @@ class OpenAIEngine:
         raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
 
     async def acomplete(self, request: Request) -> Response:
+        if self.api_type == "responses":
+            from . import openai_responses
+
+            return await openai_responses.acomplete(self, request)
         for _ in range(5):
             fmt = self._format
             params = self.params(request, fmt)

@@ -25,6 +25,7 @@ from .demonstrations import (
     take,
     with_tags,
 )
+from .embeddings import EmbeddingError, closest, diverse, openai_embedder
 from .parsers import (
     Answer,
     FinalAnswer,
@@ -70,6 +71,7 @@ __all__ = [
     "Classification",
     "DemonstrationError",
     "DummyModel",
+    "EmbeddingError",
     "Example",
     "FailingModel",
     "FeedbackMessage",
@@ -96,7 +98,9 @@ __all__ = [
     "budget_entry",
     "budget_from_limits",
     "classify",
+    "closest",
     "distribution_of",
+    "diverse",
     "few_shot",
     "final_tool_call",
     "final_tool_call_as",
@@ -107,6 +111,7 @@ __all__ = [
     "last_code_block",
     "load_demonstrations",
     "most_similar",
+    "openai_embedder",
     "outcome_of",
     "pricing_for",
     "response_with",

@@ -1,0 +1,302 @@
+"""OpenAI's Responses API for ``OpenAIEngine(api_type="responses")``.
+
+A ``Request`` (chat messages, tools, schema, options) becomes a ``responses.create``
+call: messages are input items, an assistant message's tool calls are
+``function_call`` items and a ``tool`` message a ``function_call_output``; tools are
+sent flat, the schema as ``text.format``. The answer's ``output`` items are read and
+every field checked (as the chat path does: a missing or mistyped field is an
+``EngineAnswerError`` quoting it, a bad token count is replaced by its bound).
+
+Reasoning items are kept across a multi-turn conversation: requests ask for them
+(``include: ["reasoning.encrypted_content"]``, ``store: false``), and the engine
+remembers the reasoning items that came with each answer (by its tool call ids, else
+its text); when a later request repeats that answer, its reasoning items are sent
+again before it, as the API wants. The memory is bounded and shared by threads.
+``n > 1`` is sent as n requests (the API has no ``n``); log-probabilities are not
+offered by this path and asking for them is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .base import (
+    EngineAnswerError,
+    Message,
+    ModelRefusal,
+    Options,
+    Request,
+    Response,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["ReasoningMemory", "parse_response", "responses_params"]
+
+_MEMORY_SIZE = 4096
+
+
+class ReasoningMemory:
+    """The reasoning items of recent answers, by the answer's tool call ids or text."""
+
+    def __init__(self, size: int = _MEMORY_SIZE) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[dict[str, Any], ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(text: str, calls: Sequence[ToolCall]) -> str:
+        ids = [c.id for c in calls if c.id]
+        return "calls:" + json.dumps(ids) if ids else "text:" + text
+
+    def remember(self, text: str, calls: Sequence[ToolCall],
+                 items: tuple[dict[str, Any], ...]) -> None:
+        if not items:
+            return
+        with self._lock:
+            self._items[self.key(text, calls)] = items
+            self._items.move_to_end(self.key(text, calls))
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def recall(self, message: Message) -> tuple[dict[str, Any], ...]:
+        with self._lock:
+            return self._items.get(self.key(message.content, message.tool_calls), ())
+
+
+def _tool(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions tool spec in the Responses API's flat form."""
+    function = spec.get("function")
+    if spec.get("type") == "function" and isinstance(function, Mapping):
+        flat = {"type": "function", "name": function.get("name"),
+                "parameters": function.get("parameters", {})}
+        if function.get("description"):
+            flat["description"] = function["description"]
+        return flat
+    return dict(spec)
+
+
+def _input(messages: Sequence[Message], memory: ReasoningMemory) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            items.append({"type": "function_call_output",
+                          "call_id": message.tool_call_id or "", "output": message.content})
+            continue
+        if message.role == "assistant":
+            items.extend(memory.recall(message))
+            if message.content or not message.tool_calls:
+                items.append({"role": "assistant", "content": message.content})
+            items.extend({"type": "function_call", "call_id": call.id, "name": call.name,
+                          "arguments": call.arguments} for call in message.tool_calls)
+            continue
+        items.append({"role": message.role, "content": message.content})
+    return items
+
+
+def responses_params(request: Request, options: Options, model: str, timeout: float,
+                     text_format: Mapping[str, Any] | None, memory: ReasoningMemory
+                     ) -> dict[str, Any]:
+    """The keyword arguments of ``responses.create`` for one completion of ``request``."""
+    if options.logprobs:
+        from .openai_engine import EngineConfigError
+
+        raise EngineConfigError("OpenAIEngine(api_type='responses') does not return "
+                                "log-probabilities: use api_type='chat_completions'")
+    params: dict[str, Any] = {"model": model, "input": _input(request.messages, memory),
+                              "store": False, "include": ["reasoning.encrypted_content"],
+                              "timeout": timeout}
+    if options.temperature is not None:
+        params["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        params["max_output_tokens"] = options.max_tokens
+    if options.extra_body:
+        params["extra_body"] = dict(options.extra_body)
+    if request.tools:
+        params["tools"] = [_tool(t) for t in request.tools]
+        if request.tool_choice is not None:
+            params["tool_choice"] = request.tool_choice
+    if text_format is not None:
+        params["text"] = {"format": dict(text_format)}
+    return params
+
+
+def text_format(response_format: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A chat ``response_format`` payload as the Responses API's ``text.format``."""
+    if response_format is None:
+        return None
+    if response_format.get("type") == "json_schema":
+        inner = dict(response_format.get("json_schema") or {})
+        return {"type": "json_schema", **inner}
+    return {"type": str(response_format.get("type"))}
+
+
+def _excerpt(value: Any) -> str:
+    from .openai_engine import _excerpt as excerpt
+
+    return excerpt(value)
+
+
+def _text_of(item: Mapping[str, Any], where: str) -> tuple[str, str | None]:
+    """(text, refusal) of an output ``message`` item."""
+    content = item.get("content")
+    if not isinstance(content, list):
+        raise EngineAnswerError(f"{where} answered a message item whose content is not a "
+                                f"list: {_excerpt(item)}")
+    texts: list[str] = []
+    refusal: str | None = None
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "output_text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            refusal = part["refusal"]
+        else:
+            raise EngineAnswerError(f"{where} answered a message part that is not text: "
+                                    f"{_excerpt(part)}")
+    return "".join(texts), refusal
+
+
+def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
+                   where: str, memory: ReasoningMemory) -> Response:
+    """One Responses API answer, every field checked (see the module)."""
+    from .openai_engine import _request_bytes, checked_usage
+
+    status = data.get("status")
+    if status is not None and not isinstance(status, str):
+        raise EngineAnswerError(f"{where} answered a status that is not text: "
+                                f"{_excerpt(status)}")
+    if status == "failed" or (data.get("error") is not None and not data.get("output")):
+        raise EngineAnswerError(f"{where} answered a failed response: "
+                                f"{_excerpt(data.get('error'))}")
+    output = data.get("output")
+    if not isinstance(output, list):
+        raise EngineAnswerError(f"{where} answered without an 'output' list: "
+                                f"{_excerpt(data)}")
+    texts: list[str] = []
+    refusals: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
+    for item in output:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "message":
+            text, refusal = _text_of(item, where)
+            texts.append(text)
+            if refusal:
+                refusals.append(refusal)
+        elif kind == "function_call":
+            name, arguments, ident = item.get("name"), item.get("arguments"), \
+                item.get("call_id")
+            if not (isinstance(name, str) and name and isinstance(arguments, str)
+                    and isinstance(ident, str) and ident):
+                raise EngineAnswerError(f"{where} answered a malformed function call: "
+                                        f"{_excerpt(item)}")
+            calls.append(ToolCall(ident, name, arguments))
+        elif kind == "reasoning":
+            try:
+                json.dumps(item, allow_nan=False)
+            except (TypeError, ValueError, RecursionError):
+                raise EngineAnswerError(f"{where} answered a reasoning item that cannot be "
+                                        f"sent back: {_excerpt(item)}") from None
+            reasoning.append(item)
+        elif not isinstance(kind, str):
+            raise EngineAnswerError(f"{where} answered an output item without a type: "
+                                    f"{_excerpt(item)}")
+        # other item types (web search calls, ...) carry nothing a Response holds
+    text = "".join(texts)
+    raw_usage = data.get("usage")
+    usage_map = raw_usage if isinstance(raw_usage, Mapping) else {}
+    chat_usage = {"prompt_tokens": usage_map.get("input_tokens"),
+                  "completion_tokens": usage_map.get("output_tokens"),
+                  "prompt_tokens_details": usage_map.get("input_tokens_details")}
+    limit = params.get("max_output_tokens")
+    output_bound = limit if isinstance(limit, int) and limit > 0 else \
+        len(json.dumps(output).encode("utf-8", "surrogatepass"))
+    usage = checked_usage(chat_usage, _request_bytes(request), output_bound, where)
+    if not text and not calls and refusals:
+        raise ModelRefusal(f"{where}: the model refused to answer: {_excerpt(refusals[0])}",
+                           refusal=refusals[0], usage=usage)
+    finish = "tool_calls" if calls else "length" if status == "incomplete" else "stop"
+    memory.remember(text, calls, tuple(reasoning))
+    model = data.get("model")
+    return Response(texts=(text,), finish_reasons=(finish,), usage=usage,
+                    model=model if isinstance(model, str) and model else str(params["model"]),
+                    tool_calls=tuple(calls))
+
+
+def merged(responses: Sequence[Response]) -> Response:
+    """n answers of n requests as one ``Response`` of n completions."""
+    if len(responses) == 1:
+        return responses[0]
+    usage = Usage()
+    for response in responses:
+        usage = usage + response.usage
+    first = responses[0]
+    return Response(texts=tuple(r.texts[0] for r in responses),
+                    finish_reasons=tuple(r.finish_reasons[0] for r in responses),
+                    usage=usage, model=first.model, tool_calls=first.tool_calls)
+
+
+def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
+    from .openai_engine import DEFAULT_TIMEOUT, _merge, response_format
+
+    options = _merge(engine.default_options, request.options)
+    timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
+    fmt = text_format(response_format(request, "json_schema"))
+    params = responses_params(request, options, options.model or engine.model, timeout, fmt,
+                              engine.reasoning_memory)
+    return params, options.n
+
+
+def _read(engine: Any, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
+    from ..errors import EngineError
+    from .openai_engine import _body_of
+
+    where = engine._where(params)
+    try:
+        return parse_response(_body_of(getattr(raw, "http_response", raw), where), params,
+                              request, where, engine.reasoning_memory)
+    except EngineError as error:
+        text = str(error)
+        if engine._redact(text) != text:  # a server echoing the key in what it sent
+            error.args = (engine._redact(text),)
+        raise
+
+
+def complete(engine: Any, request: Request) -> Response:
+    """``OpenAIEngine.complete`` on the Responses API."""
+    import functools
+
+    from .openai_engine import _WATCHDOG_GRACE, _watched
+
+    params, n = _prepared(engine, request)
+    create = engine.client.responses.with_raw_response.create
+    answers = []
+    for _ in range(n):
+        raw = engine.transport.call(
+            functools.partial(_watched, create, float(params["timeout"]) + _WATCHDOG_GRACE,
+                              params), engine._classifier(params), where=engine._where(params))
+        answers.append(_read(engine, raw, params, request))
+    return merged(answers)
+
+
+async def acomplete(engine: Any, request: Request) -> Response:
+    """``OpenAIEngine.acomplete`` on the Responses API."""
+    import functools
+
+    from .openai_engine import _WATCHDOG_GRACE, _bounded
+
+    params, n = _prepared(engine, request)
+    client = await engine._aclient()
+    create = client.responses.with_raw_response.create
+    answers = []
+    for _ in range(n):
+        raw = await engine.transport.acall(
+            functools.partial(_bounded, create, float(params["timeout"]) + _WATCHDOG_GRACE,
+                              params), engine._classifier(params), where=engine._where(params))
+        answers.append(_read(engine, raw, params, request))
+    return merged(answers)
