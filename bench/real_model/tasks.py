@@ -1,4 +1,4 @@
-"""Six small tasks for the real-model bench: a contract each, deterministic inputs."""
+"""Seven small tasks for the real-model bench: a contract each, deterministic inputs."""
 
 from __future__ import annotations
 
@@ -98,6 +98,26 @@ def _rating(decoding: Any, stream: bool = False) -> type[Contract[Review, Rating
     return RateReview
 
 
+def _sentiment(decoding: Any, stream: bool = False) -> type[Contract[Review, Rating]]:
+    """The issue-34 task: an equivalence over finite fields only (a Literal and an int
+    range), which ``decoding="schema"`` now sends as an anyOf of branches (positive with
+    4-5 stars, negative with 1-2, neutral with 3) and llama.cpp's grammar enforces."""
+    @contract(decoding=decoding, stream=stream,
+              remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class ReviewSentiment(Contract[Review, Rating]):
+        prompt = ("Give the review's sentiment and 1 to 5 stars: positive reviews get 4 or "
+                  "5 stars, negative ones 1 or 2, neutral ones 3.")
+        post_conditions = [Post(lambda r: r.stars >= 4 if r.sentiment == "positive" else
+                                r.stars <= 2 if r.sentiment == "negative" else r.stars == 3,
+                                "stars match the sentiment")]
+
+        def forward(self, review: Review) -> Rating:
+            return self.contract_result if self.contract_successful else \
+                Rating(sentiment="neutral", stars=3)
+
+    return ReviewSentiment
+
+
 def _sum(decoding: Any, stream: bool = False) -> type[Contract[Sum, Total]]:
     @contract(decoding=decoding, stream=stream,
               remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
@@ -195,6 +215,7 @@ TASKS = [
     Task("triage", _triage, [Ticket(text=t) for t in MESSAGES]),
     Task("title", _title, [Article(body=t) for t in TEXTS]),
     Task("rating", _rating, [Review(text=t) for t in REVIEWS]),
+    Task("sentiment", _sentiment, [Review(text=t) for t in REVIEWS]),
     Task("sum", _sum, [Sum(a=3 + 7 * i, b=11 + 5 * i) for i in range(10)]),
     Task("tags", _tags, [Note(text=t) for t in NOTES]),
     # the field that decides comes first, a long one after it: what early stopping is for
