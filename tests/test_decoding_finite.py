@@ -102,6 +102,12 @@ def test_hoare_schema_reports_the_equivalence_as_enforced_for_both_dialects() ->
         assert len(found["schema"]["anyOf"]) == 2
         assert any(f.startswith("anyOf of 2 branch(es) over sentiment, stars")
                    for f in found["folded"])
+    shown = subprocess.run([sys.executable, "-m", "hoare", "schema",
+                            "test_decoding_finite:Rate", "--dialect", "llama_cpp"],
+                           cwd=here, capture_output=True, text=True, timeout=300, env=env)
+    assert shown.returncode == 0, shown.stderr
+    folded = shown.stdout.split("folded:")[1].split("enforced_by_schema:")[0]
+    assert "anyOf of 2 branch(es)" in folded and "integer range sent as an enum" in folded
 
 
 def test_openai_strict_gets_no_anyof_at_the_root_and_says_so() -> None:

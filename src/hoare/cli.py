@@ -396,7 +396,7 @@ def _schema(args: argparse.Namespace) -> int:
     print(f"{compiled.contract} for {compiled.dialect}:")
     print(_json_text(compiled.schema))
     for title, items in (("folded", [f.text() + f"  (from {f.predicate})"
-                                     for f in compiled.folded]),
+                                     for f in compiled.folded] + compiled.finite),
                          ("dropped", compiled.dropped),
                          ("enforced_by_schema", [f"{k}: {v}" for k, v in
                                                  compiled.enforced.items()]),
