@@ -152,17 +152,21 @@ class Streamed:
     interval: float = 0.0
     prompt_tokens: int = 10
     logprobs: tuple[Any, ...] | None = None  # per piece: (token, logprob, top) or None
+    refusal: str | None = None  # sent as ``delta.refusal`` pieces after the content
+    finish_reason: str = "stop"
 
 
-def stream(*pieces: str, interval: float = 0.0, prompt_tokens: int = 10,
-           logprobs: list[Any] | None = None) -> Reply:
+def stream(*pieces: str, interval: float = 0.0, prompt_tokens: Any = 10,
+           logprobs: list[Any] | None = None, refusal: str | None = None,
+           finish_reason: str = "stop") -> Reply:
     """A streamed chat completion (server-sent events): one chunk per piece (a token),
     ``interval`` seconds apart, then a final chunk with the usage. ``logprobs``: per
     piece, None or ``(token, logprob, [(alternative, logprob), ...])``, sent as that
     chunk's ``choices[0].logprobs``. The server records in ``streamed`` how many pieces it
     wrote before the client hung up."""
     return Reply(200, Streamed(tuple(pieces), interval, prompt_tokens,
-                               None if logprobs is None else tuple(logprobs)))
+                               None if logprobs is None else tuple(logprobs), refusal,
+                               finish_reason))
 
 
 def _event(payload: dict[str, Any]) -> bytes:
@@ -535,10 +539,17 @@ class OpenAIServer:
                             "created": 0, "model": MODEL, "choices": [choice]}))
                         self.wfile.flush()
                         written += 1
+                    if streamed.refusal is not None:  # a refusal streams as its own deltas
+                        for part in (streamed.refusal[:3], streamed.refusal[3:]):
+                            self.wfile.write(_event({
+                                "id": "chatcmpl-test", "object": "chat.completion.chunk",
+                                "created": 0, "model": MODEL,
+                                "choices": [{"index": 0, "delta": {"refusal": part},
+                                             "finish_reason": None}]}))
                     self.wfile.write(_event({
                         "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                         "model": MODEL, "choices": [{"index": 0, "delta": {},
-                                                     "finish_reason": "stop"}],
+                                                     "finish_reason": streamed.finish_reason}],
                         "usage": {"prompt_tokens": streamed.prompt_tokens,
                                   "completion_tokens": len(streamed.pieces)}}))
                     self.wfile.write(b"data: [DONE]\n\n")

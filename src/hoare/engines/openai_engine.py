@@ -666,7 +666,7 @@ class OpenAIEngine:
                                        ) from error
         finally:
             stream.close()  # an early stop closes the connection: no more tokens are read
-        return reading.response(params)
+        return reading.response(params, self._where(params), self._redact)
 
     async def _aread_stream(self, stream: Any, params: Mapping[str, Any],
                             request: Request) -> Response:
@@ -682,7 +682,7 @@ class OpenAIEngine:
                                        ) from error
         finally:
             await stream.close()
-        return reading.response(params)
+        return reading.response(params, self._where(params), self._redact)
 
     def _response(self, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
         """The answer of a non-streamed send, read from the body the server sent (not from
@@ -897,6 +897,7 @@ class _StreamReading:
     def __init__(self, request: Request) -> None:
         self.watch = request.watch
         self.parts: list[str] = []
+        self.refusal: list[str] = []  # ``delta.refusal`` pieces: the model declined
         self.tokens: list[TokenLogprob] | None = []  # None: a malformed chunk spoiled them
         self.chunks = 0
         self.finish: str | None = None
@@ -929,6 +930,9 @@ class _StreamReading:
                 continue
             delta = choice.delta
             piece = getattr(delta, "content", None) if delta else None
+            refused = getattr(delta, "refusal", None) if delta else None
+            if isinstance(refused, str) and refused:
+                self.refusal.append(refused)
             logprobs = getattr(choice, "logprobs", None)
             content = getattr(logprobs, "content", None) if logprobs is not None else None
             if content and self.tokens is not None:
@@ -952,15 +956,33 @@ class _StreamReading:
             return True
         return False
 
-    def response(self, params: Mapping[str, Any]) -> Response:
+    def response(self, params: Mapping[str, Any], where: str,
+                 redact: Callable[[str], str]) -> Response:
+        """The answer read, checked as a non-streamed one is (``_parse_checked``): the
+        usage through ``checked_usage``, a refusal or a filtered answer with no text
+        raised as ``ModelRefusal`` / ``ContentFiltered`` with its usage."""
+        text = "".join(self.parts)
         usage = self.usage
         if usage is not None and self.stopped is None:
-            spent = Usage(1, usage.prompt_tokens or 0, usage.completion_tokens or 0,
-                          _cached_tokens(usage))
+            max_tokens = params.get("max_tokens", params.get("max_completion_tokens"))
+            read = len(text.encode("utf-8", "surrogatepass")) + sum(
+                len(r.encode("utf-8", "surrogatepass")) for r in self.refusal)
+            output_bound = (max_tokens if isinstance(max_tokens, int) and max_tokens > 0
+                            else max(read, self.chunks))
+            spent = checked_usage(usage, self.bound, output_bound, where)
         else:  # cancelled: the server never sent its usage. Output: the chunks read (one
             # token each); input: an upper bound (a token is at least one UTF-8 byte)
             spent = Usage(1, self.bound, self.chunks)
-        return Response(texts=("".join(self.parts),),
+        if not text and self.stopped is None:
+            if self.refusal:
+                refusal = redact("".join(self.refusal))
+                raise ModelRefusal(f"{where}: the model refused to answer: "
+                                   f"{_excerpt(refusal, 300)}", refusal=refusal, usage=spent)
+            if self.finish == "content_filter":
+                raise ContentFiltered(f"{where}: the answer was withheld by the server's "
+                                      "content filter (finish_reason=content_filter, no text)",
+                                      usage=spent)
+        return Response(texts=(text,),
                         finish_reasons=("stopped_early" if self.stopped else self.finish,),
                         usage=spent, model=self.model or str(params["model"]),
                         decoding=_dialect(params.get("response_format")),
