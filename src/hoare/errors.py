@@ -12,6 +12,7 @@ one kind of failure::
     │   ├── ContractCallError         (TypeError) a contracted call with the wrong
     │   │                             arguments (no input, two positional inputs)
     │   ├── EngineNotConfigured       (RuntimeError) no engine given or configured
+    │   ├── InvalidOptions            (ValueError) hoare.engines: a bad Options value
     │   ├── ConfigError               hoare.verifier.project_config: a bad [tool.hoare]
     │   ├── DiscoveryError            hoare.verifier.discover: a target cannot be found
     │   ├── VerifyError               hoare.verifier.run: nothing was verified (exit 2)
@@ -35,6 +36,9 @@ one kind of failure::
     ├── WatchdogTimeout               (TimeoutError) hoare.engines.deadline: gave up waiting
     └── EngineError                   (kernel) one engine call failed
         ├── RetryableEngineError      another attempt may succeed (the stage retries)
+        │   ├── EngineAnswerError     hoare.engines: a 2xx answer that is not a completion
+        │   ├── ModelRefusal          hoare.engines: the model refused (its text, usage)
+        │   └── ContentFiltered       hoare.engines: the server's filter withheld it
         └── FatalEngineError          (kernel) retrying cannot help: the stage ends
             ├── BudgetError           a budget forbids the request (spent, no price)
             └── IdenticalResend       a remedy would resend an earlier request
