@@ -421,3 +421,56 @@ def test_a_folded_constraint_binds_an_omitted_key_through_its_default() -> None:
             if contract_accepts(desc, data):
                 assert accepts(compiled.schema, data), (dialect, data)
         assert any("default_factory" in d for d in compiled.dropped)
+
+
+def test_one_shared_contract_under_threads_sends_the_branches_every_time() -> None:
+    """A shared contract instance on one llama.cpp-like server, 8 threads (half async):
+    the schema is compiled once and shaped once; every request after the step-down
+    carries the same anyOf, every answer passes, and no thread crashes (a child
+    process: a crash fails the test)."""
+    import textwrap
+
+    here = Path(__file__).resolve().parent
+    script = textwrap.dedent('''
+        import asyncio, json, sys, threading
+        sys.path.insert(0, sys.argv[1])
+        from openai_server import OpenAIServer
+        from test_decoding_finite import Q, Rate
+        good = '{"sentiment": "negative", "stars": 2, "reason": "meh"}'
+        errors = []
+        with OpenAIServer(default=good, dialect="llama_cpp") as server:
+            rate = Rate(engine=server.engine())
+            assert rate(Q(text="warm-up")).stars == 2
+
+            def work(index):
+                try:
+                    for i in range(6):
+                        if index % 2:
+                            out = asyncio.run(rate.acall(Q(text=f"{index}-{i}")))
+                        else:
+                            out = rate(Q(text=f"{index}-{i}"))
+                        assert (out.sentiment, out.stars) == ("negative", 2), out
+                except BaseException as error:
+                    errors.append(repr(error))
+
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            bodies = server.bodies
+        assert not errors, errors
+        sent = [json.dumps(b["response_format"], sort_keys=True) for b in bodies[1:]]
+        assert len(sent) == 1 + 8 * 6 and len(set(sent)) == 1, len(set(sent))
+        assert "anyOf" in json.loads(sent[0])["schema"]
+        print("ok")
+    ''')
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "child.py"
+        path.write_text(script, encoding="utf-8")
+        done = subprocess.run([sys.executable, str(path), str(here)], capture_output=True,
+                              text=True, timeout=600, cwd=here,
+                              env={**os.environ, "PYTHONPATH": LIBRARY,
+                                   "PYTHONFAULTHANDLER": "1"})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", \
+        (done.stdout + done.stderr)[-4000:]

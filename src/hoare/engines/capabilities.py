@@ -306,7 +306,10 @@ def integer_ranges_as_enums(schema: Any, limit: int = MAX_ENUM_RANGE,
     return visit(schema, "", False), converted
 
 
-_SHAPED: dict[tuple[int, str, int], tuple[Mapping[str, Any], dict[str, Any]]] = {}
+# (id(schema), dialect, id(table)) -> (schema, table, shaped): the objects are kept, so
+# an id is never reused while its entry lives, and checked by identity on a hit
+_SHAPED: dict[tuple[int, str, int],
+              tuple[Mapping[str, Any], CapabilityTable, dict[str, Any]]] = {}
 _SHAPED_LOCK = threading.Lock()
 
 
@@ -321,8 +324,8 @@ def shaped(schema: Mapping[str, Any], dialect: str,
     key = (id(schema), dialect, id(table))
     with _SHAPED_LOCK:
         found = _SHAPED.get(key)
-        if found is not None and found[0] is schema:
-            return found[1]
+        if found is not None and found[0] is schema and found[1] is table:
+            return found[2]
     drop = frozenset(k for k in KEYWORDS if k not in ("type", "anyOf", "enum")
                      and table.verdict(dialect, k) in ("refused", "dropped"))
     enforced = table.enforced(dialect)
@@ -332,7 +335,7 @@ def shaped(schema: Mapping[str, Any], dialect: str,
     with _SHAPED_LOCK:
         if len(_SHAPED) >= 256:
             _SHAPED.pop(next(iter(_SHAPED)))
-        _SHAPED[key] = (schema, converted)
+        _SHAPED[key] = (schema, table, converted)
     return converted  # type: ignore[no-any-return]
 
 
