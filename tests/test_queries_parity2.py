@@ -588,3 +588,44 @@ def test_bad_demo_files_name_the_file_and_the_place(tmp_path: Path, entry: dict[
         load_demonstrations(path)
     assert str(path) in str(caught.value) and where in str(caught.value)
     assert what in str(caught.value)
+
+
+def test_generic_response_reads_the_tools_from_the_answer_type() -> None:
+    from hoare.queries import Response as QueryResponse
+    from hoare.queries import final_tool_call, get_text
+
+    @dataclass
+    class Typed(Query[QueryResponse[Verdict, Search | Calculator]]):
+        """Answer with the tools."""
+
+        question: str
+        __parser__ = final_tool_call.response
+
+    engine = Recorder(("", (_call("Calculator", {"expression": "2*3"}),)),
+                      ("", (_call("Verdict", {"label": "six", "score": 6}, 1),)))
+    first = Typed("q").run(engine)
+    assert first.parsed == ToolRequests((Calculator(expression="2*3"),))
+    assert sorted(t["function"]["name"] for t in engine.requests[0].tools) == \
+        ["Calculator", "Search", "Verdict"]
+    assert Typed("q").run(engine).parsed == FinalAnswer(Verdict("six", 6))
+
+    @dataclass
+    class Texty(Query[QueryResponse[str, Search]]):
+        """Answer or search."""
+
+        question: str
+        __parser__ = get_text.response
+
+    engine = Recorder("plain answer")
+    assert Texty("q").run(engine).parsed == FinalAnswer("plain answer")
+    assert engine.requests[0].tool_choice is None
+    with pytest.raises(TypeError, match="Response"):
+        get_text.response.for_type(int)
+
+
+@pytest.mark.parametrize("choice", ["always", "", 1, True])
+def test_a_tool_choice_no_server_knows_is_refused(choice: object) -> None:
+    from hoare.engines.base import Message
+
+    with pytest.raises(ValueError, match="tool_choice"):
+        Request(messages=(Message("user", "x"),), tool_choice=choice)  # type: ignore[arg-type]

@@ -234,6 +234,9 @@ class Request:
     ) -> None:
         if (messages is None) == (render is None):
             raise ValueError("Request needs exactly one of messages= or render=")
+        if tool_choice not in (None, "auto", "required", "none"):
+            raise ValueError(f"Request(tool_choice={tool_choice!r}): expected 'auto', "
+                             f"'required', 'none' or None")
         self._messages = messages
         self._render = render
         self.schema = schema

@@ -18,6 +18,7 @@ offered by this path and asking for them is an error.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -51,7 +52,10 @@ class ReasoningMemory:
     @staticmethod
     def key(text: str, calls: Sequence[ToolCall]) -> str:
         ids = [c.id for c in calls if c.id]
-        return "calls:" + json.dumps(ids) if ids else "text:" + text
+        if ids:
+            return "calls:" + json.dumps(ids)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return "text:" + digest  # a fixed size, however long the answer
 
     def remember(self, text: str, calls: Sequence[ToolCall],
                  items: tuple[dict[str, Any], ...]) -> None:
