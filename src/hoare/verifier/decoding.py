@@ -493,6 +493,8 @@ def _fold_finite(cm: ContractModel, compiled: Compiled, schema: dict[str, Any],
     """Fold the post-conditions over finite-domain fields (``finite_folding``): an
     ``anyOf`` of branches where the dialect allows one at the root, per-field enums
     (the projections) in OpenAI's strict subset, which needs an object there."""
+    if cm.output.spec.wrapped:  # ``-> bool``: predicates see the value, not the wrapper
+        return None
     posts = []
     for t in cm.post:
         found = _body(t.source)
