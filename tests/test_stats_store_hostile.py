@@ -352,3 +352,29 @@ def test_a_store_opened_before_fork_records_the_childs_calls(tmp_path: Path) -> 
     assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
     labels = sorted(r["label"] for r in query(str(path)))
     assert labels == ["child"] * 4 + ["parent"] * 2 + ["parent-queued"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(field=st.sampled_from(range(len(COLUMNS))), value=HOSTILE)
+def test_the_fast_path_agrees_with_the_field_by_field_check(field: int,
+                                                           value: object) -> None:
+    """``_plain`` (exact type tests, for the records contract calls make) accepts only
+    what ``_clean``'s field-by-field check stores unchanged, and gives the same row."""
+    import hoare.stats_store as module
+
+    fields = list(_record())
+    fields += [0] * (len(COLUMNS) - len(fields))
+    fields[field] = value
+    item = tuple(fields)
+    module._trials_text(item[15], [])  # the trials' text cached, as after a first call
+    fast = module._plain(item)
+    if fast is None:
+        return
+    problems: list[str] = []
+    original = module._plain
+    try:
+        module._plain = lambda item: None  # type: ignore[assignment]
+        slow = _clean(item, problems)
+    finally:
+        module._plain = original
+    assert slow == fast and not problems
