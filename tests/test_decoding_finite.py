@@ -491,3 +491,37 @@ def test_a_native_output_is_not_folded_through_its_wrapper() -> None:
     compiled = compile_contract(desc, "json_schema")
     assert "anyOf" not in compiled.schema and not compiled.finite
     assert "enum" not in json.dumps(compiled.schema)
+
+
+def test_a_decoder_enforcing_anyof_and_enum_turns_a_breach_into_an_accepted_answer() -> None:
+    """Against the loopback server as a llama.cpp-like decoder (enum and anyOf enforced,
+    bounds ignored), a model wanting to say "positive, 1 star": with the branches
+    (decoding="schema") the decoder makes it consistent at the first attempt; with
+    the type's schema alone (decoding="types") it cannot, and every try fails."""
+    from openai_server import OpenAIServer
+
+    breach = '{"sentiment": "positive", "stars": 1, "reason": "great"}'
+    decoder = {"llama_cpp": {"type": "enforce", "enum": "enforce", "anyOf": "enforce"}}
+
+    @contract(decoding="types", remedy_retry_params={"tries": 3, "delay": 0, "jitter": 0})
+    class TypesOnly(Contract[Q, Sentiment]):
+        prompt = "Rate the review."
+        post_conditions = Rate.post_conditions  # type: ignore[attr-defined]
+
+        def forward(self, q: Q) -> Sentiment:
+            return self.contract_result
+
+    with OpenAIServer(default=breach, dialect="llama_cpp", enforcement=decoder) as server:
+        rate = Rate(engine=server.engine())
+        out = rate(Q(text="x"))
+        assert (out.sentiment == "positive") == (out.stars >= 4)
+        assert rate.contract_outcome.success and len(rate.contract_outcome.attempts) >= 1
+        typed = TypesOnly(engine=server.engine())
+        try:
+            typed(Q(text="x"))
+        except Exception:  # the fallback has no result to give: the contract is not met
+            pass
+        outcome = typed.contract_outcome
+        assert not outcome.success
+        failed = [v.predicate for a in outcome.attempts for v in a.violations]
+        assert failed.count("post_conditions[0]") == 3, failed  # each of the 3 tries
