@@ -206,3 +206,18 @@ def test_integer_ranges_go_out_as_exactly_the_integers_the_bounds_allow(
         assert got == allowed and paths == ["properties.n"]
     else:
         assert got is None and paths == []
+
+
+def test_an_engine_is_built_when_the_working_directory_is_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """resolve() asks the file system (pyproject.toml, the cache): a deleted working
+    directory makes that raise; the engine falls back to the built-in table."""
+    import os
+
+    monkeypatch.delenv("HOARE_CACHE_DIR", raising=False)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    os.rmdir(gone)
+    with OpenAIServer(["{}"]) as server:
+        assert server.engine().capabilities is caps.BUILT_IN

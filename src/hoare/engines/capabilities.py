@@ -223,19 +223,23 @@ def pinned_path() -> Path | None:
 
 def resolve(base_url: str) -> CapabilityTable:
     """The table ``structured="auto"`` uses for a server: pinned, else cached, else
-    built-in. A table that cannot be read is logged (WARNING) and stepped over."""
+    built-in. A table that cannot be read (or a file system that cannot be asked: a
+    deleted working directory, a path too long) is logged (WARNING) and stepped over:
+    building an engine never fails for it."""
     try:
         pinned = pinned_path()
         if pinned is not None:
             return load(pinned)
-    except CapabilityError as error:
-        log.warning("hoare: %s; using the next capability table", error)
-    cached = cache_path(base_url)
-    if cached.is_file():
-        try:
+    except (CapabilityError, OSError, ValueError, RecursionError) as error:
+        log.warning("hoare: %s; using the next capability table",
+                    " ".join(str(error).split())[:500])
+    try:
+        cached = cache_path(base_url)
+        if cached.is_file():
             return load(cached)
-        except CapabilityError as error:
-            log.warning("hoare: %s; using the built-in capability table", error)
+    except (CapabilityError, OSError, ValueError, RecursionError) as error:
+        log.warning("hoare: %s; using the built-in capability table",
+                    " ".join(str(error).split())[:500])
     return BUILT_IN
 
 
