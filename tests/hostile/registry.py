@@ -239,9 +239,14 @@ def drive_cli(*arguments: str) -> Driver:
             status = cli.main(argv)
         if status not in (0, 1, 2, 3):
             raise AssertionError(f"exit status {status!r}")
-        if "--json" in argv and status != 2 and out.getvalue().strip():
-            from .properties import strict_json
+        from .properties import strict_json, well_formed_xml
+        if status != 2 and out.getvalue().strip() and \
+                ("--json" in argv or "sarif" in argv or "json" in argv):
             strict_json(out.getvalue())
+        if "--junit" in argv and status != 2:
+            written = Path(argv[argv.index("--junit") + 1])
+            if written.is_file():
+                well_formed_xml(written.read_text(encoding="utf-8"))
         return status
     return drive
 
@@ -460,6 +465,11 @@ def _build() -> dict[str, Entry]:
         path_and_text)
     add("cli:verify -o", "cli", drive_cli("verify", "hoare.engines", "--json", "-o", "{}",
                                           "--no-cache", "-j", "1"), ("path",))
+    add("cli:verify --format sarif", "cli", drive_cli(
+        "verify", "{}", "--format", "sarif", "--no-cache", "-j", "1"), ("text",))
+    add("cli:compare --junit", "cli", drive_cli(
+        "compare", "--db", ":memory:", "--baseline", "{}", "--candidate", "b",
+        "--junit", "out.xml"), ("text",))
     add("cli:stats", "cli", drive_cli("stats", "--db", "{}", "--json"), path_and_text)
     add("cli:stats --since", "cli", drive_cli("stats", "--db", ":memory:", "--since", "{}"),
         ("text",))

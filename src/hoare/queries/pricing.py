@@ -20,6 +20,7 @@ are refused once the cap is reached).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -129,6 +130,8 @@ KNOWN_PRICING: Mapping[str, ModelPricing] = MappingProxyType({
 def pricing_for(name: str) -> ModelPricing | None:
     """The known pricing of the longest model name that ``name`` starts with (a dated
     snapshot such as ``gpt-4o-2024-08-06`` is priced as ``gpt-4o``), else None."""
+    if not isinstance(name, str):
+        raise TypeError(f"pricing_for needs a model name (str), got {type(name).__name__}")
     best = max((known for known in KNOWN_PRICING
                 if name == known or name.startswith(known + "-")), key=len, default=None)
     return None if best is None else KNOWN_PRICING[best]
@@ -174,9 +177,9 @@ class _Level:
 def _int(value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ValueError(f"a token or request cap must be a number >= 0, got {value!r}")
-    return int(value)
+    return None if value == math.inf else int(value)  # an infinite cap is no cap
 
 
 class QueryBudget:

@@ -1,0 +1,67 @@
+"""Every public entry point under hostile input (issue 30, items 2 and 3).
+
+Each kind of entry point of ``tests/hostile/registry.py`` runs in a child process
+over every value of its families (``tests/hostile/generators.py``): objects whose
+dunders raise, numbers from outside (NaN, ±inf, negative, 10**20, not numbers) as
+arguments and as an engine's usage, texts of 10 MB, nested 100,000 deep, invalid
+UTF-8, controls, surrogates, callbacks raising KeyboardInterrupt/SystemExit/
+CancelledError or async where sync is expected, hostile paths (FIFO, symlinks,
+read-only, another application's SQLite file, a newer schema). The properties
+(``tests/hostile/properties.py``): only documented exceptions escape, with a text
+that does not raise; a callback's BaseException propagates unchanged; no coroutine is
+left unawaited, no thread left behind; every case ends (a hang or crash in the child
+fails the test naming the case).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hostile.registry import registry
+from library_under_test import LIBRARY
+
+TESTS = Path(__file__).resolve().parent
+KINDS = sorted({entry.kind for entry in registry().values() if entry.drive is not None})
+BOUND = 900  # seconds for one kind's child: it only detects a hang
+
+
+def run_kind(names: list[str]) -> list[dict[str, str]]:
+    """Run the entries in a child; every case's verdict, or fail naming the case that
+    crashed or hung the child."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.jsonl"
+        report.touch()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([LIBRARY, str(TESTS)]),
+               "PYTHONFAULTHANDLER": "1", "HOARE_STATS": "", "PYTHONHASHSEED": "0"}
+        try:
+            done = subprocess.run([sys.executable, "-m", "hostile.runner", str(report),
+                                   *names], capture_output=True, text=True, timeout=BOUND,
+                                  cwd=folder, env=env)
+            tail = (done.stdout + done.stderr)[-3000:]
+        except subprocess.TimeoutExpired:
+            done, tail = None, "timed out"
+        lines = [json.loads(line) for line in report.read_text().splitlines() if line]
+    last = lines[-1] if lines else {}
+    if done is None or done.returncode != 0 or last.get("verdict") == "start":
+        pytest.fail(f"the child died or hung in case {last.get('entry')} / "
+                    f"{last.get('value')}: {tail}")
+    return [line for line in lines if line["verdict"] != "start"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_only_documented_exceptions_escape_and_interrupts_propagate(kind: str) -> None:
+    """hostile-documented-errors, hostile-interrupts-propagate, hostile-bounded: every
+    entry point of this kind, every hostile value."""
+    names = sorted(name for name, entry in registry().items()
+                   if entry.kind == kind and entry.drive is not None)
+    verdicts = run_kind(names)
+    assert {line["entry"] for line in verdicts} == set(names)
+    bad = [f"{line['entry']} <- {line['value']}: {line['detail']}"
+           for line in verdicts if line["verdict"] == "bad"]
+    assert not bad, "\n\n".join(bad)
