@@ -162,6 +162,13 @@ class Parser(Generic[A]):
                 return WrappedParseError(error)
         return self._derived(parse, "wrap_errors")
 
+    @property
+    def response(self) -> GenericParser:
+        """This parser's answers as a ``Response`` whose tools are read from the query's
+        answer type ``Response[A, Tools]`` (Delphyne's ``Parser.response``)."""
+        return GenericParser(lambda t: self.response_with(_tool_types(t)),
+                             f"{self.description}.response")
+
     def response_with(self, tools: Sequence[type]) -> Parser[Response[A, Any]]:
         """A ``Response``: the calls the model made to ``tools`` (each parsed as the tool
         type of that name), else this parser's reading of the answer as the final one.
@@ -230,6 +237,13 @@ class GenericParser:
         """``Parser.response_with`` once the answer type is known."""
         return GenericParser(lambda t: self.make(t).response_with(tools),
                              f"{self.description}.response_with")
+
+    @property
+    def response(self) -> GenericParser:
+        """For an answer type ``Response[A, Tools]``: this parser for ``A``, with the tools
+        of ``Tools`` (one type or a union) offered (Delphyne's ``GenericParser.response``)."""
+        return GenericParser(lambda t: self.make(_final_type(t)).response_with(
+            _tool_types(t)), f"{self.description}.response")
 
 
 def _text(value: object) -> str:
@@ -380,6 +394,32 @@ def json_as(annotation: Any) -> Parser[Any]:
 def yaml_as(annotation: Any) -> Parser[Any]:
     """The answer text (or its last ```yaml block) read as YAML of type ``annotation``."""
     return get_text.yaml_as(annotation)
+
+
+def _response_args(annotation: Any) -> tuple[Any, Any]:
+    annotation = unalias(annotation)
+    if typing.get_origin(annotation) is not Response:
+        raise TypeError(f".response needs the answer type Response[A, Tools], got "
+                        f"{annotation!r}")
+    final, tools = typing.get_args(annotation)
+    return final, tools
+
+
+def _final_type(annotation: Any) -> Any:
+    return _response_args(annotation)[0]
+
+
+def _tool_types(annotation: Any) -> tuple[type, ...]:
+    """The tool types of ``Response[A, Tools]``: ``Tools`` or each member of its union."""
+    tools = unalias(_response_args(annotation)[1])
+    import types as _types
+
+    members = typing.get_args(tools) if typing.get_origin(tools) in (
+        typing.Union, _types.UnionType) else (tools,)
+    if not all(isinstance(m, type) for m in members):
+        raise TypeError(f"the tools of {annotation!r} must be classes (a union of tool "
+                        f"types), got {tools!r}")
+    return tuple(members)
 
 
 def _tool_name(tool: type) -> str:
