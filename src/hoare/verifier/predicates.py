@@ -700,7 +700,7 @@ class _Translator(Semantics):
                     raise Opaque("indexing a collection of mixed types")
             return result
         if isinstance(container, SModel):
-            self.error(true(), "TypeError")
+            self.type_error(container)  # a subclass may define __getitem__
             return SInt(int_val(0))
         raise Opaque(f"indexing a {container.kind}")
 

@@ -221,6 +221,14 @@ def _mixin_data_is_value(cls: type, mixin: type) -> bool:
         return False
 
 
+def open_model_reason(model: SModel) -> str:
+    """Why a construct on an open model (``SModel.open``) is not modelled."""
+    name = model.cls.__name__
+    return (f"{model.path}, a {name} built in Python: it may be an instance of a subclass "
+            f"of {name} with its own methods (pydantic keeps it as it is unless "
+            f"{name}.model_config sets revalidate_instances)")
+
+
 class Semantics:
     """Operators on ``Sym``s. Subclasses provide ``error`` (record a raise),
     ``define`` (a definitional side constraint) and ``havoc_note``."""
@@ -290,6 +298,8 @@ class Semantics:
         if isinstance(value, SColl):
             return bool_val(bool(value.items))
         if isinstance(value, SModel):
+            if value.open:  # a subclass may define __bool__ or __len__
+                return self.havoc_bool(f"truth of {open_model_reason(value)}")
             return true()  # BaseModel defines neither __bool__ nor __len__
         if isinstance(value, SEnum):
             if issubclass(value.cls, (int, str, float)):
@@ -325,6 +335,15 @@ class Semantics:
         is known only by its truthiness): then the construct is opaque."""
         if isinstance(value, (STruth, SOpaque, SObj)):
             raise Opaque(f"{what} of a value of unknown type")
+        self.type_error(value)
+
+    def type_error(self, *operands: Sym) -> None:
+        """An operation the operands' types do not support raises ``TypeError`` —
+        unless an operand is an open model (``SModel.open``): a subclass may define
+        the dunder method, so the construct is opaque."""
+        for operand in operands:
+            if isinstance(operand, SModel) and operand.open:
+                raise Opaque(f"an operation on {open_model_reason(operand)}")
         self.error(true(), "TypeError")
 
     def is_nan(self, value: Sym) -> SBool:
@@ -458,7 +477,7 @@ class Semantics:
         if isinstance(a, SModel) and isinstance(b, SModel) and a.cls is b.cls:
             fields = {k: self.ite(cond, a.fields[k], b.fields[k]) for k in a.fields}
             if not any(isinstance(v, STruth) for v in fields.values()):
-                return SModel(a.cls, fields, a.path)
+                return SModel(a.cls, fields, a.path, open=a.open or b.open)
         if isinstance(a, SObj) and isinstance(b, SObj) and a.obj is b.obj:
             return a
         return STruth(z3.If(cond, self.truthy(a), self.truthy(b)))
@@ -500,6 +519,9 @@ class Semantics:
         if isinstance(a, SModel) or isinstance(b, SModel):
             if isinstance(a, SModel) and isinstance(b, SModel):
                 raise Opaque("equality of pydantic models")
+            model = a if isinstance(a, SModel) else b
+            if model.open:  # a subclass's __eq__ may say anything
+                raise Opaque(f"`==` with {open_model_reason(model)}")
             return false()
         if isinstance(a, SObj) or isinstance(b, SObj):
             return self.object_eq(a, b)
@@ -642,7 +664,7 @@ class Semantics:
                 raise Opaque("ordering of sequences")
             if isinstance(a, STruth) or isinstance(b, STruth):
                 raise Opaque("ordering of a value of unknown type")
-        self.error(true(), "TypeError")
+        self.type_error(a, b)
         return false()
 
     def float_less(self, op: str, a: SFloat, b: SFloat) -> z3.BoolRef:
@@ -669,7 +691,7 @@ class Semantics:
             return value
         if isinstance(value, (STruth, SOpaque, SObj, SNumber)):
             raise Opaque(f"{what} of a value whose type is not known")
-        self.error(true(), "TypeError")
+        self.type_error(value)
         return None
 
     def str_operand(self, value: Sym, what: str) -> SStr | None:
@@ -682,7 +704,7 @@ class Semantics:
             return value
         if isinstance(value, (STruth, SOpaque, SObj)):
             raise Opaque(f"{what} of a value of unknown type")
-        self.error(true(), "TypeError")
+        self.type_error(value)
         return None
 
     # -- membership ---------------------------------------------------------------------
@@ -733,7 +755,7 @@ class Semantics:
                 return SFloat(tag, -value.r)
             if isinstance(value, SNumber):
                 raise Opaque(f"unary `{op}` of a value that is an int or a float")
-            self.error(true(), "TypeError")
+            self.type_error(value)
             return value
         if isinstance(value, (SInt, SBool)):
             x = self.int_expr(value)
@@ -1108,7 +1130,7 @@ class Semantics:
         if isinstance(value, (SInt, SFloat, SBool, SModel, SEnum)):
             if isinstance(value, SEnum) and issubclass(value.cls, str):
                 return self.length(self.base(value))
-            self.error(true(), "TypeError")
+            self.type_error(value)
             return SInt(int_val(0))
         raise Opaque(f"len() of a {value.kind}")
 

@@ -232,7 +232,17 @@ class TypeBuilder:
             fields[name] = sym
             constraints.extend(local)
         self._config_notes(cls, config)
-        return SModel(cls, fields, path, omit)
+        return SModel(cls, fields, path, omit, open=self._open(cls))
+
+    def _open(self, cls: type[BaseModel]) -> bool:
+        """Whether a value of ``cls`` in this role may be an instance of a subclass:
+        a value built in Python (an input, act's result, an attribute) that pydantic
+        keeps as it is (``revalidate_instances='never'``, the default; other settings
+        revalidate it into exactly ``cls``). ``self`` attributes are never validated."""
+        if self.role == "self":
+            return True
+        return self.role in _PYTHON_BUILT_ROLES and \
+            dict(cls.model_config).get("revalidate_instances", "never") == "never"
 
     def _config_notes(self, cls: type[BaseModel], config: dict[str, Any]) -> None:
         for key, value in config.items():
@@ -673,6 +683,9 @@ class _NoDefault:
 
 
 _NO_DEFAULT = _NoDefault()
+# Roles whose values the caller (or user code) builds in Python rather than pydantic
+# from JSON: a model instance there may be an instance of a subclass of its class.
+_PYTHON_BUILT_ROLES = frozenset({"input", "act_output", "self"})
 # Metadata pydantic applies as constraints or ignores for validation.
 _KNOWN_METADATA = {"Strict", "BeforeValidator", "AfterValidator", "StringConstraints",
                    "_PydanticGeneralMetadata", "AllowInfNan", "FieldInfo", "PlainSerializer",

@@ -197,12 +197,17 @@ class SOpt(Sym):
 class SModel(Sym):
     """An instance of a pydantic model. ``omit``: fields whose default violates the
     field's own constraints (pydantic does not validate defaults); a witness must
-    leave such a field out to get that value."""
+    leave such a field out to get that value. ``open``: the instance was built in
+    Python and its class keeps subclass instances as they are (``revalidate_instances
+    ='never'``), so it may be an instance of any subclass, whose ``__eq__``,
+    ``__bool__``, ``__len__``, ``__index__``… are not ``cls``'s: what depends on them
+    is not modelled. An output validated from JSON is never open."""
 
     cls: type
     fields: dict[str, Sym]
     path: str
     omit: dict[str, object] = field(default_factory=dict)
+    open: bool = False
     kind = "model"
 
 

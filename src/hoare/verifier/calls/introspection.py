@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
+from ..semantics import open_model_reason
 from ..values import (
     NONE,
     Opaque,
@@ -59,6 +60,9 @@ def isinstance_of(t: Translator, value: Sym, type_node: ast.expr, call: CallSite
                        SNone: type(None)}.get(type(v))
         if isinstance(v, SStr):
             python_type = str
+        if isinstance(v, SModel) and v.open and not issubclass(v.cls, classes):
+            # an instance of a subclass of v.cls may also derive from a class tested
+            raise Opaque(f"isinstance() of {open_model_reason(v)} in {call.owner}")
         if isinstance(v, (SModel, SEnum)):
             python_type = v.cls
         elif isinstance(v, SList):
