@@ -21,6 +21,8 @@ import logging
 import sys
 import threading
 import time
+import types
+import typing
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -28,7 +30,10 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar, overload
 
-from pydantic import ValidationError
+import annotated_types
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 from . import configuration
 from . import telemetry as _telemetry
@@ -66,6 +71,7 @@ from .kernel import (
     run_sync,
 )
 from .models import (
+    _ATOMIC,
     TypeSpec,
     format_validation_error,
     read_answer,
@@ -113,6 +119,11 @@ class _Runtime:
         self._preflight_ready = False
         self.preflight_choice: bool | str | None = None  # the decorator's; None: configured
         self._definition_hash: str | None = None
+        # the call plan (decided once per class): the flat input models whose instances
+        # may skip the secret walk (``_call_secrets``), whether an act phase runs
+        self.flat_input = _flat_model(description.input)
+        self.flat_used_input = _flat_model(description.used_input)
+        self.has_act = description.act is not None
 
     def definition_hash(self) -> str:
         """A hash of the contract's definition (its class's source, else its shape), so
@@ -290,6 +301,65 @@ class _Runtime:
             message = redact(message, secrets)
         return violation if message == violation.message else replace(violation,
                                                                        message=message)
+
+
+_NO_SECRETS: frozenset[str] = frozenset()
+
+
+def _atomic_annotation(annotation: object) -> bool:
+    """Is every value pydantic validates for ``annotation`` of an exact atomic type (str,
+    int, float, bool, None, bytes), so that a field typed so can never hold a secret?
+    Only the exact atomic types, ``Literal`` of atomic values and unions/``Annotated``
+    of those: a model (its instance may be a subclass adding a ``SecretStr``), ``Any``,
+    ``object``, any other class or a container is not."""
+    if annotation is None or annotation in _ATOMIC:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return all(type(arg) in _ATOMIC for arg in typing.get_args(annotation))
+    if origin is typing.Annotated:
+        return _atomic_annotation(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_atomic_annotation(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+def _flat_model(spec: TypeSpec) -> type | None:
+    """The input model whose instances may skip the per-call secret walk, decided once
+    per class: every field typed atomic (``_atomic_annotation``), no validator that
+    could return another type, no default or factory that is not atomic, no
+    ``model_post_init``. None when a field could hold a secret by its type. The types
+    alone are not trusted at run time (pydantic passes an instance of the model as is,
+    ``model_construct`` or mutated): ``_call_secrets`` still checks the values' types."""
+    try:
+        model = spec.model
+        if spec.wrapped or not isinstance(model, type) or not issubclass(model, BaseModel):
+            return None
+        decorators = model.__pydantic_decorators__
+        if decorators.validators or decorators.field_validators \
+                or decorators.root_validators or decorators.model_validators \
+                or model.__pydantic_post_init__ is not None:
+            return None
+        for field in model.model_fields.values():
+            if not _atomic_annotation(field.annotation) or field.default_factory is not None \
+                    or (field.default is not PydanticUndefined
+                        and type(field.default) not in _ATOMIC) \
+                    or any(not isinstance(item, (annotated_types.BaseMetadata, FieldInfo))
+                           for item in field.metadata):
+                return None
+        return model
+    except Exception:  # an unusual model: walk its values on every call
+        return None
+
+
+def _call_secrets(value: object, flat: type | None) -> frozenset[str]:
+    """The secrets in a call's input (``secret_values``), without the walk when the
+    value is an instance of exactly the class's flat input model and every value it
+    holds is of an exact atomic type (what the walk would skip one by one)."""
+    if flat is not None and type(value) is flat \
+            and _ATOMIC.issuperset(map(type, value.__dict__.values())):
+        return _NO_SECRETS
+    return secret_values(value)
 
 
 def _validate_answer(spec: TypeSpec, response: Response) -> object:
@@ -566,7 +636,8 @@ class _Call:
         spec_in = description.input if repair else description.used_input
         target = description.input if repair else description.output
 
-        secrets = secret_values(effect.input)
+        secrets = _call_secrets(effect.input,
+                                runtime.flat_input if repair else runtime.flat_used_input)
         feedback = effect.feedback
         if feedback and (secrets or description.feedback == "messages"):
             feedback = tuple(runtime.shown(v, secrets) for v in feedback)
@@ -591,7 +662,7 @@ class _Call:
                 watch = EarlyStop(plan, self._early_check(effect.input))
         return Request(render=render, schema=schema, schema_name=target.name,
                        options=instance._hoare_options(), task=task, input=effect.input,
-                       feedback=tuple(v.message for v in feedback),
+                       feedback=tuple(v.message for v in feedback) if feedback else (),
                        attempt=effect.attempt, contract=description.name, watch=watch)
 
     def _early_check(self, used: object) -> Callable[[PredicateSource, object], bool]:
@@ -1106,7 +1177,7 @@ def _finish(call: _Call, outcome: Outcome | None, raised: BaseException | None) 
         call.runtime.tracker.record(recorded)
         elapsed_ns = time.perf_counter_ns() - call.started_ns
         call.instance._hoare_perf().record(recorded.clock_marks, elapsed_ns,
-                                           call.runtime.description.act is not None)
+                                           call.runtime.has_act)
         faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
             call.runtime.provider_faults(recorded)
         store = configuration.stats_store()
