@@ -629,3 +629,15 @@ def test_a_tool_choice_no_server_knows_is_refused(choice: object) -> None:
 
     with pytest.raises(ValueError, match="tool_choice"):
         Request(messages=(Message("user", "x"),), tool_choice=choice)  # type: ignore[arg-type]
+
+
+def test_the_demonstration_schema_describes_delphyne_files() -> None:
+    import jsonschema
+    import yaml
+
+    from hoare.queries import SCHEMA_PATH
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.validate(yaml.safe_load(_DEMO), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([{"query": "Q", "answers": [{"answer": "x", "bogus": 1}]}], schema)
