@@ -24,7 +24,7 @@ from .kernel import Outcome, Policy
 from .models import Field, LLMDataModel
 from .pipeline import Pipeline
 
-__version__ = "0.1.0"  # kept equal to pyproject.toml's by tests/test_public_api.py
+__version__ = "0.2.0"  # kept equal to pyproject.toml's by tests/test_public_api.py
 
 __all__ = [
     "BudgetError", "Contract", "ContractCallError", "ContractDefinitionError",
