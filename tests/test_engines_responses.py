@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,3 +204,57 @@ def test_reasoning_memory_is_bounded_and_shared_by_threads() -> None:
     for t in threads:
         t.join()
     assert not errors and len(memory._items) <= 64
+
+
+def test_one_responses_engine_shared_by_many_threads() -> None:
+    """In a child process (a crash fails the test): 8 threads share one engine, each
+    continuing its own conversation; each gets its own reasoning items back."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from library_under_test import LIBRARY
+
+    code = textwrap.dedent('''
+        import sys, threading
+        sys.path.insert(0, "tests")
+        from openai_server import OpenAIServer, responses_reply
+        from hoare.engines import OpenAIEngine
+        from hoare.engines.base import Message, Request
+
+        def answer(body):
+            last = body["input"][-1]["content"]
+            return responses_reply("re:" + last, reasoning=["R-" + last])
+
+        errors = []
+        with OpenAIServer(default=answer) as server:
+            engine = OpenAIEngine("m", base_url=server.url, api_key="k",
+                                  api_type="responses")
+            def work(k):
+                try:
+                    for i in range(5):
+                        ask = f"t{k}-{i}"
+                        first = engine.complete(Request(messages=(Message("user", ask),)))
+                        history = (Message("user", ask),
+                                   Message("assistant", first.texts[0]),
+                                   Message("user", "more"))
+                        engine.complete(Request(messages=history))
+                except BaseException as error:
+                    errors.append(error)
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            bodies = server.bodies
+        assert not errors, errors
+        follow = [b for b in bodies if len(b["input"]) == 4]
+        assert len(follow) == 40
+        for body in follow:
+            ask = body["input"][0]["content"]
+            assert body["input"][1] == {"type": "reasoning", "id": "rs_0", "summary": [],
+                                        "encrypted_content": "R-" + ask}, body["input"]
+        print("ok")
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[1],
+                          env={**os.environ, "PYTHONPATH": LIBRARY})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
