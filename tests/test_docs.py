@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from library_under_test import LIBRARY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +48,7 @@ def test_the_docs_have_python_blocks_to_run() -> None:
 @pytest.mark.parametrize(("code", "where", "mode"), _blocks())
 def test_every_python_block_runs_offline(code: str, where: str, mode: str,
                                          tmp_path: Path) -> None:
-    page, _, line = where.rpartition(":")
+    _, _, line = where.rpartition(":")
     script = tmp_path / ("test_block.py" if re.search(r"^def test_", code, re.M)
                          else "block.py")
     # blank lines up to the block's first line, so a traceback names the page's line

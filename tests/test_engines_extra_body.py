@@ -37,7 +37,8 @@ def test_the_readme_server_recipes_build_engines() -> None:
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text(encoding="utf-8")
+    page = Path(__file__).resolve().parents[1] / "docs" / "engines.md"
+    readme = page.read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "llama" in b]
     namespace: dict[str, object] = {}
     exec(compile(block, "docs/engines.md", "exec"), namespace)  # builds engines, sends nothing

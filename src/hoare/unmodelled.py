@@ -29,9 +29,9 @@ __all__ = [
     "BindError",
     "Opaque",
     "SourceNotFound",
-    "Unsupported",
     "Unmodelled",
     "Unrepresentable",
+    "Unsupported",
     "WitnessError",
 ]
 
