@@ -258,3 +258,19 @@ def test_one_responses_engine_shared_by_many_threads() -> None:
                           timeout=300, cwd=Path(__file__).resolve().parents[1],
                           env={**os.environ, "PYTHONPATH": LIBRARY})
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("structured,expected", [("text", None),
+                                                 ("json_object", {"type": "json_object"}),
+                                                 ("auto", "json_schema")])
+def test_the_engines_structured_setting_is_kept(structured: str, expected: Any) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    with OpenAIServer([responses_reply("{}")]) as server:
+        _engine(server, structured=structured).complete(_request(schema=schema))
+        body = server.bodies[0]
+    sent = body.get("text", {}).get("format")
+    if expected == "json_schema":
+        assert sent["type"] == "json_schema" and sent["schema"]["properties"] == \
+            schema["properties"]
+    else:
+        assert sent == expected

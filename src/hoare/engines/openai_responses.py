@@ -250,7 +250,9 @@ def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
 
     options = _merge(engine.default_options, request.options)
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
-    fmt = text_format(response_format(request, "json_schema"))
+    chosen = getattr(engine, "structured", "auto")  # "text": no schema is sent
+    fmt = text_format(response_format(request, chosen if chosen in ("json_object", "text")
+                                      else "json_schema"))
     params = responses_params(request, options, options.model or engine.model, timeout, fmt,
                               engine.reasoning_memory)
     return params, options.n
