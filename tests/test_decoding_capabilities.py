@@ -221,3 +221,24 @@ def test_an_engine_is_built_when_the_working_directory_is_gone(
     os.rmdir(gone)
     with OpenAIServer(["{}"]) as server:
         assert server.engine().capabilities is caps.BUILT_IN
+
+
+def test_a_server_measured_to_ignore_enum_is_not_blamed_for_an_enum_breach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provider faults rest on what the dialect is known to enforce: where the server's
+    table says its llama.cpp dialect ignores ``enum``, an answer outside the enum is the
+    model's failure, not a provider fault (the answer carries no decoding guarantee)."""
+    monkeypatch.setenv("HOARE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    schema = {"type": "object", "properties": {"label": {"type": "string",
+                                                         "enum": ["bug"]}},
+              "required": ["label"]}
+    ignoring = {**caps.BUILT_IN.dialects["llama_cpp"], "enum": "ignored"}
+    with OpenAIServer(['{"label": "x"}', '{"label": "x"}'], dialect="llama_cpp") as server:
+        request = Request(messages=(Message("user", "x"),), schema=schema)
+        trusted = server.engine(structured="json_object_schema").complete(request)
+        caps.save(caps.CapabilityTable(server.url, None, {"llama_cpp": ignoring}),
+                  caps.cache_path(server.url))
+        measured = server.engine().complete(request)
+    assert trusted.decoding == "llama_cpp"
+    assert measured.decoding is None

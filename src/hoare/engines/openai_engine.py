@@ -57,6 +57,7 @@ import httpx2 as httpx
 import openai
 
 from ..errors import EngineError, FatalEngineError, RetryableEngineError
+from . import capabilities
 from .base import (
     ContentFiltered,
     EngineAnswerError,
@@ -152,21 +153,27 @@ def is_strict_compatible(schema: Mapping[str, Any]) -> bool:
     return ok(schema)
 
 
-def response_format(request: Request, fmt: Format) -> dict[str, Any] | None:
+def response_format(request: Request, fmt: Format,
+                    table: capabilities.CapabilityTable = capabilities.BUILT_IN
+                    ) -> dict[str, Any] | None:
     """The ``response_format`` payload for ``request`` under ``fmt`` (``None``: send none).
     ``json_object_schema`` is llama.cpp's dialect, ``{"type": "json_object", "schema":
     S}``, which its server turns into a grammar; patterns are left out of ``S`` (a
-    pattern its converter cannot read makes it drop the whole schema silently)."""
+    pattern its converter cannot read makes it drop the whole schema silently). Each
+    dialect gets the schema in its strongest form per ``table`` (``capabilities.shaped``:
+    for llama.cpp, small integer ranges also as ``enum``s)."""
     if request.schema is None or fmt == "text":
         return None
     if fmt == "json_object":
         return {"type": "json_object"}
     if fmt == "json_object_schema":
-        return {"type": "json_object", "schema": without_patterns(request.schema)}
-    schema = dict(request.schema)
+        return {"type": "json_object",
+                "schema": capabilities.shaped(request.schema, "llama_cpp", table)}
+    strict = is_strict_compatible(request.schema)
+    schema = capabilities.shaped(request.schema, "openai_strict" if strict else "json_schema",
+                                 table)
     return {"type": "json_schema", "json_schema": {
-        "name": schema_name(request.schema_name), "schema": schema,
-        "strict": is_strict_compatible(schema)}}
+        "name": schema_name(request.schema_name), "schema": schema, "strict": strict}}
 
 
 def without_patterns(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -393,9 +400,20 @@ class OpenAIEngine:
         secret_key = None if self._api_key == PLACEHOLDER_API_KEY else self._api_key
         self._redact = Redactor(secret_key, configured_key, *(userinfo or ()),
                                 ":".join(userinfo) if userinfo else None)
+        # what the server's decoder enforces: pinned, probed (hoare probe) or built in
+        self.capabilities = capabilities.BUILT_IN
         if structured == "auto":
+            self.capabilities = capabilities.resolve(self.base_url)
+            if not self.capabilities.accepts("json_schema"):
+                self._format = "json_object_schema" \
+                    if self.capabilities.accepts("llama_cpp") else "json_object"
             with _LEARNED_LOCK:
                 self._format = _LEARNED.get(self.base_url, self._format)
+        # dialects whose answers the proofs may trust (provider faults): the table
+        # enforces every keyword the built-in one says the dialect enforces
+        self._vouched_dialects = frozenset(
+            d for d in capabilities.DIALECTS
+            if self.capabilities.enforced(d) >= capabilities.BUILT_IN.enforced(d))
         self._client = client.with_options(max_retries=0) if client is not None else None
         self._shared_async = (async_client.with_options(max_retries=0)
                               if async_client is not None else None)
@@ -546,7 +564,7 @@ class OpenAIEngine:
             tool_choice = getattr(request, "tool_choice", None)
             if tool_choice is not None:
                 params["tool_choice"] = tool_choice
-        payload = response_format(request, fmt or self._format)
+        payload = response_format(request, fmt or self._format, self.capabilities)
         if payload is not None:
             params["response_format"] = payload
         return params
@@ -666,7 +684,7 @@ class OpenAIEngine:
                                        ) from error
         finally:
             stream.close()  # an early stop closes the connection: no more tokens are read
-        return reading.response(params, self._where(params), self._redact)
+        return self._vouched(reading.response(params, self._where(params), self._redact))
 
     async def _aread_stream(self, stream: Any, params: Mapping[str, Any],
                             request: Request) -> Response:
@@ -682,7 +700,7 @@ class OpenAIEngine:
                                        ) from error
         finally:
             await stream.close()
-        return reading.response(params, self._where(params), self._redact)
+        return self._vouched(reading.response(params, self._where(params), self._redact))
 
     def _response(self, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
         """The answer of a non-streamed send, read from the body the server sent (not from
@@ -690,8 +708,16 @@ class OpenAIEngine:
         every field has been checked or an engine error naming the server and quoting,
         escaped and cut short, what it sent."""
         where = self._where(params)
-        return _parse_completion(getattr(raw, "http_response", raw), params, request, where,
-                                 self._redact)
+        return self._vouched(_parse_completion(getattr(raw, "http_response", raw), params,
+                                               request, where, self._redact))
+
+    def _vouched(self, response: Response) -> Response:
+        """``response.decoding`` kept only for a dialect this server's capability table
+        vouches for: where a measured table says the server ignores a keyword the proofs
+        rely on, a failed check is not blamed on the provider."""
+        if response.decoding is None or response.decoding in self._vouched_dialects:
+            return response
+        return dataclasses.replace(response, decoding=None)
 
 
 def _excerpt(value: Any, limit: int = 200) -> str:
