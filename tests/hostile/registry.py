@@ -393,6 +393,24 @@ def _build() -> dict[str, Entry]:
     add("hoare.queries:Solution", "query", drive_first(queries.Solution), data)
     add("hoare.queries:WrappedParseError", "parser", lambda v, _: str(
         queries.WrappedParseError(queries.ParseError(v))), data)
+    add("hoare.queries:FeedbackMessage", "query", lambda v, _: queries.FeedbackMessage(
+        "feedback", description=v), data)
+    add("hoare.queries:OracleMessage", "query", lambda v, _: queries.OracleMessage(
+        "oracle", v), data)
+    add("hoare.queries:ToolResult", "query", lambda v, _: queries.ToolResult(
+        "tool", engines.ToolCall("1", "f", "{}"), v), data)
+    for name in ("closest", "diverse"):
+        add(f"hoare.queries:{name}", "query", drive_embedding_selector(name))
+    add("hoare.queries:openai_embedder", "query", lambda v, _: queries.openai_embedder(
+        _engine_answering(v))(["a", "b"]))
+    add("hoare.queries:final_tool_call", "parser",
+        lambda v, _: queries.final_tool_call.for_type(v), data)
+    add("hoare.queries:first_word", "parser",
+        lambda v, _: queries.first_word.for_type(str).parse(queries.Answer(v)), data)
+    add("hoare.queries:first_word_as", "parser",
+        drive_parser(lambda: queries.first_word_as(int)), data)
+    add("hoare.queries:AnswerPrefix", "constant", None, ())
+    add("hoare.queries:AnswerPrefixElement", "constant", None, ())
     add("hoare.queries:KNOWN_PRICING", "constant", None, ())
     add("hoare.queries:SCHEMA_PATH", "constant", None, ())
 
@@ -476,14 +494,65 @@ def _build() -> dict[str, Entry]:
     add("cli:schema", "cli", drive_cli("schema", "{}", "--json"), ("text",))
     add("cli:probe", "cli", drive_cli("probe", "http://127.0.0.1:9/v1", "--model", "{}",
                                       "--trials", "1", "--json"), ("text",))
-    add("cli:eval", "cli", drive_cli("eval", "hoare_hostile_absent:C", "{}", "--json"),
-        path_and_text)
+    add("cli:eval", "cli", drive_eval, path_and_text)
     add("cli:compare", "cli", drive_cli("compare", "--db", "{}", "--baseline", "a",
                                         "--candidate", "b", "--json"), path_and_text)
     add("cli:compare --max-drop", "cli", drive_cli(
         "compare", "--db", ":memory:", "--baseline", "a", "--candidate", "b",
         "--max-drop", "{}"), ("text",))
     return entries
+
+
+EVAL_TARGET = """
+import json
+from hoare import Contract, LLMDataModel, contract
+from hoare.engines import FunctionEngine
+
+class In(LLMDataModel):
+    text: str = ""
+
+class Out(LLMDataModel):
+    n: int
+
+ENGINE = FunctionEngine(lambda request: json.dumps({"n": len(request.input.text)}))
+
+@contract(remedy_retry_params={"tries": 1, "delay": 0})
+class C(Contract):
+    prompt = "count"
+
+    def forward(self, i: In) -> Out:
+        return self.contract_result if self.contract_successful else Out(n=0)
+"""
+
+
+def drive_eval(value: object, workdir: Path) -> object:
+    """``hoare eval`` of a real contract over a hostile dataset path or text (as the
+    dataset's one line), recording into a fresh store."""
+    (workdir / "hostile_eval_target.py").write_text(EVAL_TARGET, encoding="utf-8")
+    dataset = value
+    if not isinstance(value, Path):
+        dataset = workdir / "data.jsonl"
+        raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
+        dataset.write_bytes(raw)
+    run = drive_cli("eval", "hostile_eval_target:C", str(dataset), "--engine",
+                    "hostile_eval_target:ENGINE", "--db", str(workdir / "s.sqlite"),
+                    "--json")
+    return run("", workdir)
+
+
+def drive_embedding_selector(name: str) -> Driver:
+    """A selector by embeddings whose embedder is the hostile callback, or answers
+    vectors holding the hostile value (NaN, inf, text...)."""
+    def drive(value: object, _: Path) -> object:
+        import hoare.queries as queries
+
+        def vectors(texts: list[str]) -> list[list[object]]:
+            return [[value, 1.0] for _ in texts]
+        embed = value if callable(value) else vectors
+        examples = [queries.Example("q", {"a": i}) for i in range(3)]
+        selector = getattr(queries, name)(2, embed)
+        return selector(_a_query(), examples)
+    return drive
 
 
 def drive_agent(value: object, _: Path) -> object:

@@ -75,10 +75,13 @@ def run_case(entry: Any, value_name: str, make: Any, folder: Path) -> tuple[str,
         except BaseException as raised:
             error = raised
         del value
-        if value_name.startswith("callback:"):  # a coroutine in a cycle warns when freed
+        verdict, detail = judge(value_name, error, list(generators.FIRED))
+        if value_name.startswith("callback:"):
+            # what the error's frames held (a coroutine) is freed, warning, now: in this
+            # case, not at some later entry's collection
+            error = None
             gc.collect()
     sys.unraisablehook = old_hook
-    verdict, detail = judge(value_name, error, list(generators.FIRED))
     never_awaited = [str(w.message) for w in recorded if "never awaited" in str(w.message)]
     never_awaited += [c for c in caught if "never awaited" in c]
     if never_awaited and verdict != "bad":

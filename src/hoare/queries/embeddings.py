@@ -17,6 +17,7 @@ uses; the arithmetic is plain Python.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import numbers
@@ -141,7 +142,14 @@ class _Vectors:
         with self.lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self.known))
         if missing:
-            found = checked_vectors(self.embed(list(missing)), missing)
+            answer = self.embed(list(missing))
+            if inspect.isawaitable(answer):  # an async embedder: nothing here awaits it
+                close = getattr(answer, "close", None)
+                if callable(close):
+                    close()
+                raise TypeError("the embedder is async; selectors call it synchronously: "
+                                "pass a plain function (texts -> vectors)")
+            found = checked_vectors(answer, missing)
             with self.lock:
                 sizes = {len(v) for v in self.known.values()}
                 if sizes and len(found[0]) not in sizes:
