@@ -72,3 +72,36 @@ def test_the_generators_make_what_they_say() -> None:
             assert generators.FIRED == [raised]
         else:
             raise AssertionError(name)
+
+
+def test_the_judge_fails_what_it_must() -> None:
+    """harness-covers-public-api: the verdicts themselves. An AttributeError, a bare
+    UnicodeDecodeError or JSONDecodeError is bad; a swallowed or wrapped interrupt is
+    bad; a HoareError, a plain ValueError and the callback's own interrupt are not."""
+    import json
+
+    from hostile.runner import judge
+
+    from hoare.errors import HoareError
+
+    assert judge("text:x", AttributeError("a"), [])[0] == "bad"
+    assert judge("text:x", UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad"), [])[0] == "bad"
+    assert judge("text:x", json.JSONDecodeError("bad", "x", 0), [])[0] == "bad"
+    assert judge("text:x", RecursionError(), [])[0] == "bad"
+    assert judge("text:x", HoareError("fine"), [])[0] == "documented"
+    assert judge("text:x", ValueError("fine"), [])[0] == "documented"
+    assert judge("text:x", None, [])[0] == "ok"
+    assert judge("object:x", generators.HostileDunder("mine"), [])[0] == "user"
+    assert judge("text:x", KeyboardInterrupt(), [])[0] == "bad"  # nobody raised it
+    raised = KeyboardInterrupt("hostile callback")
+    name = "callback:raises_KeyboardInterrupt"
+    assert judge(name, raised, [raised])[0] == "propagated"
+    assert judge(name, None, [raised])[0] == "bad"  # swallowed
+    assert judge(name, HoareError("wrapped"), [raised])[0] == "bad"  # wrapped
+    assert judge(name, KeyboardInterrupt("another"), [raised])[0] == "bad"  # replaced
+
+    class Unreadable(ValueError):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    assert judge("text:x", Unreadable(), [])[0] == "bad"
