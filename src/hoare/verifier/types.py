@@ -39,6 +39,7 @@ change drops them) and *after* stripping.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import operator
 import types
@@ -50,6 +51,7 @@ from typing import Any, Literal
 import annotated_types as at
 import z3
 from pydantic import BaseModel
+from pydantic._internal._fields import pydantic_general_metadata
 from pydantic.fields import FieldInfo
 
 from ..models import TypeSpec
@@ -141,6 +143,53 @@ def _flatten(metadata: list[Any]) -> list[Any]:
         else:
             out.append(item)
     return out
+
+
+# Constraint metadata by the core-schema key it sets.
+_KEYED: tuple[tuple[type, str], ...] = (
+    (at.Gt, "gt"), (at.Ge, "ge"), (at.Lt, "lt"), (at.Le, "le"),
+    (at.MultipleOf, "multiple_of"), (at.MinLen, "min_length"), (at.MaxLen, "max_length"))
+
+
+def _atoms(item: object) -> list[tuple[str, Any]] | None:
+    """``item`` split into one-key constraints (key, metadata), or None when it is not
+    a constraint (a validator, ``Strict``…)."""
+    for cls, key in _KEYED:
+        if isinstance(item, cls):
+            return [(key, item)]
+    name = type(item).__name__
+    if name == "_PydanticGeneralMetadata":
+        return [(key, pydantic_general_metadata(**{key: value}))
+                for key, value in vars(item).items()]
+    if name == "StringConstraints" and dataclasses.is_dataclass(item):
+        out: list[tuple[str, Any]] = []
+        for spec in dataclasses.fields(item):
+            value = getattr(item, spec.name)
+            if value is None:
+                continue
+            if spec.name == "min_length":
+                out.append(("min_length", at.MinLen(value)))
+            elif spec.name == "max_length":
+                out.append(("max_length", at.MaxLen(value)))
+            else:
+                out.append((spec.name, pydantic_general_metadata(**{spec.name: value})))
+        return out
+    return None
+
+
+def _last_wins(items: list[Any]) -> list[Any]:
+    """The constraints pydantic-core enforces: pydantic applies ``Annotated`` layers
+    in order and each schema key holds the value of the *last* layer setting it
+    (``Annotated[int, Field(ge=5), Field(ge=0)]`` accepts 3: its core schema is
+    ``{'type': 'int', 'ge': 0}``), so only that one is translated; other metadata
+    keeps its place."""
+    tagged: list[tuple[str | None, Any]] = []
+    for item in items:
+        atoms = _atoms(item)
+        tagged.extend(atoms if atoms is not None else [(None, item)])
+    last = {key: index for index, (key, _) in enumerate(tagged) if key is not None}
+    return [item for index, (key, item) in enumerate(tagged)
+            if key is None or last[key] == index]
 
 
 def _is_string_constraints(item: object) -> bool:
@@ -373,7 +422,7 @@ class TypeBuilder:
                               depth, config=config)
         if self.leaves > MAX_LEAVES:
             return SOpaque(f"{owner}: value too large to model")
-        items = _flatten(metadata)
+        items = _last_wins(_flatten(metadata))
         changed = self._metadata_changes(items, owner, _immutable(ann))
         if changed is not None:
             return SOpaque(changed)
