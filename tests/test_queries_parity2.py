@@ -208,24 +208,33 @@ def test_assistant_priming_is_a_real_assistant_message() -> None:
 
 
 _LINES = st.lists(st.one_of(st.sampled_from(["!<assistant>", "!<user>", "  !<assistant>  ",
-                                             "", "!<assistant> x", "text"]),
+                                             "", "!<assistant> x", "text", "\r", " "]),
                             st.text(st.characters(codec="utf-8"), max_size=12)), max_size=12)
 
 
-@settings(max_examples=200, deadline=None)
-@given(_LINES)
-def test_split_roles_keeps_every_line_that_is_not_a_marker(lines: list[str]) -> None:
+def _delphyne_priming_split(prompt: str) -> tuple[str, str | None]:
+    """Delphyne's ``_priming_split`` at e451493, as its behaviour is described: the
+    first line that strips to the marker splits, unless nothing follows it."""
+    if "!<assistant>" not in prompt:
+        return prompt, None
+    lines = prompt.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "!<assistant>":
+            before, after = "\n".join(lines[:i]).rstrip(), "\n".join(lines[i + 1:]).lstrip()
+            return (before, after) if after else (prompt, None)
+    return prompt, None
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LINES, st.sampled_from(["\n", "\r\n", "\r"]))
+def test_priming_splits_as_delphyne_does(lines: list[str], newline: str) -> None:
     from hoare.queries.templates import split_roles
 
-    text = "\n".join(lines)
-    parts = split_roles(text)
-    assert parts and all(role in ("user", "assistant") for role, _ in parts)
-    kept = [line for line in text.split("\n")
-            if line.strip() not in ("!<assistant>", "!<user>")]
-    joined = "".join(body for _, body in parts)
-    assert "".join("".join(kept).split()) == "".join(joined.split())
-    if "!<" not in text:
-        assert parts == [("user", text)]
+    text = newline.join(lines)
+    before, after = _delphyne_priming_split(text)
+    expected = [("user", before)] if after is None else [("user", before),
+                                                         ("assistant", after)]
+    assert split_roles(text) == expected
 
 
 @dataclass
@@ -253,7 +262,8 @@ def test_answer_prefix_continues_the_conversation() -> None:
     assert "prefix" not in sent[1].content  # the prefix goes as messages, not YAML
     assert sent[2].tool_calls == (call,)
     assert sent[3].tool_call_id == call.id and json.loads(sent[3].content) == {"hits": 3}
-    assert sent[4].content == "Now answer."
+    assert sent[4].content == 'Error. Please try again.\n\n"""\nNow answer.\n"""'
+
 
 
 def test_answer_prefix_with_a_wrong_element_is_an_input_violation() -> None:
@@ -641,3 +651,22 @@ def test_the_demonstration_schema_describes_delphyne_files() -> None:
     jsonschema.validate(yaml.safe_load(_DEMO), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate([{"query": "Q", "answers": [{"answer": "x", "bogus": 1}]}], schema)
+
+
+def test_feedback_prompt_from_an_attribute_and_a_missing_description() -> None:
+    @dataclass
+    class Fed(Query[str]):
+        """Answer."""
+
+        question: str
+        prefix: AnswerPrefix
+        __parser__ = get_text
+        __feedback_prompt__ = "[{{ feedback.category }}] {{ feedback.description }}"
+
+    engine = Recorder("ok")
+    prefix = [OracleMessage("oracle", Answer("first try")),
+              FeedbackMessage("feedback", category="style", description="shorter")]
+    assert Fed("q", prefix).run(engine) == "ok"
+    assert engine.requests[0].messages[-1].content == "[style] shorter"
+    with pytest.raises(ValueError, match="feedback template"):
+        Step("q", [FeedbackMessage("feedback", category="x")]).run(Recorder("x"))

@@ -11,7 +11,7 @@ as a ``ToolResult``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,8 +34,8 @@ class OracleMessage:
 
 @dataclass(frozen=True)
 class FeedbackMessage:
-    """Feedback on the answer before it, sent as a user message (its ``description``,
-    else its ``category``; ``arg``, when given, follows as JSON)."""
+    """Feedback on the answer before it, sent as a user message rendered by the query's
+    ``feedback`` prompt (by default Delphyne's, quoting ``description``)."""
 
     kind: Literal["feedback"]
     category: str | None = None
@@ -65,10 +65,11 @@ def _json(value: object) -> str:
                       ensure_ascii=False)
 
 
-def prefix_messages(prefix: Sequence[object]) -> list[Message]:
-    """The chat messages of a prefix, in order; anything else is a TypeError naming
-    its place (a prefix is validated by pydantic first, so this is a programming
-    error)."""
+def prefix_messages(prefix: Sequence[object], feedback: Callable[[FeedbackMessage], str]
+                    ) -> list[Message]:
+    """The chat messages of a prefix, in order (``feedback`` renders a feedback message);
+    anything else is a TypeError naming its place (a prefix is validated by pydantic
+    first, so this is a programming error)."""
     messages: list[Message] = []
     for index, element in enumerate(prefix):
         if isinstance(element, OracleMessage):
@@ -79,10 +80,7 @@ def prefix_messages(prefix: Sequence[object]) -> list[Message]:
             text = result if isinstance(result, str) else _json(result)
             messages.append(Message("tool", text, tool_call_id=element.call.id))
         elif isinstance(element, FeedbackMessage):
-            parts = [element.description or element.category or ""]
-            if element.arg is not None:
-                parts.append(_json(element.arg))
-            messages.append(Message("user", "\n\n".join(p for p in parts if p)))
+            messages.append(Message("user", feedback(element)))
         else:
             raise TypeError(f"prefix[{index}] is a {type(element).__name__}, not an "
                             f"OracleMessage, FeedbackMessage or ToolResult")

@@ -473,7 +473,9 @@ def _instance_messages(query: object, context: dict[str, Any]) -> list[Message]:
     text = render(query, "instance", context)
     messages = [Message(role, body) for role, body in split_roles(text)]  # type: ignore[arg-type]
     if has_prefix(type(query)):
-        messages.extend(prefix_messages(getattr(query, "prefix", None) or ()))
+        def feedback(element: object) -> str:
+            return render(query, "feedback", {**context, "feedback": element})
+        messages.extend(prefix_messages(getattr(query, "prefix", None) or (), feedback))
     return messages
 
 

@@ -17,9 +17,11 @@ Templates get the query's fields by name, ``query`` (the instance), ``params``,
 for the examples of a few-shot prompt, ``example`` (its number from 1, else None);
 a repair template also gets ``error``.
 
-A line holding only ``!<assistant>`` (or ``!<user>``) in an instance prompt starts a
-message of that role: text after a final ``!<assistant>`` primes the answer (it is
-sent as an assistant message, not as text of the user's).
+A line holding only ``!<assistant>`` in an instance prompt splits it (Delphyne's
+assistant priming): the text after it is sent as an assistant message that the
+answer continues, not as text of the user's. A ``FeedbackMessage`` of a chat prefix is
+rendered by the ``feedback`` prompt (``feedback`` in the context; by default
+Delphyne's "Error. Please try again." with its description).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from .extras import require
 
 __all__ = ["Kind", "add_template_folder", "render", "template_folders"]
 
-Kind = Literal["system", "instance", "repair", "more"]
+Kind = Literal["system", "instance", "repair", "more", "feedback"]
 
 _FOLDERS: list[Path] = []
 _LOCK = threading.Lock()
@@ -46,19 +48,15 @@ _ENVIRONMENTS: dict[tuple[Path, ...], Any] = {}
 DEFAULT_REPAIR = ("Invalid answer. Please consider the following feedback and try again:"
                   "\n\n{error}")
 DEFAULT_MORE = "Good! Can you generate a different answer now?"
+DEFAULT_FEEDBACK = 'Error. Please try again.\n\n"""\n{description}\n"""'
+"""A ``FeedbackMessage`` of a prefix without a ``feedback`` template (Delphyne's)."""
 
 
 def add_template_folder(folder: str | Path) -> None:
     """Also look for ``<QueryName>.<kind>.jinja`` files in ``folder`` (all queries)."""
-    try:
-        path = Path(folder).resolve()
-        is_dir = path.is_dir()
-    except (OSError, RuntimeError, UnicodeError) as error:  # too long, a loop, a surrogate
-        reason = getattr(error, "strerror", None) or type(error).__name__
-        raise ValueError(f"template folder {str(folder)[:200]!r} cannot be used: "
-                         f"{reason}") from None
-    if not is_dir:
-        raise ValueError(f"template folder {str(folder)[:200]!r} is not a directory")
+    path = Path(folder).resolve()
+    if not path.is_dir():
+        raise ValueError(f"template folder {str(folder)!r} is not a directory")
     with _LOCK:
         if path not in _FOLDERS:
             _FOLDERS.append(path)
@@ -141,6 +139,14 @@ def render(query: object, kind: Kind, context: dict[str, Any]) -> str:
         return yaml_text(shown)
     if kind == "repair":
         return DEFAULT_REPAIR.format(error=context.get("error", ""))
+    if kind == "feedback":
+        feedback = context.get("feedback")
+        description = getattr(feedback, "description", None)
+        if not description:
+            raise ValueError(f"{cls.__name__}: a FeedbackMessage without a description needs "
+                             f"a feedback template ({cls.__name__}.feedback.jinja or "
+                             f"__feedback_prompt__)")
+        return DEFAULT_FEEDBACK.format(description=description)
     return DEFAULT_MORE
 
 
@@ -164,27 +170,22 @@ def has_prefix(cls: type) -> bool:
     return bool(found)
 
 
-ROLE_MARKERS = {"!<assistant>": "assistant", "!<user>": "user"}
+ASSISTANT_PRIMING = "!<assistant>"
 
 
 def split_roles(text: str) -> list[tuple[str, str]]:
-    """``(role, text)`` of each message of a rendered prompt: a line holding only
-    ``!<assistant>`` or ``!<user>`` starts a message of that role (the text before the
-    first marker is the user's); empty messages are dropped. One pass over the lines."""
-    if "!<" not in text:
+    """``(role, text)`` of the messages of a rendered instance prompt, as Delphyne splits
+    it: at the first line that is ``!<assistant>`` (spaces around allowed), the text
+    before is the user's message and the text after primes the assistant's answer;
+    with nothing after that line, the prompt is left whole. One pass over the lines."""
+    if ASSISTANT_PRIMING not in text:
         return [("user", text)]
-    parts: list[tuple[str, str]] = []
-    role, lines = "user", []
-    for line in text.split("\n"):
-        marker = ROLE_MARKERS.get(line.strip())
-        if marker is None:
-            lines.append(line)
-            continue
-        body = "\n".join(lines).strip()
-        if body:
-            parts.append((role, body))
-        role, lines = marker, []
-    body = "\n".join(lines).strip()
-    if body:
-        parts.append((role, body))
-    return parts or [("user", "")]
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip() == ASSISTANT_PRIMING:
+            before = "\n".join(lines[:index]).rstrip()
+            after = "\n".join(lines[index + 1:]).lstrip()
+            if after:
+                return [("user", before), ("assistant", after)]
+            break
+    return [("user", text)]
