@@ -71,7 +71,6 @@ from .kernel import (
     run_sync,
 )
 from .models import (
-    _ATOMIC,
     TypeSpec,
     format_validation_error,
     read_answer,
@@ -304,6 +303,9 @@ class _Runtime:
 
 
 _NO_SECRETS: frozenset[str] = frozenset()
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
+"""Exact types whose values are never, nor hold, a ``SecretStr``/``SecretBytes``, a
+model or a container: what ``secret_values`` has nothing to look into."""
 
 
 def _atomic_annotation(annotation: object) -> bool:

@@ -26,6 +26,8 @@ from pydantic import (
     create_model,
 )
 
+from .errors import InvalidValue
+from .json_text import extract_json, json_candidates
 from .kernel import exception_text
 
 __all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "read_answer",
@@ -254,9 +256,6 @@ def read_answer(spec: TypeSpec, text: str, finish_reason: str | None = None) -> 
     """A model's answer text as a value of ``spec``: the first JSON value in it (whole,
     fenced or in prose, ``json_text``) that validates; if none does, ``InvalidValue``
     about the one ``extract_json`` picks (with the ``finish_reason=length`` hint)."""
-    from .errors import InvalidValue
-    from .json_text import extract_json, json_candidates
-
     if not text.strip():
         raise InvalidValue(f"the answer was empty: reply with a JSON value of type "
                            f"{spec.name}")
