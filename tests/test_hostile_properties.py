@@ -9,6 +9,7 @@ entry point is ``tests/test_hostile_api.py``.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import gc
 import io
@@ -229,3 +230,71 @@ def test_strict_json_rejects_what_it_must() -> None:
         with pytest.raises(ValueError):
             strict_json(bad)
     assert strict_json('{"a": [1, 2.5, "\\u00e9"]}') == {"a": [1, 2.5, "\u00e9"]}
+
+
+INTERRUPTS = [KeyboardInterrupt, SystemExit, asyncio.CancelledError]
+WHERE = ["pre", "post", "forward", "engine"]
+
+
+@pytest.mark.parametrize("exception", INTERRUPTS, ids=lambda e: e.__name__)
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_interrupt_propagates_unchanged_after_every_span_ended(
+        exception: type[BaseException], where: str, asynchronous: bool) -> None:
+    """hostile-interrupts-propagate: KeyboardInterrupt, SystemExit or CancelledError
+    raised in a pre- or post-condition, forward or the engine reaches the caller as the
+    same exception, sync or async, with every span it started ended."""
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+    from hoare import telemetry
+
+    class Counting(SpanProcessor):
+        def __init__(self) -> None:
+            self.started = 0
+            self.ended = 0
+
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            self.started += 1
+
+        def on_end(self, span: Any) -> None:
+            self.ended += 1
+
+    raised = exception("hostile")
+
+    def boom(*_args: object) -> Any:
+        raise raised
+
+    engine = FunctionEngine(boom if where == "engine" else (lambda request: '{"v": 1}'))
+
+    @contract(remedy_retry_params={"tries": 2, "delay": 0})
+    class Interrupted(Contract):
+        prompt = "x"
+
+        def pre(self, i: In) -> bool:
+            return boom() if where == "pre" else True  # type: ignore[no-any-return]
+
+        def post(self, o: Out, i: In) -> bool:
+            return boom() if where == "post" else True  # type: ignore[no-any-return]
+
+        def forward(self, i: In) -> Out:
+            if where == "forward":
+                boom()
+            return self.contract_result if self.contract_successful else Out(v=0)
+
+    counting = Counting()
+    provider = TracerProvider()
+    provider.add_span_processor(counting)
+    telemetry.instrument(tracer_provider=provider)
+    try:
+        instance = Interrupted(engine=engine)
+        with pytest.raises(exception) as caught:
+            if asynchronous:
+                asyncio.run(instance.acall(In(text="x")))
+            else:
+                instance(In(text="x"))
+    finally:
+        telemetry.uninstrument()
+        provider.shutdown()
+    assert caught.value is raised
+    assert counting.started >= 1
+    assert counting.ended == counting.started
