@@ -102,3 +102,40 @@ def test_the_last_layer_wins_per_key() -> None:
     _check(Annotated[int, Field(le=5), Field(le=10)], [7, 11])
     _check(Annotated[str, Field(pattern="^a"), Field(pattern="b$")], ["xb", "ax", "ab"])
     _check(Annotated[constr(max_length=3), Field(max_length=5)], ["abcd", "abcdef"])
+
+
+def _without(key: str) -> Any:
+    from pydantic import GetPydanticSchema
+
+    return GetPydanticSchema(lambda tp, handler: {k: v for k, v in handler(tp).items()
+                                                  if k != key})
+
+
+def _setting(key: str, value: object) -> Any:
+    from pydantic import GetPydanticSchema
+
+    return GetPydanticSchema(lambda tp, handler: {**handler(tp), key: value})
+
+
+def test_the_core_schema_not_the_annotations_decides() -> None:
+    """A schema hook that drops or changes a constraint the annotations give: the
+    domain is read against the compiled core schema (the field is opaque where the
+    two differ), never the annotations alone."""
+    _check(Annotated[int, Field(ge=5), _without("ge")], [3, 6])
+    _check(Annotated[str, Field(max_length=1), _without("max_length")], ["abc"])
+    _check(Annotated[str, Field(pattern="^a"), _setting("pattern", "^b")], ["a", "b"])
+    _check(Annotated[float, _setting("le", 1.0)], [0.5, 2.0])
+    from test_verifier_domains import OPTIONS, contract_on
+
+    from hoare.conditions import Pre
+    from hoare.description import describe
+    from hoare.kernel import ContractConfig
+    from hoare.verifier.checks import check_contract
+
+    class In(BaseModel):
+        n: Annotated[int, Field(ge=5), _without("ge")]
+
+    assert In(n=3).n == 3
+    desc = describe(contract_on(In, Pre(lambda i: i.n < 5, "small")), ContractConfig())
+    statuses = {c.kind: c.status for c in check_contract(desc, OPTIONS).checks}
+    assert statuses["pre_satisfiable"] != "fail", statuses

@@ -158,6 +158,8 @@ def _atoms(item: object) -> list[tuple[str, Any]] | None:
         if isinstance(item, cls):
             return [(key, item)]
     name = type(item).__name__
+    if name == "AllowInfNan":
+        return [("allow_inf_nan", item)]
     if name == "_PydanticGeneralMetadata":
         return [(key, pydantic_general_metadata(**{key: value}))
                 for key, value in vars(item).items()]
@@ -190,6 +192,59 @@ def _last_wins(items: list[Any]) -> list[Any]:
     last = {key: index for index, (key, _) in enumerate(tagged) if key is not None}
     return [item for index, (key, item) in enumerate(tagged)
             if key is None or last[key] == index]
+
+
+# Constraint keys of a scalar's core schema that the translation reads from metadata.
+_COMPARED_KEYS = ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length", "pattern",
+                  "strip_whitespace", "to_lower", "to_upper", "ascii_only", "allow_inf_nan")
+
+
+def _field_schemas(cls: type[BaseModel]) -> dict[str, Any]:
+    """Each field's compiled core schema (empty when the shape is unexpected)."""
+    try:
+        schema = cls.__pydantic_core_schema__
+        if schema.get("type") == "definitions":
+            definitions = {d["ref"]: d for d in schema.get("definitions", ())}
+            schema = schema["schema"]
+            while schema.get("type") == "definition-ref":
+                schema = definitions[schema["schema_ref"]]
+        fields = schema["schema"]["fields"] if schema.get("type") == "model" else {}
+        return {name: field["schema"] for name, field in fields.items()}
+    except (AttributeError, KeyError, TypeError):
+        return {}
+
+
+def _layers_disagree(annotation: Any, metadata: list[Any], schema: Any) -> str | None:
+    """Where a scalar field's constraints as the translation reads them (annotations,
+    last layer wins) differ from those its compiled core schema enforces: what
+    differs, else None. The core schema is what pydantic-core checks."""
+    items = list(metadata)
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation, *extra = typing.get_args(annotation)
+            items.extend(extra)
+        elif origin in (typing.Union, types.UnionType) and len(typing.get_args(annotation)) \
+                == 2 and type(None) in typing.get_args(annotation):
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        else:
+            break
+    while isinstance(schema, dict) and schema.get("type") in ("default", "nullable"):
+        schema = schema.get("schema")
+    if annotation not in (int, float, str) or not isinstance(schema, dict) or \
+            schema.get("type") not in ("int", "float", "str"):
+        return None
+    read: dict[str, object] = {}
+    for item in _last_wins(_flatten(items)):
+        for key, atom in _atoms(item) or ():
+            if key in _COMPARED_KEYS:
+                read[key] = getattr(atom, key, None)
+    enforced = {key: schema[key] for key in _COMPARED_KEYS if key in schema}
+    for key in sorted(set(read) | set(enforced)):
+        if key not in read or key not in enforced or read[key] != enforced[key]:
+            return (f"not modelled: the annotations give {key}={read.get(key)!r:.40}, "
+                    f"pydantic-core enforces {key}={enforced.get(key)!r:.40}")
+    return None
 
 
 def _is_string_constraints(item: object) -> bool:
@@ -253,13 +308,15 @@ class TypeBuilder:
             self.opaque_models[cls] = opaque
         validators = _field_validators(cls)
         gaps = core_schema_gaps(cls)
+        schemas = _field_schemas(cls)
         fields: dict[str, Sym] = {}
         omit: dict[str, object] = {}
         for name, info in cls.model_fields.items():
             field_owner = owner if wrapped else f"{owner}.{name}"
             metadata = list(info.metadata)
             local: list[Constraint] = []
-            gap = gaps.get(name) or gaps.get("*")
+            gap = gaps.get(name) or gaps.get("*") or _layers_disagree(
+                info.annotation, metadata, schemas.get(name))
             if gap is not None:  # pydantic-core enforces something not modelled
                 fields[name] = SOpaque(f"{field_owner}: {gap}")
                 continue
