@@ -104,6 +104,8 @@ def drive_contract(value: object, _: Path, decorator: Any = None) -> object:
         instance(make_in(text=value))
     if not callable(value) or isinstance(value, type):
         instance(value)
+    if isinstance(value, str) and len(value) > 1_000_000:
+        return None  # the async path reads the same answer: the sync one judged it
     return asyncio.run(instance.acall(make_in(text="y")))
 
 
