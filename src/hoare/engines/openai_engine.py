@@ -982,8 +982,8 @@ class _StreamReading:
             return True
         return False
 
-    def response(self, params: Mapping[str, Any], where: str,
-                 redact: Callable[[str], str]) -> Response:
+    def response(self, params: Mapping[str, Any], where: str = "the server",
+                 redact: Callable[[str], str] = str) -> Response:
         """The answer read, checked as a non-streamed one is (``_parse_checked``): the
         usage through ``checked_usage``, a refusal or a filtered answer with no text
         raised as ``ModelRefusal`` / ``ContentFiltered`` with its usage."""
