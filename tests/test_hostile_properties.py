@@ -10,6 +10,7 @@ entry point is ``tests/test_hostile_api.py``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import gc
 import io
@@ -28,7 +29,8 @@ from hypothesis import strategies as st
 from openai_server import OpenAIServer, Reply
 from pydantic import Field, SecretStr
 
-from hoare import Contract, LLMDataModel, contract
+import hoare
+from hoare import Contract, LLMDataModel, cli, contract
 from hoare.engines import Budget, BudgetedEngine, FunctionEngine, Response, Spend, Usage
 from hoare.engines.base import MAX_USAGE_COUNT
 
@@ -128,7 +130,7 @@ def _all_output(capture: io.StringIO, extra: list[str]) -> str:
     return capture.getvalue() + "\n".join(extra)
 
 
-def test_no_secret_appears_in_any_log_output_or_message() -> None:
+def test_no_secret_appears_in_any_log_output_or_message(tmp_path: Any) -> None:
     """hostile-no-secret: a SecretStr input and the API key never appear, in any
     spelling (raw, stripped, repr/JSON-escaped, URL-quoted), in log records (every
     logger at DEBUG), outcomes, raised errors or their reprs, with the model answering
@@ -141,6 +143,8 @@ def test_no_secret_appears_in_any_log_output_or_message() -> None:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     texts: list[str] = []
+    store = tmp_path / "stats.sqlite"
+    hoare.configure(stats=store, label="secret-run")
     try:
         script = ['{"v": 7}', '{"v": 9}', '{"v": 7}', '{"v": 7}',
                   Reply(401, {"error": {"message": f"bad key {SECRET}"}}, {}, 0.0),
@@ -159,10 +163,18 @@ def test_no_secret_appears_in_any_log_output_or_message() -> None:
                 texts.append(repr(instance.contract_exception))
             texts += [json.dumps(b, ensure_ascii=False) for b in server.bodies
                       if "messages" in b]
+        assert hoare.flush_stats()
+        texts.append(store.read_bytes().decode("utf-8", "replace"))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            cli.main(["stats", "--db", str(store), "--json"])
+        texts.append(out.getvalue())
     finally:
+        hoare.configure(stats=None, label=None)
         root.removeHandler(handler)
         root.setLevel(old_level)
     everything = _all_output(capture, texts)
+    assert "secret-run" in everything  # the store and `hoare stats` were searched
     assert everything  # something was logged and said
     for spelling in secret_spellings(SECRET) + secret_spellings(API_KEY):
         if spelling in ("", " "):
