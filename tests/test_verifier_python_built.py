@@ -206,3 +206,48 @@ def test_outputs_from_json_keep_their_exact_verdicts() -> None:
     report = check_contract(C.__hoare__, OPTIONS)  # type: ignore[attr-defined]
     statuses = {c.kind: c.status for c in report.checks}
     assert statuses["post_satisfiable"] == "fail", statuses
+
+
+# -- concrete binding: only values of exactly the modelled type ------------------------------
+
+
+class _Model(BaseModel):
+    s: str = ""
+
+
+class _SubModel(_Model):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Lying(str):
+    def __str__(self) -> str:
+        return "something else"
+
+
+@PROFILE
+@given(text=st.text(max_size=10), number=st.integers())
+def test_bind_refuses_instances_of_subclasses(text: str, number: int) -> None:
+    """``bind`` (a concrete value into its symbolic value) took a str subclass through
+    ``str(value)`` (its own ``__str__``) and any subclass instance of a model: the
+    translation does not describe them, so they are a BindError (unknown)."""
+    from hoare.verifier.concrete import BindError, bind
+    from hoare.verifier.types import TypeBuilder
+    from hoare.verifier.values import Z3_LOCK
+
+    with Z3_LOCK:
+        typed = TypeBuilder("input").build(type_spec(Scalars))
+        root = typed.root
+        for name, value in (("s", _Lying(text)), ("s", _Str(text)), ("n", _Int(number)),
+                            ("x", _Float(number)), ("items", [_Str(text)])):
+            with pytest.raises(BindError):
+                bind(root.fields[name], value)
+        plain = text.encode("ascii", "replace").decode()  # z3 holds every ASCII text
+        assert bind(root.fields["s"], plain) is not None
+        assert bind(root.fields["x"], number) is not None  # pydantic makes an int a float
+        model_sym = TypeBuilder("input").build(type_spec(_Model)).root
+        with pytest.raises(BindError):
+            bind(model_sym, _SubModel(s=text))
+        assert bind(model_sym, _Model(s=plain)) is not None

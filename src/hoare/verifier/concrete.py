@@ -85,7 +85,10 @@ def assign(sym: Sym, value: Any, *, strict: bool = False) -> Assignment:
     """The values ``sym``'s constants take when it denotes ``value``. ``strict``: the
     value must have exactly the Python type ``sym`` stands for (an ``int`` is then no
     ``float``, ``True`` no ``int``, an ``IntEnum`` member no ``int``): used for values
-    pydantic never converted, such as defaults."""
+    pydantic never converted, such as defaults. Without it too, a value must be
+    exactly its type (an ``int`` may stand for a ``float``): an instance of a subclass
+    of ``str``, ``int`` or a model brings methods of its own, which the symbolic value
+    does not have."""
     out = Assignment()
     _assign(sym, value, out, strict)
     return out
@@ -125,12 +128,12 @@ def _assign(sym: Sym, value: Any, out: Assignment, strict: bool = False) -> None
         _set(out, sym.e, value)
         return
     if isinstance(sym, SInt):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if type(value) is not int:  # a subclass (IntEnum, bool…) behaves otherwise
             raise BindError(f"expected int, got {type(value).__name__}")
         _set(out, sym.e, int(value))
         return
     if isinstance(sym, SFloat):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if type(value) not in (int, float):
             raise BindError(f"expected float, got {type(value).__name__}")
         number = float(value)
         if math.isnan(number):
@@ -142,9 +145,9 @@ def _assign(sym: Sym, value: Any, out: Assignment, strict: bool = False) -> None
             _set(out, sym.r, Fraction(number))
         return
     if isinstance(sym, SStr):
-        if not isinstance(value, str):
+        if type(value) is not str:  # a subclass's methods (and __str__) are its own
             raise BindError(f"expected str, got {type(value).__name__}")
-        _set(out, sym.e, str(value))
+        _set(out, sym.e, value)
         return
     if isinstance(sym, SEnum):
         members = sym.members
@@ -154,7 +157,7 @@ def _assign(sym: Sym, value: Any, out: Assignment, strict: bool = False) -> None
         _set(out, sym.idx, position)
         return
     if isinstance(sym, SList):
-        if not isinstance(value, (list, tuple)) or (
+        if type(value) not in (list, tuple) or (
                 strict and type(value) is not (tuple if sym.container == "tuple" else list)):
             raise BindError(f"expected a {sym.container}, got {type(value).__name__}")
         _set(out, sym.n, len(value))
@@ -164,7 +167,7 @@ def _assign(sym: Sym, value: Any, out: Assignment, strict: bool = False) -> None
             _assign(slot, item, out, strict)
         return
     if isinstance(sym, SModel):
-        if not isinstance(value, sym.cls) or (strict and type(value) is not sym.cls):
+        if type(value) is not sym.cls:  # a subclass may override what predicates use
             raise BindError(f"expected {sym.cls.__name__}, got {type(value).__name__}")
         for name, field_sym in sym.fields.items():
             _assign(field_sym, getattr(value, name), out, strict)
