@@ -76,6 +76,21 @@ def test_builtin_subclass_values_come_out_as_the_exact_base_type(
     assert type(value.n) is int and value.n == number
     assert type(value.x) is float
     assert type(value.items[0]) is str and type(value.maybe) is str
+    # containers too: a list subclass, a tuple subclass (a namedtuple) come out exact
+    sequences = _Sequences(items=_List([number]), pair=_Pair(number, number))
+    assert type(sequences.items) is list and type(sequences.pair) is tuple
+
+
+class _List(list):  # type: ignore[type-arg]
+    pass
+
+
+_Pair = __import__("collections").namedtuple("_Pair", "a b")
+
+
+class _Sequences(BaseModel):
+    items: list[int]
+    pair: tuple[int, ...]
 
 
 def _nested(mode: str) -> tuple[type[BaseModel], type[BaseModel]]:
