@@ -54,9 +54,15 @@ DEFAULT_FEEDBACK = 'Error. Please try again.\n\n"""\n{description}\n"""'
 
 def add_template_folder(folder: str | Path) -> None:
     """Also look for ``<QueryName>.<kind>.jinja`` files in ``folder`` (all queries)."""
-    path = Path(folder).resolve()
-    if not path.is_dir():
-        raise ValueError(f"template folder {str(folder)!r} is not a directory")
+    try:
+        path = Path(folder).resolve()
+        is_dir = path.is_dir()
+    except (OSError, RuntimeError, UnicodeError) as error:  # too long, a loop, a surrogate
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        raise ValueError(f"template folder {str(folder)[:200]!r} cannot be used: "
+                         f"{reason}") from None
+    if not is_dir:
+        raise ValueError(f"template folder {str(folder)[:200]!r} is not a directory")
     with _LOCK:
         if path not in _FOLDERS:
             _FOLDERS.append(path)
