@@ -139,3 +139,44 @@ def test_the_core_schema_not_the_annotations_decides() -> None:
     desc = describe(contract_on(In, Pre(lambda i: i.n < 5, "small")), ContractConfig())
     statuses = {c.kind: c.status for c in check_contract(desc, OPTIONS).checks}
     assert statuses["pre_satisfiable"] != "fail", statuses
+
+
+class _Level(__import__("enum").IntEnum):
+    LOW = -3
+    MID = 1
+    HIGH = 5
+
+
+_FINITE_BASES = st.one_of(
+    st.lists(st.integers(-6, 6), min_size=1, max_size=4, unique=True).map(
+        lambda values: __import__("typing").Literal[tuple(values)]),
+    st.just(_Level), st.just(bool))
+
+
+@PROFILE
+@given(base=_FINITE_BASES, layers=st.lists(_NUMBER_LAYERS, min_size=1, max_size=3),
+       values=st.lists(st.sampled_from([-3, 1, 5, 0, 2, -6, 6, True, False]), min_size=1,
+                       max_size=6))
+def test_constraints_on_finite_types_are_never_claimed_exact(
+        base: Any, layers: list[Any], values: list[object]) -> None:
+    """pydantic checks ``ge``… on a Literal, an enum or a bool with a function after
+    the type: a domain without them is a superset, never an exact one."""
+    model = type("M", (BaseModel,), {"__annotations__": {"f": Annotated[(base, *layers)]},
+                                      "__module__": __name__})
+    for value in values:
+        try:
+            held = model.model_validate({"f": value}).f
+        except ValidationError:
+            continue
+        inside, _ = _in_domain(model, held)
+        assert inside in (True, None), (base, layers, value)
+    members = list(_Level) if base is _Level else [True, False] if base is bool else \
+        list(__import__("typing").get_args(base))
+    for member in members:
+        try:
+            model.model_validate({"f": member})
+            continue
+        except ValidationError:
+            pass
+        inside, exact = _in_domain(model, member)
+        assert not (inside and exact), (base, layers, member, "a rejected member, 'exact'")

@@ -496,6 +496,9 @@ class TypeBuilder:
             constraints.append(Constraint(None, z3.And(tag >= FIN, tag <= NINF)))
             self._numeric(fsym, items, owner, guard, constraints, config=config)
             return fsym
+        if ann is bool or origin is Literal or (isinstance(ann, type) and
+                                                 issubclass(ann, enum.Enum)):
+            self._unapplied(items, owner)
         if ann is bool:
             self.leaves += 1
             return SBool(z3.Bool(fresh_name(path)))
@@ -667,6 +670,18 @@ class TypeBuilder:
             self.dropped.append(f"{', '.join(sorted(set(transforms)))} on {owner}: the value "
                                 f"is stripped before its constraints are checked; that it "
                                 f"has no surrounding whitespace is not modelled")
+
+    def _unapplied(self, items: list[Any], owner: str) -> None:
+        """Constraints on a bool, a Literal or an enum: pydantic checks them with a
+        function after the type's validation (``Annotated[Literal[1, 5], Field(ge=3)]``
+        rejects 1); the translation does not apply them, so it is not exact."""
+        for item in items:
+            for key, _ in _atoms(item) or ():
+                if key in _COMPARED_KEYS:
+                    note = (f"{key} on {owner}: checked by pydantic after the type's "
+                            f"validation; not translated")
+                    if note not in self.dropped:
+                        self.dropped.append(note)
 
     def _unknown(self, item: object, owner: str) -> None:
         note = f"{type(item).__name__} on {owner}: not translated"
