@@ -3,6 +3,10 @@
     from hoare import contract, Contract, LLMDataModel, Field, Pre, Post
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .conditions import Post, Pre
 from .configuration import configure
 from .contract import Contract, contract
@@ -23,6 +27,9 @@ from .errors import (
 from .kernel import Outcome, Policy
 from .models import Field, LLMDataModel
 from .pipeline import Pipeline
+
+if TYPE_CHECKING:  # imported on first use only: the verifier loads z3
+    from .verifier.report import Report
 
 __version__ = "0.2.0"  # kept equal to pyproject.toml's by tests/test_public_api.py
 
@@ -52,8 +59,9 @@ def flush_stats(timeout: float = 10.0) -> bool:
     return flush_all(timeout)
 
 
-def verify(target: object, **options: object) -> object:
-    """Check a module, contract class, instance or pipeline with z3 (see ``hoare verify``)."""
+def verify(target: object, **options: int) -> Report:
+    """Check a module, contract class, instance or pipeline with z3 (see ``hoare verify``).
+    ``options``: ``timeout_ms`` and ``rlimit`` (``hoare.verifier.verify``)."""
     from .verifier import verify as _verify
 
     return _verify(target, **options)

@@ -39,6 +39,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pydantic_core
 from pydantic import (
@@ -50,6 +51,7 @@ from pydantic import (
     WrapValidator,
     create_model,
 )
+from pydantic.fields import FieldInfo
 
 from .description import ContractDescription, PredicateSource
 from .kernel import Policy
@@ -103,6 +105,13 @@ class Plan:
     fields: Mapping[str, type[BaseModel]]
 
 
+def _field_definition(name: str, info: FieldInfo) -> dict[str, Any]:
+    """``create_model``'s keyword for one field: its annotation and its whole FieldInfo
+    (constraints, default). Typed ``Any``: mypy matches no overload for ``**`` of a
+    dict, as its keys could name create_model's own ``__config__`` & co."""
+    return {name: (info.annotation, info)}
+
+
 def plan_for(desc: ContractDescription) -> Plan | None:
     """The plan of ``desc``, or None: early stopping cannot be sound for this output."""
     output = desc.output
@@ -126,9 +135,10 @@ def plan_for(desc: ContractDescription) -> Plan | None:
             for info in model.model_fields.values()):
         return None  # a key is not its field's name, or a validator may read other fields
     try:
-        alone = {name: create_model(f"{model.__name__}_{name}", __config__=config,
-                                    **{name: (info.annotation, info)})
-                 for name, info in model.model_fields.items()}
+        alone: dict[str, type[BaseModel]] = {
+            name: create_model(f"{model.__name__}_{name}", __config__=config,
+                               **_field_definition(name, info))
+            for name, info in model.model_fields.items()}
     except Exception:
         return None  # a field pydantic cannot rebuild alone: judged in full only
     checks = []

@@ -16,14 +16,14 @@ __all__ = ["Pipeline"]
 class Pipeline:
     """A sequence of contract instances; calling it feeds each result to the next."""
 
-    def __init__(self, *stages: Contract, name: str | None = None) -> None:
+    def __init__(self, *stages: Contract[Any, Any], name: str | None = None) -> None:
         if not stages:
             raise ValueError("Pipeline needs at least one contract instance")
         for index, stage in enumerate(stages):
             if not isinstance(stage, Contract) or not hasattr(type(stage), "__hoare__"):
                 raise TypeError(f"Pipeline stage {index} must be an instance of a @contract "
                                 f"class, got {stage!r}")
-        self.stages: tuple[Contract, ...] = stages
+        self.stages: tuple[Contract[Any, Any], ...] = stages
         self.name = name
 
     def __call__(self, value: Any, **kwargs: Any) -> Any:

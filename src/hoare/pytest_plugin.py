@@ -79,9 +79,10 @@ def _verify_items(session: pytest.Session, config: pytest.Config) -> list[pytest
                 for c in failing) or None
             items.append(HoareVerifyItem.from_parent(
                 session, name=f"hoare-verify[{contract.name}]", problem=problem))
-    for error in report.errors:
+    for problem_importing in report.errors:
         items.append(HoareVerifyItem.from_parent(
-            session, name=f"hoare-verify[import {error.target}]", problem=str(error)))
+            session, name=f"hoare-verify[import {problem_importing.target}]",
+            problem=str(problem_importing)))
     if not items:
         items.append(HoareVerifyItem.from_parent(
             session, name="hoare-verify", problem="no @contract class or Pipeline found in "

@@ -107,7 +107,7 @@ def _positions(code: types.CodeType) -> list[tuple[int, int]]:
     return out
 
 
-def _contains(node: ast.AST, line: int, col: int) -> bool:
+def _contains(node: FunctionNode, line: int, col: int) -> bool:
     start = (node.lineno, node.col_offset)
     end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
     return start <= (line, col) < end

@@ -359,7 +359,7 @@ class ContractAgent:
         record_agent_call("agent", self._name, self._definition, answered,
                           started, self.engine, max(1, state.iterations))
 
-    def _stream(self, task: str, state: IterationState) -> Iterator[AgentEvent]:
+    def _stream(self, task: str, state: IterationState) -> Generator[AgentEvent, None, None]:
         pending: list[AgentEvent] = []
 
         def emit(event: AgentEvent) -> AgentEvent:
@@ -539,9 +539,9 @@ class ContractAgent:
                 yield emit(AgentEvent(EventType.ERROR, problem, {"raw": safe_repr(value)}))
                 return problem
         elif self._answer_spec is None:
-            text, problem = _text(value)
-            if problem is not None:
-                problem = f"the answer is not text: {problem}"
+            text, not_text = _text(value)
+            if not_text is not None:
+                problem = f"the answer is not text: {not_text}"
                 yield emit(AgentEvent(EventType.ERROR, problem))
                 return problem
             value = text
@@ -639,7 +639,7 @@ def _text(value: object) -> tuple[str, str | None]:
     """``(str(value), None)`` as an exact ``str``, or ``("", what went wrong)`` when
     ``str()`` (or ``__format__``) of a foreign object raises or returns no text."""
     if type(value) is str:
-        return value, None  # type: ignore[return-value]
+        return value, None
     try:
         text = str(value)
         if isinstance(text, str):

@@ -19,7 +19,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from ..errors import ContractDefinitionError
 from .context import checked_policy, current_context, handle, holds
@@ -29,6 +29,17 @@ from .violation import ContractViolation
 __all__ = ["ContractSpec", "PostCondition", "PreCondition", "post", "pre"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _CheckedFunction(Protocol):
+    """What ``_checked`` returns: a function that carries its ``ContractSpec`` (and the
+    names of its parameters, for icontract-style predicates)."""
+
+    _contracts: ContractSpec
+    __hoare_checked__: bool
+    __hoare_parameters__: tuple[str, ...]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def _source(predicate: Callable[..., Any]) -> str:
@@ -163,10 +174,10 @@ def check_post(spec: ContractSpec, location: str, result: Any,
                                  {"args": arguments, "result": result}, policy), policy)
 
 
-def _checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _checked(fn: Callable[..., Any]) -> _CheckedFunction:
     """``fn`` wrapped once: every ``@pre``/``@post`` adds to the same ``ContractSpec``."""
     if getattr(fn, "__hoare_checked__", False):
-        return fn
+        return cast(_CheckedFunction, fn)  # a wrapper this function made
     spec = ContractSpec()
     signature = inspect.signature(fn)
     location = getattr(fn, "__name__", "function")
@@ -189,10 +200,11 @@ def _checked(fn: Callable[..., Any]) -> Callable[..., Any]:
             check_post(spec, location, result, arguments)
             return result
         wrapper = call
-    wrapper._contracts = spec  # type: ignore[attr-defined]
-    wrapper.__hoare_checked__ = True  # type: ignore[attr-defined]
-    wrapper.__hoare_parameters__ = tuple(signature.parameters)  # type: ignore[attr-defined]
-    return wrapper
+    checked = cast(_CheckedFunction, wrapper)  # a function takes any attribute: given here
+    checked._contracts = spec
+    checked.__hoare_checked__ = True
+    checked.__hoare_parameters__ = tuple(signature.parameters)
+    return checked
 
 
 def _by_name(predicate: Callable[..., Any], parameters: tuple[str, ...]) -> tuple[str, ...]:
@@ -213,11 +225,12 @@ def _decorator(add: Callable[[ContractSpec, tuple[str, ...]], None]) -> Callable
         from .tool import Tool
 
         if isinstance(target, Tool):
-            target.func = decorate(target.func)  # type: ignore[arg-type]
+            target.func = decorate(target.func)
             return target
         wrapper = _checked(target)
-        add(wrapper._contracts, wrapper.__hoare_parameters__)  # type: ignore[attr-defined]
-        return wrapper  # type: ignore[return-value]
+        add(wrapper._contracts, wrapper.__hoare_parameters__)
+        # functools.wraps copied the signature, name and docstring: it stands for F
+        return cast(F, wrapper)
 
     return decorate
 

@@ -9,7 +9,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import create_model
+from pydantic import BaseModel, create_model
 
 __all__ = ["Tool", "tool"]
 
@@ -58,14 +58,15 @@ def _parameters_schema(func: Callable[..., Any], name: str) -> dict[str, Any]:
         hints = typing.get_type_hints(target)
     except Exception:
         hints = {}
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # name: (annotation, default or ...)
     for parameter in inspect.signature(target).parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
         annotation = hints.get(parameter.name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[parameter.name] = (annotation, default)
-    model = create_model(f"{name}_parameters", **fields)
+    # ``**fields`` could name any of create_model's keywords, so mypy picks no overload
+    model: type[BaseModel] = create_model(f"{name}_parameters", **fields)
     schema = model.model_json_schema()
     schema.pop("title", None)
     return schema

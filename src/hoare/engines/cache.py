@@ -212,7 +212,9 @@ def _entry(key: dict[str, Any], index: int, response: Response) -> dict[str, Any
                if response.logprobs else {}),
         },
     }
-    checked = json.loads(json.dumps(entry, allow_nan=False), parse_constant=_no_constant)
+    # a dict dumped and loaded is a dict
+    checked: dict[str, Any] = json.loads(json.dumps(entry, allow_nan=False),
+                                         parse_constant=_no_constant)
     _check_entry(checked)
     return checked
 

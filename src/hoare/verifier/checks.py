@@ -195,7 +195,7 @@ class _Replay:
         if self.cm.instance is not None:
             return self.cm.instance, []
         cls = self.cm.desc.cls
-        obj = object.__new__(cls)
+        obj: object = object.__new__(cls)
         assumed = []
         static = self.cm.self_model
         assert isinstance(static, StaticSelf)
@@ -1121,7 +1121,7 @@ def _attribute_names(cls: type) -> set[str] | None:
             slots = own.get("__slots__", ())
             names.update((slots,) if isinstance(slots, str) else
                          slots if isinstance(slots, tuple | list) else ())
-        if model:
+        if issubclass(cls, BaseModel):  # ``model``, narrowed for the type checker
             names.update(cls.model_fields)
             names.update(cls.model_computed_fields)
             names.update(getattr(cls, "__private_attributes__", {}) or {})
@@ -1194,8 +1194,8 @@ def _chains(node: Any, roots: set[str]) -> Iterator[tuple[str, list[str], Any]]:
     for sub in ast.walk(node):
         if not (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load)):
             continue
-        parent = parents.get(id(sub))
-        if isinstance(parent, ast.Attribute) and parent.value is sub:
+        above = parents.get(id(sub))
+        if isinstance(above, ast.Attribute) and above.value is sub:
             continue  # not the longest chain
         attributes: list[str] = []
         current: Any = sub

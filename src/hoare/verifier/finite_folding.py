@@ -187,9 +187,10 @@ def field_domain(schema: dict[str, Any], prop: Any, limit: int) -> list[Any] | N
     elif node.get("type") == "boolean":
         values = [False, True]
     elif node.get("type") == "integer":
-        values = integer_range(node, limit)
-        if values is None:
+        in_range = integer_range(node, limit)
+        if in_range is None:
             return None
+        values = in_range
     else:
         return None
     if not values or len(values) > limit or any(

@@ -166,7 +166,7 @@ class Report:
     def summary(self) -> dict[str, int]:
         """Checks per status; ignored checks (``[tool.hoare] ignore``) are counted apart,
         under ``ignored``, which appears only when there is one."""
-        counts = dict.fromkeys(STATUSES, 0)
+        counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
         ignored = 0
         for check in self.checks():
             if check.ignored is not None:

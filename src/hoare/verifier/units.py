@@ -22,7 +22,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from .discover import DiscoveryError, _import_file, is_pipeline
 from .report import ContractReport, ImportProblem
@@ -92,7 +92,7 @@ def run_unit(unit: Unit, options: SolverOptions,
             out["pipelines"].append(report.to_json())
         for name, chain in chains:
             report = check_chain(chain, name, options)
-            _locate_tool(report, chain.tools[0])  # type: ignore[attr-defined]
+            _locate_tool(report, chain.tools[0])
             out["pipelines"].append(report.to_json())
     return out
 
@@ -142,9 +142,9 @@ def _library_roots() -> tuple[str, ...]:
             roots.add(os.path.realpath(sysconfig.get_path(key)))
         except (KeyError, OSError, TypeError):
             continue
-    kernel = sys.modules.get("hoare.kernel")
-    if kernel is not None and getattr(kernel, "__file__", None):
-        roots.add(os.path.realpath(os.path.dirname(kernel.__file__)))
+    kernel_file = getattr(sys.modules.get("hoare.kernel"), "__file__", None)
+    if isinstance(kernel_file, str) and kernel_file:
+        roots.add(os.path.realpath(os.path.dirname(kernel_file)))
     return tuple(sorted(roots))
 
 
@@ -283,7 +283,7 @@ def _locate_tool(report: ContractReport, tool: Any) -> None:
 def _classes(value: object) -> Iterator[type]:
     items = value.values() if isinstance(value, dict) else \
         value if isinstance(value, (list, tuple)) else (value,)
-    for item in list(items)[:1000]:  # type: ignore[call-overload]
+    for item in list(items)[:1000]:
         if isinstance(item, type) and "__hoare__" in item.__dict__:
             yield item
 
@@ -386,7 +386,7 @@ def _ended(status: int | None) -> str:
     return f"exited with status {status}"
 
 
-def _well_formed(found: object) -> bool:
+def _well_formed(found: object) -> TypeGuard[dict[str, Any]]:
     """A worker's answer has the shape of a unit result (a module that writes to the
     result channel cannot pass garbage off as a verdict)."""
     return isinstance(found, dict) and set(found) == {"contracts", "pipelines", "errors"} \
@@ -508,9 +508,9 @@ class Dispatch:
             first = worker.next(None)
             worker.ready = first is not None and first.strip() == json.dumps(READY)
             if not worker.ready:
-                status = process.wait()
+                start_status = process.wait()
                 return error_result(unit, f"the worker process died while starting (it "
-                                          f"{_ended(status)}); nothing in it was checked"), \
+                                          f"{_ended(start_status)}); nothing in it was checked"), \
                     False
         request = {"unit": encode_unit(unit), "options": asdict(self._options),
                    "overrides": self._overrides}
@@ -549,7 +549,7 @@ class Dispatch:
                 return error_result(unit, "the worker process sent a malformed result "
                                           "(something wrote to its result channel); "
                                           "nothing in it was checked"), False
-            return found, True  # type: ignore[return-value]
+            return found, True
 
     def _feed(self) -> None:
         """Run units until told to stop; a worker that dies is replaced, and the unit
