@@ -180,3 +180,15 @@ def test_constraints_on_finite_types_are_never_claimed_exact(
             pass
         inside, exact = _in_domain(model, member)
         assert not (inside and exact), (base, layers, member, "a rejected member, 'exact'")
+
+
+def test_constraints_on_a_model_or_none_are_never_claimed_exact() -> None:
+    class N(BaseModel):
+        x: int = 0
+
+    for annotation in (Annotated[N, Field(ge=3)], Annotated[None, Field(ge=1)]):
+        model = type("M", (BaseModel,), {"__annotations__": {"f": annotation},
+                                          "__module__": __name__})
+        with Z3_LOCK:
+            typed = TypeBuilder("output").build(type_spec(model))
+        assert typed.dropped, annotation

@@ -496,8 +496,8 @@ class TypeBuilder:
             constraints.append(Constraint(None, z3.And(tag >= FIN, tag <= NINF)))
             self._numeric(fsym, items, owner, guard, constraints, config=config)
             return fsym
-        if ann is bool or origin is Literal or (isinstance(ann, type) and
-                                                 issubclass(ann, enum.Enum)):
+        if ann is bool or ann is type(None) or origin is Literal or (
+                isinstance(ann, type) and issubclass(ann, (enum.Enum, BaseModel))):
             self._unapplied(items, owner)
         if ann is bool:
             self.leaves += 1
@@ -672,9 +672,9 @@ class TypeBuilder:
                                 f"has no surrounding whitespace is not modelled")
 
     def _unapplied(self, items: list[Any], owner: str) -> None:
-        """Constraints on a bool, a Literal or an enum: pydantic checks them with a
-        function after the type's validation (``Annotated[Literal[1, 5], Field(ge=3)]``
-        rejects 1); the translation does not apply them, so it is not exact."""
+        """Constraints on a bool, a Literal, an enum, None or a model: pydantic checks
+        them with a function after the type's validation (``Annotated[Literal[1, 5],
+        Field(ge=3)]`` rejects 1); the translation does not apply them: not exact."""
         for item in items:
             for key, _ in _atoms(item) or ():
                 if key in _COMPARED_KEYS:
