@@ -33,10 +33,12 @@ test-wheel: test
 fuzz: $(STAMP)
 	cd tests && ../$(PY) -m fuzz
 
-## ruff on everything, mypy --strict on the trusted kernel.
+## ruff on everything; mypy --strict on the trusted kernel (clean), then on kernel/ and
+## src/hoare against tests/mypy_baseline.txt: no file may get worse (tests/mypy_gate.py).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy --strict kernel/
+	$(PY) tests/mypy_gate.py
 
 ## The documentation site (docs/, mkdocs.yml) into build/site; any warning fails it.
 docs: $(STAMP)

@@ -68,6 +68,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 SERIAL_FILES = frozenset({
     "test_faults_threads.py",
     "test_kernel_concurrency.py",
+    "test_mypy_gate.py",
     "test_packaging.py",
     "test_stats_postgres.py",
     "test_verifier_bench.py",
