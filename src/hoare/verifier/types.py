@@ -231,15 +231,21 @@ def _layers_disagree(annotation: Any, metadata: list[Any], schema: Any) -> str |
             break
     while isinstance(schema, dict) and schema.get("type") in ("default", "nullable"):
         schema = schema.get("schema")
-    if annotation not in (int, float, str) or not isinstance(schema, dict) or \
-            schema.get("type") not in ("int", "float", "str"):
+    if not isinstance(schema, dict):
+        return None
+    compared: tuple[str, ...] = _COMPARED_KEYS
+    if typing.get_origin(annotation) in (list, tuple) and schema.get("type") in ("list",
+                                                                                "tuple"):
+        compared = ("min_length", "max_length")  # a sequence's own lengths
+    elif annotation not in (int, float, str) or schema.get("type") not in ("int", "float",
+                                                                          "str"):
         return None
     read: dict[str, object] = {}
     for item in _last_wins(_flatten(items)):
         for key, atom in _atoms(item) or ():
-            if key in _COMPARED_KEYS:
+            if key in compared:
                 read[key] = getattr(atom, key, None)
-    enforced = {key: schema[key] for key in _COMPARED_KEYS if key in schema}
+    enforced = {key: schema[key] for key in compared if key in schema}
     for key in sorted(set(read) | set(enforced)):
         if key not in read or key not in enforced or read[key] != enforced[key]:
             return (f"not modelled: the annotations give {key}={read.get(key)!r:.40}, "
