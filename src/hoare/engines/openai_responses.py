@@ -140,7 +140,8 @@ def text_format(response_format: Mapping[str, Any] | None) -> dict[str, Any] | N
 
 
 def _excerpt(value: Any) -> str:
-    from .openai_engine import _excerpt as excerpt
+    """``openai_engine.excerpt``, imported when used (that module imports this one)."""
+    from .openai_engine import excerpt
 
     return excerpt(value)
 
@@ -168,7 +169,7 @@ def _text_of(item: Mapping[str, Any], where: str) -> tuple[str, str | None]:
 def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
                    where: str, memory: ReasoningMemory) -> Response:
     """One Responses API answer, every field checked (see the module)."""
-    from .openai_engine import _request_bytes, checked_usage
+    from .openai_engine import checked_usage, request_bytes
 
     status = data.get("status")
     if status is not None and not isinstance(status, str):
@@ -220,7 +221,7 @@ def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: 
     limit = params.get("max_output_tokens")
     output_bound = limit if isinstance(limit, int) and limit > 0 else \
         len(json.dumps(output).encode("utf-8", "surrogatepass"))
-    usage = checked_usage(chat_usage, _request_bytes(request), output_bound, where)
+    usage = checked_usage(chat_usage, request_bytes(request), output_bound, where)
     if not text and not calls and refusals:
         raise ModelRefusal(f"{where}: the model refused to answer: {_excerpt(refusals[0])}",
                            refusal=refusals[0], usage=usage)
@@ -246,13 +247,17 @@ def merged(responses: Sequence[Response]) -> Response:
 
 
 def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
-    from .openai_engine import DEFAULT_TIMEOUT, _merge, response_format
+    from .openai_engine import DEFAULT_TIMEOUT, Format, merge_options, response_format
 
-    options = _merge(engine.default_options, request.options)
+    options = merge_options(engine.default_options, request.options)
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
     chosen = getattr(engine, "structured", "auto")  # "text": no schema is sent
-    fmt = text_format(response_format(request, chosen if chosen in ("json_object", "text")
-                                      else "json_schema"))
+    kind: Format = "json_schema"
+    if chosen == "json_object":
+        kind = "json_object"
+    elif chosen == "text":
+        kind = "text"
+    fmt = text_format(response_format(request, kind))
     params = responses_params(request, options, options.model or engine.model, timeout, fmt,
                               engine.reasoning_memory)
     return params, options.n
@@ -260,11 +265,11 @@ def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
 
 def _read(engine: Any, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
     from ..errors import EngineError
-    from .openai_engine import _body_of
+    from .openai_engine import body_of
 
     where = engine._where(params)
     try:
-        return parse_response(_body_of(getattr(raw, "http_response", raw), where), params,
+        return parse_response(body_of(getattr(raw, "http_response", raw), where), params,
                               request, where, engine.reasoning_memory)
     except EngineError as error:
         text = str(error)
@@ -277,14 +282,14 @@ def complete(engine: Any, request: Request) -> Response:
     """``OpenAIEngine.complete`` on the Responses API."""
     import functools
 
-    from .openai_engine import _WATCHDOG_GRACE, _watched
+    from .openai_engine import WATCHDOG_GRACE, watched_send
 
     params, n = _prepared(engine, request)
     create = engine.client.responses.with_raw_response.create
     answers = []
     for _ in range(n):
         raw = engine.transport.call(
-            functools.partial(_watched, create, float(params["timeout"]) + _WATCHDOG_GRACE,
+            functools.partial(watched_send, create, float(params["timeout"]) + WATCHDOG_GRACE,
                               params), engine._classifier(params), where=engine._where(params))
         answers.append(_read(engine, raw, params, request))
     return merged(answers)
@@ -294,7 +299,7 @@ async def acomplete(engine: Any, request: Request) -> Response:
     """``OpenAIEngine.acomplete`` on the Responses API."""
     import functools
 
-    from .openai_engine import _WATCHDOG_GRACE, _bounded
+    from .openai_engine import WATCHDOG_GRACE, bounded_send
 
     params, n = _prepared(engine, request)
     client = await engine._aclient()
@@ -302,7 +307,7 @@ async def acomplete(engine: Any, request: Request) -> Response:
     answers = []
     for _ in range(n):
         raw = await engine.transport.acall(
-            functools.partial(_bounded, create, float(params["timeout"]) + _WATCHDOG_GRACE,
+            functools.partial(bounded_send, create, float(params["timeout"]) + WATCHDOG_GRACE,
                               params), engine._classifier(params), where=engine._where(params))
         answers.append(_read(engine, raw, params, request))
     return merged(answers)
