@@ -338,6 +338,8 @@ def _flat_model(spec: TypeSpec) -> type | None:
         if spec.wrapped or not isinstance(model, type) or not issubclass(model, BaseModel):
             return None
         decorators = model.__pydantic_decorators__
+        if model.model_config.get("extra") == "allow":
+            return None  # extra fields hold values of any type
         if decorators.validators or decorators.field_validators \
                 or decorators.root_validators or decorators.model_validators \
                 or model.__pydantic_post_init__ is not None:
@@ -358,7 +360,7 @@ def _call_secrets(value: object, flat: type | None) -> frozenset[str]:
     """The secrets in a call's input (``secret_values``), without the walk when the
     value is an instance of exactly the class's flat input model and every value it
     holds is of an exact atomic type (what the walk would skip one by one)."""
-    if flat is not None and type(value) is flat \
+    if flat is not None and type(value) is flat and not value.__pydantic_extra__ \
             and _ATOMIC.issuperset(map(type, value.__dict__.values())):
         return _NO_SECRETS
     return secret_values(value)

@@ -9,8 +9,11 @@ single ``value`` field and unwrapped again, so user code (``pre``, ``act``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -19,12 +22,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SecretBytes,
-    SecretStr,
     TypeAdapter,
     ValidationError,
     create_model,
 )
+from pydantic.types import _SecretBase  # SecretStr, SecretBytes and Secret[T] alike
 
 from .errors import InvalidValue
 from .json_text import extract_json, json_candidates
@@ -201,30 +203,60 @@ def safe_repr(value: object) -> str:
     return shown if isinstance(shown, str) else f"<{type(value).__name__} object>"
 
 
-_MAX_SECRET_DEPTH = 32
 # exact types that never hold a secret: skipped without a look (a subclass is looked at)
 _ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _secret_text(value: object) -> str:
+    """The text a secret would show as once revealed (``SecretStr``, ``SecretBytes``,
+    ``Secret[T]``)."""
+    inner = value.get_secret_value()  # type: ignore[attr-defined]
+    if isinstance(inner, bytes | bytearray):
+        return bytes(inner).decode("utf-8", "replace")
+    return inner if isinstance(inner, str) else str(inner)
+
+
+def _children(value: object) -> Iterable[object]:
+    """The values inside ``value`` where a secret can hide and be shown: a model's fields
+    and its extra fields (``extra="allow"``), a dataclass's fields, a mapping's keys and
+    values, the items of a list, tuple, set or deque."""
+    if isinstance(value, BaseModel):
+        extra = value.__pydantic_extra__
+        return (*value.__dict__.values(), *(extra.values() if extra else ()))
+    if isinstance(value, Mapping):
+        return (*value.keys(), *value.values())
+    if isinstance(value, list | tuple | set | frozenset | deque):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple(getattr(value, f.name, None) for f in dataclasses.fields(value))
+    return ()
+
+
 def secret_values(*values: object) -> frozenset[str]:
-    """The texts of every ``SecretStr``/``SecretBytes`` inside ``values`` (models, lists,
-    tuples, sets, dicts), to be redacted from prompts, logs and errors."""
+    """The texts of every secret (``SecretStr``, ``SecretBytes``, ``Secret[T]``) inside
+    ``values``: models (their extra fields too), dataclasses, mappings (keys and values),
+    lists, tuples, sets and deques, to be redacted from prompts, logs and errors. Every
+    depth is searched (a secret nested deeper than any bound is still found); each
+    container is read once, so a cycle ends the walk."""
     found: set[str] = set()
-    stack = [(value, 0) for value in values if type(value) not in _ATOMIC]
+    seen: set[int] = set()
+    stack = [value for value in values if type(value) not in _ATOMIC]
     while stack:
-        value, depth = stack.pop()
-        if isinstance(value, SecretStr):
-            found.add(value.get_secret_value())
-        elif isinstance(value, SecretBytes):
-            found.add(value.get_secret_value().decode("utf-8", "replace"))
-        elif depth >= _MAX_SECRET_DEPTH:
+        value = stack.pop()
+        if isinstance(value, _SecretBase):
+            try:
+                found.add(_secret_text(value))
+            except Exception:  # a foreign secret type whose value cannot be shown
+                continue
             continue
-        elif isinstance(value, BaseModel):
-            stack.extend((item, depth + 1) for item in value.__dict__.values()
-                         if type(item) not in _ATOMIC)
-        elif isinstance(value, dict):
-            stack.extend((item, depth + 1) for item in value.values()
-                         if type(item) not in _ATOMIC)
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend((item, depth + 1) for item in value if type(item) not in _ATOMIC)
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        try:
+            children = tuple(_children(value))
+        except Exception:  # a foreign container that raises when read
+            continue
+        stack.extend(item for item in children if type(item) not in _ATOMIC)
     found.discard("")
     return frozenset(found)
 
