@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from .unmodelled import SourceNotFound
 
-__all__ = ["FunctionNode", "SourceNotFound", "class_line", "function_node", "raise_literals",
-           "source_expression"]
+__all__ = ["FunctionNode", "SourceNotFound", "class_line", "function_node", "module_file",
+           "raise_literals", "source_expression"]
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _Index = dict[int, list[FunctionNode]]  # function nodes by first line
@@ -59,15 +59,26 @@ def _class_lines(filename: str, stamp: int) -> dict[str, list[int]]:
     return {} if found is None else found[1]
 
 
+def module_file(module: object) -> str | None:
+    """A module's ``__file__`` when it is a non-empty ``str`` with no NUL (no path has
+    one), else None: a module may rebind its own ``__file__`` to anything (or a foreign
+    object's attribute may raise), and it is used as a path."""
+    try:
+        filename = getattr(module, "__file__", None)
+    except Exception:
+        return None
+    return filename if type(filename) is str and filename and "\x00" not in filename \
+        else None
+
+
 def class_line(cls: type) -> int | None:
     """The line of ``class <name>`` in its module's file (the first, if the name is
     defined twice), or None when the source cannot be read."""
     line = getattr(cls, "__firstlineno__", None)  # Python 3.13+
     if isinstance(line, int):
         return line
-    module = inspect.getmodule(cls)
-    filename = getattr(module, "__file__", None)
-    if not filename:
+    filename = module_file(inspect.getmodule(cls))
+    if filename is None:
         return None
     lines = linecache.getlines(filename)
     if not lines:

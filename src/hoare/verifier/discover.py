@@ -110,6 +110,27 @@ def _package_name(path: Path) -> tuple[Path, str] | None:
     return directory, ".".join(parts)
 
 
+def _is_file_of(module: types.ModuleType, path: Path) -> bool:
+    """``module`` was loaded from ``path`` (resolved): its ``__file__`` says so, or its
+    import spec's origin does when the module rebound its own ``__file__`` (only a
+    ``str`` is taken for a path: loading the file again would run it twice)."""
+    from ..source import module_file
+
+    try:
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    except Exception:
+        origin = None
+    for filename in (module_file(module), origin):
+        if not isinstance(filename, str) or not filename:
+            continue
+        try:
+            if Path(filename).resolve() == path:
+                return True
+        except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop
+            continue
+    return False
+
+
 def _import_file(path: Path) -> types.ModuleType:
     from .targets import unreadable
 
@@ -129,13 +150,12 @@ def _import_file(path: Path) -> types.ModuleType:
         except BaseException as error:
             raise DiscoveryError(f"{path}: import failed: {type(error).__name__}: {error}") \
                 from error
-        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path:  # type: ignore[arg-type]
+        if _is_file_of(module, path):
             return module
         # Another module of that name came first on sys.path: load this file itself.
     name = _module_name_for(path)
     existing = sys.modules.get(name)
-    if existing is not None and getattr(existing, "__file__", None) and \
-            Path(existing.__file__).resolve() == path:  # type: ignore[arg-type]
+    if existing is not None and _is_file_of(existing, path):
         return existing
     base, suffix = name, 1
     while name in sys.modules:

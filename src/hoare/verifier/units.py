@@ -296,10 +296,9 @@ def _owned(cls: type, module: Any) -> bool:
 
 
 def _class_location(cls: type) -> tuple[str | None, int | None]:
-    from ..source import class_line
+    from ..source import class_line, module_file
 
-    module = sys.modules.get(cls.__module__)
-    file = getattr(module, "__file__", None)
+    file = module_file(sys.modules.get(cls.__module__))
     return file, class_line(cls) if file else None
 
 
