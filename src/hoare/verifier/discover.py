@@ -53,11 +53,9 @@ class Found:
 
 
 def is_pipeline(value: object) -> bool:
-    try:
-        from ..pipeline import Pipeline
-    except ImportError:  # pragma: no cover - the library always has it
-        Pipeline = None  # type: ignore[assignment,misc]
-    if Pipeline is not None and isinstance(value, Pipeline):
+    from ..pipeline import Pipeline  # here: the library's pipeline imports the contract
+
+    if isinstance(value, Pipeline):
         return True
     stages = getattr(value, "stages", None)
     return (not isinstance(value, type) and isinstance(stages, tuple) and bool(stages)
