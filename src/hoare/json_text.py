@@ -261,7 +261,9 @@ def opens_object(text: str) -> bool:
     then a key (``"``) or ``}``? (``{braces}`` in prose does not.)"""
     if text[:1] != "{":
         return False
-    after = _JSON_SPACE.match(text, 1).end()  # type: ignore[union-attr]
+    spaces = _JSON_SPACE.match(text, 1)
+    assert spaces is not None  # "[...]*" matches, if only the empty string
+    after = spaces.end()
     return after == len(text) or text[after] in '"}'
 
 

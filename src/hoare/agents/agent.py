@@ -41,7 +41,7 @@ from .context import (
 from .policy import ContractPolicy
 from .recording import record_agent_call
 from .tool import Tool, tool
-from .violation import ContractTermination, ContractViolation, ViolationHandler
+from .violation import ContractTermination, ContractViolation, Kind, ViolationHandler
 
 __all__ = ["AgentEvent", "AgentResult", "ContractAgent", "EventType", "IterationState"]
 
@@ -398,7 +398,7 @@ class ContractAgent:
         with self._stats_lock:
             self._violations += 1
 
-    def _agent_check(self, check: Check, value: Any, kind: str, index: int) -> None:
+    def _agent_check(self, check: Check, value: Any, kind: Kind, index: int) -> None:
         """An agent-level contract (``location == "agent"``), under the agent's policy."""
         if self.policy is ContractPolicy.IGNORE:
             return
@@ -411,7 +411,7 @@ class ContractAgent:
         if not ok:
             bound = current_context() or ContractContext(self.policy, None, "agent")
             bound.handle_violation(ContractViolation(
-                kind, "agent", _source(check), f"{kind} contract {index} failed",  # type: ignore[arg-type]
+                kind, "agent", _source(check), f"{kind} contract {index} failed",
                 {"value": value, "index": index}, self.policy))
 
     def _system(self) -> str:
