@@ -101,9 +101,11 @@ def _pipeline_name(pipeline: Any) -> str:
     given = getattr(pipeline, "name", None)
     for stage in pipeline.stages:
         module = sys.modules.get(type(stage).__module__)
-        for attribute, value in vars(module).items() if module else ():
+        if module is None:
+            continue
+        for attribute, value in vars(module).items():
             if value is pipeline:
-                return f"{module.__name__}:{given or attribute}"  # type: ignore[union-attr]
+                return f"{module.__name__}:{given or attribute}"
     return given or repr(pipeline)
 
 
