@@ -27,7 +27,7 @@ import linecache
 import types
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import create_model
 
@@ -126,7 +126,8 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         if isinstance(node.value, ast.Name) and node.value.id in self.dicts:
             return self._field(node.value.id, node.slice)
-        return self.generic_visit(node)  # type: ignore[return-value]
+        self.generic_visit(node)  # rewrites the children in place
+        return node
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         func = node.func
@@ -135,7 +136,8 @@ class _Rewrite(ast.NodeTransformer):
             if node.keywords or not 1 <= len(node.args) <= 2:
                 raise Unsupported("args.get with other than (name[, default])")
             return self._field(func.value.id, node.args[0])  # every parameter is bound
-        return self.generic_visit(node)  # type: ignore[return-value]
+        self.generic_visit(node)  # rewrites the children in place
+        return node
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if node.id in self.dicts:
@@ -225,8 +227,8 @@ def function_of(lambda_node: ast.Lambda, filename: str, scope: dict[str, Any]
     return types.FunctionType(inner, scope, "<lambda>")
 
 
-def _adapt(condition: Any, params: tuple[str, ...], phase: str, index: int, tool: str,
-           module: str) -> PredicateSource:
+def _adapt(condition: Any, params: tuple[str, ...], phase: Literal["pre", "post"],
+           index: int, tool: str, module: str) -> PredicateSource:
     by_name = tuple(getattr(condition, "by_name", ()) or ())
     needs_args = bool(getattr(condition, "needs_args", False))
     kind = "preconditions" if phase == "pre" else "postconditions"
@@ -238,7 +240,7 @@ def _adapt(condition: Any, params: tuple[str, ...], phase: str, index: int, tool
                       f"arguments: {why}")
     policy = condition.policy
     return PredicateSource(f"{kind}[{index}]", f"{tool}.{kind}", condition.message or
-                           condition.predicate_str, fn, phase,  # type: ignore[arg-type]
+                           condition.predicate_str, fn, phase,
                            False, phase == "post" and needs_args,
                            policy)
 
