@@ -301,9 +301,9 @@ def _warner(command: str) -> Callable[[str], None]:
 def _terminal_safe(text: str) -> str:
     """``text`` with control characters and lone surrogates escaped: a name read from
     a store may hold anything, and must not drive the terminal."""
-    from .stats_store import _display
+    from .stats_store import display_text
 
-    return _display(text, 100_000)
+    return display_text(text, 100_000)
 
 
 def _json_text(value: object) -> str:

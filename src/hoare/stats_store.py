@@ -293,7 +293,7 @@ def _stored_version(connection: sqlite3.Connection, path: str) -> int | None:
     if not tables:
         return None
     if not {"meta", "calls"} <= tables:
-        shown = ", ".join(sorted(_display(str(t)) for t in tables)[:5])
+        shown = ", ".join(sorted(display_text(str(t)) for t in tables)[:5])
         raise StoreError(f"{path}: not a hoare stats store (it has other tables: "
                          f"{shown}); refused and left unmodified")
     found = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'"
@@ -549,8 +549,8 @@ class StatsStore:
         if self.last_error is None:
             _log.warning("hoare stats: cannot write to %s: %s; %d records dropped (the "
                          "calls are unaffected)", shown_target(self.path),
-                         _display(str(error), 300), count)
-        self.last_error = _display(str(error), 300)
+                         display_text(str(error), 300), count)
+        self.last_error = display_text(str(error), 300)
 
     def _report(self, item: tuple[Any, ...], problems: list[str], skipped: bool) -> None:
         """One WARNING per kind of bad value and store (a loop of bad records must not
@@ -564,7 +564,7 @@ class StatsStore:
             return
         self._reported.update(kinds)
         try:
-            name = _display(item[1], 200) if isinstance(item[1], str) else "?"
+            name = display_text(item[1], 200) if isinstance(item[1], str) else "?"
         except Exception:
             name = "?"
         _log.warning("hoare stats: a call record of %s for %s %s: %s (further records "
@@ -615,7 +615,7 @@ def storable_text(value: str, limit: int = TEXT_LIMIT) -> str:
 _CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
 
 
-def _display(value: str, limit: int = TEXT_LIMIT) -> str:
+def display_text(value: str, limit: int = TEXT_LIMIT) -> str:
     """``value`` safe to show in a terminal, a log or XML: control characters and
     lone surrogates escaped."""
     return storable_text(value, limit).translate(_CONTROL)

@@ -19,7 +19,7 @@ llama.cpp's does with HTTP 500) is stepping down too, not retrying.
 Time. ``timeout`` (``Options.timeout``, default ``DEFAULT_TIMEOUT`` = 60 s) is a
 deadline for each whole send, not a per-read timeout: the engine's HTTP clients
 enforce it with ``DeadlineTransport`` (a trickling body cannot stretch it), and a
-watchdog ends any send still running ``_WATCHDOG_GRACE`` seconds after it (a
+watchdog ends any send still running ``WATCHDOG_GRACE`` seconds after it (a
 trickle of headers, a prebuilt client without the deadline transport): an async
 send is cancelled, a synchronous one is abandoned to its daemon thread (whose
 reads the deadline transport soon ends). Transport retries are bounded by
@@ -84,7 +84,7 @@ MAX_TOKEN_COUNT = 10**12
 not a count (it would poison sums, statistics and 64-bit SQL columns)."""
 _PER_MESSAGE_TOKENS = 8  # role markers and separators a chat template adds per message
 
-_WATCHDOG_GRACE = 1.0  # seconds past the deadline before the watchdog ends a send
+WATCHDOG_GRACE = 1.0  # seconds past the deadline before the watchdog ends a send
 _LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
 Structured = Literal["auto", "json_schema", "json_object_schema", "json_object", "text"]
@@ -298,7 +298,7 @@ def _is_max_tokens_rejection(error: RequestRejected) -> bool:
     return error.status == 400 and "max_tokens" in text and "max_completion_tokens" in text
 
 
-def _merge(default: Options, given: Options) -> Options:
+def merge_options(default: Options, given: Options) -> Options:
     """``given`` over ``default``, field by field (``None``/``n=1`` mean "not set")."""
     return Options(
         model=given.model if given.model is not None else default.model,
@@ -539,7 +539,7 @@ class OpenAIEngine:
 
     def params(self, request: Request, fmt: Format | None = None) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
-        options = _merge(self.default_options, request.options)
+        options = merge_options(self.default_options, request.options)
         params: dict[str, Any] = {
             "model": options.model or self.model,
             "messages": [m.as_dict() for m in request.messages],
@@ -630,8 +630,8 @@ class OpenAIEngine:
                       else client.chat.completions.with_raw_response.create)
             try:
                 completion = self.transport.call(
-                    functools.partial(_watched, create,
-                                      float(params["timeout"]) + _WATCHDOG_GRACE, params),
+                    functools.partial(watched_send, create,
+                                      float(params["timeout"]) + WATCHDOG_GRACE, params),
                     self._classifier(params), where=self._where(params))
             except RequestRejected as error:
                 if self._adapt(error, fmt):
@@ -655,8 +655,8 @@ class OpenAIEngine:
             client = await self._aclient()
             create = (client.chat.completions.create if params.get("stream")
                       else client.chat.completions.with_raw_response.create)
-            send = functools.partial(_bounded, create,
-                                     float(params["timeout"]) + _WATCHDOG_GRACE, params)
+            send = functools.partial(bounded_send, create,
+                                     float(params["timeout"]) + WATCHDOG_GRACE, params)
             try:
                 completion = await self.transport.acall(
                     send, self._classifier(params), where=self._where(params))
@@ -720,7 +720,7 @@ class OpenAIEngine:
         return dataclasses.replace(response, decoding=None)
 
 
-def _excerpt(value: Any, limit: int = 200) -> str:
+def excerpt(value: Any, limit: int = 200) -> str:
     """A short, escaped excerpt of something a server sent (``repr``: control characters,
     invalid bytes and lone surrogates are shown as escapes, never written raw)."""
     if isinstance(value, bytes | bytearray):
@@ -738,7 +738,7 @@ def _excerpt(value: Any, limit: int = 200) -> str:
         value, str | bytes | bytearray) else "…" if more else "")
 
 
-def _body_of(http: Any, where: str) -> dict[str, Any]:
+def body_of(http: Any, where: str) -> dict[str, Any]:
     """The JSON object a 2xx response carried, or ``EngineAnswerError`` saying what came
     instead (nothing, a stream nobody asked for, bytes that are not UTF-8, text that is not
     JSON, JSON that is not an object)."""
@@ -758,27 +758,27 @@ def _body_of(http: Any, where: str) -> dict[str, Any]:
     if "text/event-stream" in kind or content.lstrip().startswith((b"data:", b"event:")):
         raise EngineAnswerError(f"{where} answered HTTP {status} with a stream (server-sent "
                                 "events) the request did not ask for: "
-                                f"{_excerpt(content)}")
+                                f"{excerpt(content)}")
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise EngineAnswerError(f"{where} answered HTTP {status} with a body that is not "
                                 f"UTF-8 (invalid byte at offset {error.start}): "
-                                f"{_excerpt(content)}") from None
+                                f"{excerpt(content)}") from None
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as error:
         reason = "nested too deep" if isinstance(error, RecursionError) else str(error)[:120]
         raise EngineAnswerError(f"{where} answered HTTP {status} with a body that is not JSON "
                                 f"({reason}; content-type {kind or 'none'!r}): "
-                                f"{_excerpt(text)}") from None
+                                f"{excerpt(text)}") from None
     if not isinstance(data, dict):
         raise EngineAnswerError(f"{where} answered HTTP {status} with JSON that is not a chat "
-                                f"completion object: {_excerpt(text)}")
+                                f"completion object: {excerpt(text)}")
     return data
 
 
-def _request_bytes(request: Request) -> int:
+def request_bytes(request: Request) -> int:
     """An upper bound of the input tokens of ``request`` (a token is at least one byte)."""
     total = sum(_PER_MESSAGE_TOKENS + len(m.content.encode("utf-8", "surrogatepass"))
                 for m in request.messages)
@@ -797,7 +797,7 @@ def _content(value: Any, where: str) -> str | None:
                                        for part in value):
         return "".join(part.get("text", "") for part in value)
     raise EngineAnswerError(f"{where} answered a message whose content is not text: "
-                            f"{_excerpt(value)}")
+                            f"{excerpt(value)}")
 
 
 def _tool_calls(message: Mapping[str, Any], where: str) -> tuple[ToolCall, ...]:
@@ -806,18 +806,18 @@ def _tool_calls(message: Mapping[str, Any], where: str) -> tuple[ToolCall, ...]:
         return ()
     if not isinstance(raw, list):
         raise EngineAnswerError(f"{where} answered tool_calls that are not a list: "
-                                f"{_excerpt(raw)}")
+                                f"{excerpt(raw)}")
     calls = []
     for call in raw:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict):
-            raise EngineAnswerError(f"{where} answered a malformed tool call: {_excerpt(call)}")
+            raise EngineAnswerError(f"{where} answered a malformed tool call: {excerpt(call)}")
         name, arguments, ident = function.get("name"), function.get("arguments"), call.get("id")
         if isinstance(arguments, dict | list):
             arguments = json.dumps(arguments)
         if not (isinstance(name, str) and isinstance(arguments, str | None)
                 and isinstance(ident, str | None)):
-            raise EngineAnswerError(f"{where} answered a malformed tool call: {_excerpt(call)}")
+            raise EngineAnswerError(f"{where} answered a malformed tool call: {excerpt(call)}")
         calls.append(ToolCall(ident or "", name, arguments or ""))
     return tuple(calls)
 
@@ -830,7 +830,7 @@ def _parse_completion(http: Any, params: Mapping[str, Any], request: Request,
     are left out; when no choice is left, ``ModelRefusal`` / ``ContentFiltered`` says
     so, with the usage. Secrets a server echoed are masked in every message."""
     try:
-        return _parse_checked(_body_of(http, where), params, request, where)
+        return _parse_checked(body_of(http, where), params, request, where)
     except EngineError as error:
         text = str(error)
         if redact(text) != text:  # a server echoing the key in what it sent
@@ -846,16 +846,16 @@ def _parse_checked(data: Mapping[str, Any], params: Mapping[str, Any], request: 
     if not raw_choices:
         if data.get("error") is not None:
             raise EngineAnswerError(f"{where} answered HTTP 200 with an error and no choices: "
-                                    f"{_excerpt(data.get('error'))}")
-        raise RetryableEngineError(f"{where} answered with no choices: {_excerpt(data)}")
+                                    f"{excerpt(data.get('error'))}")
+        raise RetryableEngineError(f"{where} answered with no choices: {excerpt(data)}")
     if not isinstance(raw_choices, list):
         raise EngineAnswerError(f"{where} answered choices that are not a list: "
-                                f"{_excerpt(raw_choices)}")
+                                f"{excerpt(raw_choices)}")
     read: list[tuple[int, int, str | None, str | None, str | None, Any, Mapping[str, Any]]] = []
     for position, choice in enumerate(raw_choices):
         if not isinstance(choice, dict):
             raise EngineAnswerError(f"{where} answered a choice that is not an object: "
-                                    f"{_excerpt(choice)}")
+                                    f"{excerpt(choice)}")
         index = choice.get("index")
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             index = position
@@ -864,15 +864,15 @@ def _parse_checked(data: Mapping[str, Any], params: Mapping[str, Any], request: 
             message = {}
         if not isinstance(message, dict):
             raise EngineAnswerError(f"{where} answered a message that is not an object: "
-                                    f"{_excerpt(message)}")
+                                    f"{excerpt(message)}")
         content = _content(message.get("content"), where)
         refusal = message.get("refusal")
         if refusal is not None and not isinstance(refusal, str):
-            refusal = _excerpt(refusal)
+            refusal = excerpt(refusal)
         finish = choice.get("finish_reason")
         if finish is not None and not isinstance(finish, str):
             raise EngineAnswerError(f"{where} answered a finish_reason that is not text: "
-                                    f"{_excerpt(finish)}")
+                                    f"{excerpt(finish)}")
         read.append((index, position, content, refusal or None, finish, choice, message))
     read.sort(key=lambda item: item[:2])
     kept = [item for item in read
@@ -883,12 +883,12 @@ def _parse_checked(data: Mapping[str, Any], params: Mapping[str, Any], request: 
     max_tokens = params.get("max_tokens", params.get("max_completion_tokens"))
     output_bound = (max_tokens * len(read) if isinstance(max_tokens, int) and max_tokens > 0
                     else output_bytes)
-    usage = checked_usage(data.get("usage"), _request_bytes(request), output_bound, where)
+    usage = checked_usage(data.get("usage"), request_bytes(request), output_bound, where)
     if not kept:
         refusals = [item[3] for item in read if item[3]]
         if refusals:
             raise ModelRefusal(f"{where}: the model refused to answer: "
-                               f"{_excerpt(refusals[0], 300)}", refusal=refusals[0], usage=usage)
+                               f"{excerpt(refusals[0], 300)}", refusal=refusals[0], usage=usage)
         raise ContentFiltered(f"{where}: the answer was withheld by the server's content "
                               "filter (finish_reason=content_filter, no text)", usage=usage)
     if len(kept) < len(read):
@@ -1003,7 +1003,7 @@ class _StreamReading:
             if self.refusal:
                 refusal = redact("".join(self.refusal))
                 raise ModelRefusal(f"{where}: the model refused to answer: "
-                                   f"{_excerpt(refusal, 300)}", refusal=refusal, usage=spent)
+                                   f"{excerpt(refusal, 300)}", refusal=refusal, usage=spent)
             if self.finish == "content_filter":
                 raise ContentFiltered(f"{where}: the answer was withheld by the server's "
                                       "content filter (finish_reason=content_filter, no text)",
@@ -1061,7 +1061,7 @@ def checked_usage(usage: Any, input_bound: int, output_bound: int, where: str) -
         count = _count(value)
         if value is not None and count is None:
             log.warning("%s reported usage.%s=%s, not a token count; counted as %d (an "
-                        "upper bound)", where, name, _excerpt(value, 60), bound)
+                        "upper bound)", where, name, excerpt(value, 60), bound)
             count = bound
         counts.append(count or 0)
     cached = min(_cached_tokens(usage), counts[0])
@@ -1129,12 +1129,13 @@ def _dialect(payload: object) -> str | None:
     return None
 
 
-def _watched(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
+def watched_send(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
     """One synchronous send, given up ``seconds`` after it started (``TimeoutError``)."""
     return call_within(lambda: create(**params), seconds, "the send")
 
 
-async def _bounded(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
+async def bounded_send(create: Callable[..., Any], seconds: float,
+                       params: Mapping[str, Any]) -> Any:
     """One async send, cancelled outright ``seconds`` after it started (a watchdog behind
     the transport's own deadline)."""
     async with asyncio.timeout(seconds):

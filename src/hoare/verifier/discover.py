@@ -64,12 +64,12 @@ def is_pipeline(value: object) -> bool:
 
 def find_in_module(module: types.ModuleType) -> tuple[list[tuple[str, type]],
                                                         list[tuple[str, object]]]:
-    """The contract classes ``module`` owns (``units._contract_entries``: defined in it,
+    """The contract classes ``module`` owns (``units.contract_entries``: defined in it,
     or made elsewhere and held here; each object once, named apart) and its
     module-level pipelines."""
-    from .units import _contract_entries  # the rule `hoare verify` applies, one place
+    from .units import contract_entries  # the rule `hoare verify` applies, one place
 
-    contracts = [(name, cls) for name, cls, _attributes in _contract_entries(module)]
+    contracts = [(name, cls) for name, cls, _attributes in contract_entries(module)]
     pipelines: list[tuple[str, object]] = []
     for attribute, value in list(vars(module).items()):
         if isinstance(value, (type, list, tuple, dict)):

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..description import PredicateSource
 from ..engines.capabilities import integer_range, integer_ranges_as_enums
-from .types import _custom_behaviour, _field_validators, core_schema_gaps
+from .types import core_schema_gaps, custom_behaviour, field_validator_names
 from .witness import call_predicate
 
 __all__ = [
@@ -210,7 +210,7 @@ def model_blocker(cls: type) -> str | None:
     if getattr(decorators, "model_validators", None) or \
             getattr(decorators, "root_validators", None):
         return f"{cls.__name__} has a model validator"
-    custom = _custom_behaviour(cls, BaseModel)
+    custom = custom_behaviour(cls, BaseModel)
     if custom is not None:
         return f"{cls.__name__} defines {custom}"
     for klass in cls.__mro__:
@@ -231,7 +231,7 @@ def finite_fields(cls: type[BaseModel], schema: dict[str, Any], limit: int
     """The output fields whose values are a finite list the fold may enumerate
     (a defaulted field's list ends with ``_OMITTED``)."""
     gaps = core_schema_gaps(cls)
-    validators = _field_validators(cls)
+    validators = field_validator_names(cls)
     properties = schema.get("properties", {})
     out: dict[str, list[Any]] = {}
     for name, info in cls.model_fields.items():

@@ -312,7 +312,7 @@ class TypeBuilder:
         opaque = self._model_opacity(cls)
         if opaque is not None:
             self.opaque_models[cls] = opaque
-        validators = _field_validators(cls)
+        validators = field_validator_names(cls)
         gaps = core_schema_gaps(cls)
         schemas = _field_schemas(cls)
         fields: dict[str, Sym] = {}
@@ -399,7 +399,7 @@ class TypeBuilder:
 
     def _model_opacity(self, cls: type[BaseModel]) -> str | None:
         """Why the values of ``cls`` are not what its fields say (None: they are)."""
-        custom = _custom_behaviour(cls, BaseModel)
+        custom = custom_behaviour(cls, BaseModel)
         if custom is not None:
             return f"{cls.__name__} defines {custom}: its instances behave unlike data"
         decorators = getattr(cls, "__pydantic_decorators__", None)
@@ -742,7 +742,7 @@ class TypeBuilder:
         if issubclass(cls, enum.Flag):
             return SOpaque(f"{owner}: {cls.__name__} is a Flag: pydantic accepts every "
                            f"combination of its members, not only the members")
-        custom = _custom_behaviour(cls, enum.Enum)
+        custom = custom_behaviour(cls, enum.Enum)
         if custom is not None:
             return SOpaque(f"{owner}: {cls.__name__} defines {custom}")
         self.leaves += 1
@@ -848,7 +848,7 @@ _BEHAVIOUR = frozenset({
 })
 
 
-def _custom_behaviour(cls: type, base: type) -> str | None:
+def custom_behaviour(cls: type, base: type) -> str | None:
     """The first behaviour method a subclass of ``base`` defines itself, if any."""
     for klass in cls.__mro__:
         module = klass.__module__
@@ -877,7 +877,7 @@ def _immutable(ann: Any) -> bool:
     return ann in (int, float, str, bool, type(None))
 
 
-def _field_validators(cls: type[BaseModel]) -> dict[str, list[Any]]:
+def field_validator_names(cls: type[BaseModel]) -> dict[str, list[Any]]:
     """``@field_validator`` decorators of ``cls`` by field name (``*``: every field)."""
     out: dict[str, list[Any]] = {}
     decorators = getattr(cls, "__pydantic_decorators__", None)

@@ -54,7 +54,7 @@ def run_unit(unit: Unit, options: SolverOptions,
                 "errors": [_problem(unit, cause, str(error)).to_json()]}
     if on_imported is not None:
         on_imported()
-    entries = _contract_entries(module)
+    entries = contract_entries(module)
     contracts = [(name, cls) for name, cls, _attributes in entries]
     _contracts, pipelines = contracts_of(module)
     tools, chains = tools_of(module)
@@ -184,7 +184,7 @@ def _problem(unit: Unit, error: BaseException, text: str) -> ImportProblem:
 
 def contracts_of(module: Any) -> tuple[list[tuple[str, type]], list[tuple[str, object]]]:
     """The contract classes ``module`` owns and the pipelines among its globals."""
-    contracts = [(name, cls) for name, cls, _attributes in _contract_entries(module)]
+    contracts = [(name, cls) for name, cls, _attributes in contract_entries(module)]
     pipelines: list[tuple[str, object]] = []
     for attribute, value in list(vars(module).items()):
         if not isinstance(value, (type, list, tuple, dict)) and is_pipeline(value):
@@ -193,7 +193,7 @@ def contracts_of(module: Any) -> tuple[list[tuple[str, type]], list[tuple[str, o
     return contracts, pipelines
 
 
-def _contract_entries(module: Any) -> list[tuple[str, type, set[str]]]:
+def contract_entries(module: Any) -> list[tuple[str, type, set[str]]]:
     """(report name, class, the module attributes bound to it) of each contract class
     ``module`` owns. Identity is the object: two classes one factory made share a
     ``__hoare__.name``; the second is named after the attribute that holds it
