@@ -171,7 +171,7 @@ class _CountingContext(ContractContext):
         return super().handle_violation(violation, policy)
 
 
-class _ToolStats(dict):  # type: ignore[type-arg]
+class _ToolStats(dict[str, Any]):
     """One tool's ``tool_stats()`` entry; ``"interval"`` is a deprecated alias of
     ``"interval_95"`` (contract_stats' name), kept for one release."""
 

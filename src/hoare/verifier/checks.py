@@ -23,12 +23,13 @@ value refuting it makes the check ``unknown`` and is logged as a translator bug.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import z3
 from pydantic import BaseModel
@@ -990,8 +991,11 @@ def _total_output(falsifier: _Falsifier, translated: Sequence[Translation], used
                         constants=falsifier.constants, from_json=True)
 
 
-def _guarded(kind: str, run: Callable[[], CheckResult], predicate: str | None = None
-             ) -> CheckResult:
+_Checked = TypeVar("_Checked", CheckResult, CheckResult | None)
+
+
+def _guarded(kind: str, run: Callable[[], _Checked], predicate: str | None = None
+             ) -> _Checked | CheckResult:
     """A check that hits a bug or an unexpected z3 error is ``unknown``, never fatal."""
     try:
         return run()
@@ -1016,14 +1020,14 @@ def check_contract(desc: ContractDescription, options: SolverOptions,
     report.checks.append(_guarded("post_satisfiable", lambda: check_post(cm, options, pre)))
     post = report.checks[-1]
     if post.status == "pass":
-        total = _guarded("post_total", lambda: check_total(cm, options))  # type: ignore[arg-type,return-value]
+        total = _guarded("post_total", lambda: check_total(cm, options))
         if total is not None:
             report.checks.append(total)
     for t in cm.translations():
         known = pre if t.source.phase == "pre" else post
         report.checks.append(_guarded(
             "predicate_vacuous",
-            lambda t=t, known=known: check_vacuity(cm, t, options, known),  # type: ignore[misc]
+            functools.partial(check_vacuity, cm, t, options, known),
             t.name))
     report.checks.extend(_guarded_fields(desc))
     if cm.ignored:
