@@ -3,9 +3,7 @@
     from hoare import contract, Contract, LLMDataModel, Field, Pre, Post
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
+import typing as _typing
 
 from .conditions import Post, Pre
 from .configuration import configure
@@ -28,7 +26,7 @@ from .kernel import Outcome, Policy
 from .models import Field, LLMDataModel
 from .pipeline import Pipeline
 
-if TYPE_CHECKING:  # imported on first use only: the verifier loads z3
+if _typing.TYPE_CHECKING:  # imported on first use only: the verifier loads z3
     from .verifier.report import Report
 
 __version__ = "0.2.0"  # kept equal to pyproject.toml's by tests/test_public_api.py
@@ -59,7 +57,7 @@ def flush_stats(timeout: float = 10.0) -> bool:
     return flush_all(timeout)
 
 
-def verify(target: object, **options: int) -> Report:
+def verify(target: object, **options: int) -> "Report":
     """Check a module, contract class, instance or pipeline with z3 (see ``hoare verify``).
     ``options``: ``timeout_ms`` and ``rlimit`` (``hoare.verifier.verify``)."""
     from .verifier import verify as _verify
