@@ -91,6 +91,9 @@ def run_suite(python: str, env: dict[str, str], arguments: list[str]) -> int:
     """pytest in both phases (or once with the caller's arguments); prints one closing
     line over both phases, as CI reads it."""
     phases = [arguments] if arguments else [PARALLEL, SERIAL]
+    # every xdist worker collects the tests itself: one hash seed gives every process the
+    # same set and dict order, so parametrized ids come out the same everywhere
+    env = {**env, "PYTHONHASHSEED": env.get("PYTHONHASHSEED", "0")}
     code = 0
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     with tempfile.TemporaryDirectory(prefix="hoare-suite-") as scratch:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 
 import pytest
@@ -65,6 +66,8 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 # Files whose tests run alone, after the parallel phase (tests/against_wheel.py): they
 # start servers or process pools, or drive many threads, and would compete for the
 # two cores with the other worker.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
 SERIAL_FILES = frozenset({
     "test_faults_threads.py",
     "test_kernel_concurrency.py",
@@ -78,7 +81,14 @@ SERIAL_FILES = frozenset({
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the serial files' tests before ``-m`` selects by marker."""
+    """Mark the serial files' tests before ``-m`` selects by marker; refuse a test id that
+    holds a memory address (``<object object at 0x...>`` from ``ids=repr``): pytest-xdist
+    collects in every worker and stops when the ids differ, so an id must be the same
+    in every process (tests/against_wheel.py also fixes PYTHONHASHSEED, for set order)."""
+    unstable = [item.nodeid for item in items if _ADDRESS.search(item.nodeid)]
+    if unstable:
+        raise pytest.UsageError("test ids that differ from process to process (a memory "
+                                f"address; give stable ids): {unstable[:5]}")
     for item in items:
         if item.path.name in SERIAL_FILES:
             item.add_marker(pytest.mark.serial)

@@ -247,7 +247,7 @@ def test_any_timeout_is_usable_or_refused(timeout: float) -> None:
 
 @pytest.mark.parametrize("wrapper", ["budget", "cache"])
 @pytest.mark.parametrize("not_an_engine", [None, "gpt-4o", 42, object(), {"complete": 1}],
-                         ids=repr)
+                         ids=["None", "str", "int", "object", "dict"])
 def test_a_wrapper_refuses_what_is_not_an_engine_at_construction(
         wrapper: str, not_an_engine: object, tmp_path: object) -> None:
     """Before: BudgetedEngine("gpt-4o", ...) was accepted and failed at the first call with
