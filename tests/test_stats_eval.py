@@ -139,3 +139,56 @@ def test_eval_usage_errors_say_what_is_wrong(project: Path, args: list[str],
     done = _eval(project, *args)
     assert done.returncode == 2 and expected in done.stderr, done.stderr
     assert not (project / "c.db").exists() or not query(str(project / "c.db"))
+
+
+def _screen(shown: str) -> list[str]:
+    """The lines a terminal shows for ``shown``: ``\\r`` returns to the line's start,
+    ``ESC[K`` clears to its end, other characters overwrite."""
+    lines, column = [""], 0
+    index = 0
+    while index < len(shown):
+        if shown.startswith("\x1b[K", index):
+            lines[-1] = lines[-1][:column]
+            index += 3
+            continue
+        char = shown[index]
+        if char == "\r":
+            column = 0
+        elif char == "\n":
+            lines.append("")
+            column = 0
+        else:
+            line = lines[-1]
+            lines[-1] = line[:column] + char + line[column + 1:]
+            column += 1
+        index += 1
+    return lines
+
+
+def test_warnings_never_break_into_the_progress_bar(project: Path) -> None:
+    """Issue 33: a failed call's warning is written on a line of its own above the bar,
+    and the bar is drawn again below it (before, it was written into the bar's line)."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hoare", "eval", "doubling:Double", "data.jsonl",
+         "--engine", "doubling:engine", "--db", "w.db"], cwd=project,
+        stdout=subprocess.PIPE, stderr=follower, text=True,
+        env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    process.communicate(timeout=300)
+    os.close(leader)
+    assert process.returncode == 0
+    lines = _screen(shown.decode("utf-8", "replace"))
+    warned = [line for line in lines if "contract failed" in line]
+    assert warned, lines  # the failing inputs did warn
+    assert [line for line in warned if "P_succ" in line or line.startswith("[")] == []
+    assert any(line.startswith("[##############################] 20/20") for line in lines)

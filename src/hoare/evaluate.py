@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import sys
 import threading
 import time
@@ -166,6 +167,8 @@ class _Progress:
         self.lock = threading.Lock()
         self.last = 0.0
 
+        self.line = ""  # the bar as last drawn (redrawn under a log record)
+
     def update(self, run: EvalRun, final: bool = False) -> None:
         if not self.shown:
             return
@@ -178,9 +181,34 @@ class _Progress:
             done = run.calls
             filled = width * done // self.total if self.total else width
             rate = f"{run.successes / done:.3f}" if done else "–"
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/"
-                              f"{self.total}  P_succ {rate}" + ("\n" if final else ""))
+            self.line = (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}  "
+                         f"P_succ {rate}")
+            self.stream.write("\r" + self.line + ("\n" if final else ""))
             self.stream.flush()
+            if final:
+                self.line = ""
+
+    def write_record(self, text: str) -> None:
+        """A log line above the bar: the bar's line is cleared, the text written, and
+        the bar drawn again below it, so warnings never break into the bar."""
+        with self.lock:
+            self.stream.write("\r\033[K" + text + "\n" + ("\r" + self.line if self.line else ""))
+            self.stream.flush()
+
+
+class _AboveTheBar(logging.Handler):
+    """hoare's log records while a progress bar is shown, when nothing else handles them
+    (Python's last-resort handler would write them into the bar's line)."""
+
+    def __init__(self, bar: _Progress) -> None:
+        super().__init__(logging.WARNING)
+        self.bar = bar
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.bar.write_record(self.format(record))
+        except Exception:
+            self.handleError(record)
 
 
 def run_eval(target: str, dataset: Path, engine: Any = None, jobs: int = 1,
@@ -223,11 +251,19 @@ def run_eval(target: str, dataset: Path, engine: Any = None, jobs: int = 1,
             run.successes += ok
         bar.update(run)
 
-    if jobs <= 1:
-        for value in inputs:
-            one(value)
-    else:
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hoare-eval") as pool:
-            list(pool.map(one, inputs))
+    hoare_log = logging.getLogger("hoare")
+    above = _AboveTheBar(bar) if bar.shown and not hoare_log.hasHandlers() else None
+    if above is not None:
+        hoare_log.addHandler(above)
+    try:
+        if jobs <= 1:
+            for value in inputs:
+                one(value)
+        else:
+            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hoare-eval") as pool:
+                list(pool.map(one, inputs))
+    finally:
+        if above is not None:
+            hoare_log.removeHandler(above)
     bar.update(run, final=True)
     return description.name, run
