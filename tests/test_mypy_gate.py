@@ -32,6 +32,9 @@ def test_the_gate_fails_on_a_real_new_error_and_names_the_file(tmp_path: Path,
     module.write_text("def untyped(x):\n    return x\n\n\nvalue: int = 'text'\n")
     path = str(module).replace("\\", "/")
     monkeypatch.setattr(mypy_gate, "TARGETS", (str(module),))
+    # a cache of its own: mypy replays a cached module's errors under the path it had
+    # when cached (another run's temporary directory)
+    monkeypatch.setenv("MYPY_CACHE_DIR", str(tmp_path / "mypy-cache"))
     baseline = tmp_path / "baseline.txt"
     baseline.write_text(f"{path}: 1\n")
     assert mypy_gate.main(["--baseline", str(baseline)]) == 1
