@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import time
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .discover import DiscoveryError, Found, discover, is_pipeline
 from .report import CheckResult, ContractReport, Report
 from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 from .values import Z3_LOCK
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: ``Any`` is no name of this public module
+    from typing import Any
+
     from .preflight import Preflight
 
 
