@@ -360,7 +360,8 @@ def _call_secrets(value: object, flat: type | None) -> frozenset[str]:
     """The secrets in a call's input (``secret_values``), without the walk when the
     value is an instance of exactly the class's flat input model and every value it
     holds is of an exact atomic type (what the walk would skip one by one)."""
-    if flat is not None and type(value) is flat and not value.__pydantic_extra__ \
+    if flat is not None and type(value) is flat and isinstance(value, BaseModel) \
+            and not value.__pydantic_extra__ \
             and _ATOMIC.issuperset(map(type, value.__dict__.values())):
         return _NO_SECRETS
     return secret_values(value)
