@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic import BaseModel, Field, PydanticUserError, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticUndefined
 
@@ -223,6 +223,8 @@ def build_dynamic_llm_datamodel(py_type: Any) -> type[LLMDataModel]:
     try:
         return create_model(name, __base__=LLMDataModel,
                             value=(py_type, Field(..., description=description)))
+    except PydanticUserError:
+        raise  # pydantic's own (a TypeError), as SymbolicAI's users catch it
     except (TypeError, ValueError, RuntimeError, SyntaxError, LookupError, NameError,
             UnicodeError) as error:  # not a type pydantic can validate (a number, a text)
         raise TypeError(f"build_dynamic_llm_datamodel needs a type pydantic can validate, "
