@@ -99,10 +99,18 @@ def test_the_progress_bar_shows_on_a_terminal_only(project: Path) -> None:
     plain = _eval(project, "doubling:Double", "data.jsonl", "--engine", "doubling:engine",
                   "--db", "a.db")
     assert plain.returncode == 0 and "\r[" not in plain.stderr
+    code, shown = _eval_on_a_terminal(project, "b.db")
+    assert code == 0
+    assert b"[##############################] 20/20  P_succ 0.800" in shown
+
+
+def _eval_on_a_terminal(project: Path, db: str) -> tuple[int, bytes]:
+    """``hoare eval`` with its stderr on a pseudo-terminal: its exit code and what the
+    terminal received."""
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "hoare", "eval", "doubling:Double", "data.jsonl",
-         "--engine", "doubling:engine", "--db", "b.db"], cwd=project,
+         "--engine", "doubling:engine", "--db", db], cwd=project,
         stdout=subprocess.PIPE, stderr=follower, text=True,
         env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
     os.close(follower)
@@ -117,8 +125,7 @@ def test_the_progress_bar_shows_on_a_terminal_only(project: Path) -> None:
         shown += chunk
     process.communicate(timeout=300)
     os.close(leader)
-    assert process.returncode == 0
-    assert b"[##############################] 20/20  P_succ 0.800" in shown
+    return process.returncode, shown
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -168,25 +175,8 @@ def _screen(shown: str) -> list[str]:
 def test_warnings_never_break_into_the_progress_bar(project: Path) -> None:
     """Issue 33: a failed call's warning is written on a line of its own above the bar,
     and the bar is drawn again below it (before, it was written into the bar's line)."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hoare", "eval", "doubling:Double", "data.jsonl",
-         "--engine", "doubling:engine", "--db", "w.db"], cwd=project,
-        stdout=subprocess.PIPE, stderr=follower, text=True,
-        env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
-    os.close(follower)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    process.communicate(timeout=300)
-    os.close(leader)
-    assert process.returncode == 0
+    code, shown = _eval_on_a_terminal(project, "w.db")
+    assert code == 0
     lines = _screen(shown.decode("utf-8", "replace"))
     warned = [line for line in lines if "contract failed" in line]
     assert warned, lines  # the failing inputs did warn
