@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, Field, PydanticUserError, create_model, model_validator
+from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticUndefined
 
 from ..contract import Contract, contract
+from ..errors import UsageError
 from ..models import LLMDataModel as _Base
 from ..models import _readable
 
@@ -213,6 +215,11 @@ def Const(value: Any) -> Any:
                  description=f"always {value!r}")
 
 
+class NotAModelType(PydanticSchemaGenerationError, UsageError):
+    """``build_dynamic_llm_datamodel`` got something pydantic cannot build a schema for:
+    pydantic's own error class, as SymbolicAI's users catch it, in hoare's error tree."""
+
+
 def build_dynamic_llm_datamodel(py_type: Any) -> type[LLMDataModel]:
     """A model with one required ``value`` field of ``py_type`` (SymbolicAI's wrapper
     of native types). ``...`` is no type: a ``TypeError``."""
@@ -223,8 +230,10 @@ def build_dynamic_llm_datamodel(py_type: Any) -> type[LLMDataModel]:
     try:
         return create_model(name, __base__=LLMDataModel,
                             value=(py_type, Field(..., description=description)))
-    except PydanticUserError:
-        raise  # pydantic's own (a TypeError), as SymbolicAI's users catch it
+    except PydanticSchemaGenerationError as error:  # as SymbolicAI raises it, in our tree
+        raise NotAModelType(f"build_dynamic_llm_datamodel needs a type pydantic can "
+                            f"validate, got {type(py_type).__name__}: {error.message}"
+                            ) from None
     except (TypeError, ValueError, RuntimeError, SyntaxError, LookupError, NameError,
             UnicodeError) as error:  # not a type pydantic can validate (a number, a text)
         raise TypeError(f"build_dynamic_llm_datamodel needs a type pydantic can validate, "
