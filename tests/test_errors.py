@@ -49,9 +49,9 @@ def test_groups() -> None:
 
 
 def test_old_import_paths_are_the_same_classes() -> None:
-    from hoare.configuration import EngineNotConfigured
-    from hoare.contract import InvalidValue
-    from hoare.description import ContractDefinitionError
+    from hoare.contracts.configuration import EngineNotConfigured
+    from hoare.contracts.core import InvalidValue
+    from hoare.declaration.description import ContractDefinitionError
 
     assert EngineNotConfigured is errors.EngineNotConfigured is hoare.EngineNotConfigured
     assert InvalidValue is errors.InvalidValue is hoare.InvalidValue

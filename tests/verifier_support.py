@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 
 import z3
 
-from hoare.description import PredicateSource
-from hoare.verifier.predicates import Translation
+from hoare.declaration.description import PredicateSource
+from hoare.verifier.translate.predicates import Translation
 
 
 def predicate_source(fn: Callable[..., object]) -> PredicateSource:

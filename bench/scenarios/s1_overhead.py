@@ -137,7 +137,7 @@ def run(ctx: Context) -> Report:
         for k, v in measure.paired_ratio(results, "hoare_rendering_engine", "floor").items()}
     if preflight_on_state == "did not run":
         report.notes.append(
-            "pre-flight did not run in the 'on' variant: hoare.verifier.preflight is not "
+            "pre-flight did not run in the 'on' variant: hoare.verifier.runtime.preflight is not "
             "available in this checkout, so 'on' measures the runtime without it")
         report.partial("pre-flight module missing: the 'on' variant ran without pre-flight")
     report.notes.append(

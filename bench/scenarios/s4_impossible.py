@@ -72,7 +72,7 @@ def run(ctx: Context) -> Report:
     else:
         report.partial(f"SymbolicAI not measured: {ctx.symai_skip_reason}")
     if not preflight_ran:
-        report.partial("hoare.verifier.preflight is not available: pre-flight did not run, "
+        report.partial("hoare.verifier.runtime.preflight is not available: pre-flight did not run, "
                        "its per-call cost cannot be measured")
         return report
 

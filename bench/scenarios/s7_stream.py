@@ -25,7 +25,7 @@ from openai.types.chat import ChatCompletionChunk
 from openai_server import OpenAIServer, stream
 
 from hoare import Contract, LLMDataModel, Post, contract
-from hoare.early_stop import EarlyStop, plan_for
+from hoare.contracts.early_stop import EarlyStop, plan_for
 from hoare.engines.base import Message, Options, Request
 from hoare.engines.openai_engine import _StreamReading
 

@@ -5,10 +5,12 @@
 
 import typing as _typing
 
-from .conditions import Post, Pre
-from .configuration import configure
-from .contract import Contract, contract
-from .errors import (
+from hoare.contracts.configuration import configure
+from hoare.contracts.core import Contract, contract
+from hoare.contracts.pipeline import Pipeline
+from hoare.declaration.conditions import Post, Pre
+from hoare.declaration.models import Field, LLMDataModel
+from hoare.errors import (
     BudgetError,
     ContractCallError,
     ContractDefinitionError,
@@ -22,12 +24,10 @@ from .errors import (
     RetryableEngineError,
     UsageError,
 )
-from .kernel import Outcome, Policy
-from .models import Field, LLMDataModel
-from .pipeline import Pipeline
+from hoare.kernel import Outcome, Policy
 
 if _typing.TYPE_CHECKING:  # imported on first use only: the verifier loads z3
-    from .verifier.report import Report
+    from hoare.verifier.report.model import Report
 
 __version__ = "0.2.0"  # kept equal to pyproject.toml's by tests/test_public_api.py
 
@@ -43,7 +43,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """``Report`` (what ``verify`` returns) on first use: the verifier loads z3."""
     if name == "Report":
-        from .verifier.report import Report
+        from hoare.verifier.report.model import Report
 
         return Report
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -52,7 +52,7 @@ def __getattr__(name: str) -> object:
 def flush_stats(timeout: float = 10.0) -> bool:
     """Wait until every recorded call is written to the stats store (also done at
     interpreter exit); False when ``timeout`` seconds were not enough."""
-    from .stats_store import flush_all
+    from hoare.stats.store import flush_all
 
     return flush_all(timeout)
 
@@ -60,6 +60,6 @@ def flush_stats(timeout: float = 10.0) -> bool:
 def verify(target: object, **options: int) -> "Report":
     """Check a module, contract class, instance or pipeline with z3 (see ``hoare verify``).
     ``options``: ``timeout_ms`` and ``rlimit`` (``hoare.verifier.verify``)."""
-    from .verifier import verify as _verify
+    from hoare.verifier import verify as _verify
 
     return _verify(target, **options)

@@ -1,5 +1,5 @@
 """``python -m hoare``: the ``hoare`` command."""
 
-from .cli import run
+from hoare.cli.parser import run
 
 run()

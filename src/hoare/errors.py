@@ -13,11 +13,11 @@ one kind of failure::
     │   │                             arguments (no input, two positional inputs)
     │   ├── EngineNotConfigured       (RuntimeError) no engine given or configured
     │   ├── InvalidOptions            (ValueError) hoare.engines: a bad Options value
-    │   ├── ConfigError               hoare.verifier.project_config: a bad [tool.hoare]
-    │   ├── DiscoveryError            hoare.verifier.discover: a target cannot be found
-    │   ├── VerifyError               hoare.verifier.run: nothing was verified (exit 2)
-    │   ├── ToolShapeError            hoare.verifier.tools: a tool verify cannot describe
-    │   └── EvalError                 hoare.evaluate: a bad ``hoare eval`` data set
+    │   ├── ConfigError               hoare.verifier.project.config: a bad [tool.hoare]
+    │   ├── DiscoveryError            hoare.verifier.project.discovery: a target cannot be found
+    │   ├── VerifyError               hoare.verifier.project.run: nothing was verified (exit 2)
+    │   ├── ToolShapeError            hoare.verifier.checks.tools: a tool verify cannot describe
+    │   └── EvalError                 hoare.stats.evaluation: a bad ``hoare eval`` data set
     ├── ContractViolationError        (kernel) a failed contract under ``enforce`` /
     │   │                             ``quick_enforce``; carries the ``Outcome``
     │   └── ResultTypeError           (TypeError) ``forward`` returned the wrong type
@@ -27,7 +27,7 @@ one kind of failure::
     │                                 (``@contract(stream=True)``): a ``type`` violation
     ├── SecretRedacted                replaces a hook's exception whose text quoted a
     │                                 ``SecretStr`` of the call (spec §8.4)
-    ├── StoreError                    hoare.stats_store: the stats store cannot be used
+    ├── StoreError                    hoare.stats.store: the stats store cannot be used
     ├── ContractTermination           hoare.agents: a violation under ENFORCE ends the run
     ├── HoareVerifyFailure            hoare.pytest_plugin: a ``hoare verify`` test failed
     ├── Unmodelled                    hoare.unmodelled: the verifier does not model
@@ -63,7 +63,7 @@ wrapped: they become violations or reach the caller unchanged (spec/pipeline.md)
 
 from __future__ import annotations
 
-from .kernel import (
+from hoare.kernel import (
     ContractViolationError,
     EngineError,
     FatalEngineError,
@@ -115,7 +115,7 @@ class InvalidValue(HoareError, ValueError):
 
 class StoppedEarly(InvalidValue):
     """A streamed answer was cancelled as soon as a complete field or a post-condition on
-    complete fields failed (``hoare.early_stop``): the attempt's ``type`` violation."""
+    complete fields failed (``hoare.contracts.early_stop``): the attempt's ``type`` violation."""
 
 
 class SecretRedacted(HoareError):

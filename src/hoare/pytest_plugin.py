@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .errors import HoareError
+from hoare.errors import HoareError
 
 __all__ = ["ScriptedEngine"]
 
@@ -56,7 +56,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def _verify_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
-    from .verifier.run import VerifyError, run_verify
+    from hoare.verifier.project.run import VerifyError, run_verify
 
     targets = list(config.getoption("--hoare-verify-target"))
     try:
@@ -119,7 +119,7 @@ class ScriptedEngine:
     """An offline engine answering from a script, recording every request."""
 
     def __init__(self) -> None:
-        from .engines import FunctionEngine
+        from hoare.engines import FunctionEngine
 
         self._answers: deque[str] = deque()
         self.requests: list[Any] = []
@@ -137,7 +137,7 @@ class ScriptedEngine:
         return len(self._answers)
 
     def _answer(self, request: Any) -> str:
-        from .errors import FatalEngineError
+        from hoare.errors import FatalEngineError
 
         self.requests.append(request)
         if not self._answers:

@@ -46,7 +46,7 @@ def instrument(tracer_provider: Any = None) -> None:
     except ImportError as missing:
         raise ImportError("hoare.telemetry needs OpenTelemetry: pip install "
                           "'hoare[otel]'") from missing
-    from . import __version__
+    from hoare import __version__
 
     if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer",
                                                             None)):
@@ -190,7 +190,7 @@ _INT64_MAX = 2 ** 63 - 1
 
 def _engine_attributes(engine: Any) -> dict[str, Any]:
     """The GenAI attributes an engine tells: its provider, model and server."""
-    from .engines.base import innermost
+    from hoare.engines.base import innermost
 
     inner = innermost(engine)
     kind = type(inner).__name__

@@ -16,14 +16,14 @@ the verifier::
 Private causes (a regex feature ``regex.py`` does not translate, a formula
 ``qe.py`` cannot compile, a value the pre-flight cannot key) subclass
 ``Unmodelled`` in their modules. This module is standard library only and sits
-outside ``hoare.verifier`` because ``hoare.source`` (used when contracts are
-defined, without z3) raises ``SourceNotFound``; ``hoare.verifier.unmodelled``
+outside ``hoare.verifier`` because ``hoare.declaration.source`` (used when contracts are
+defined, without z3) raises ``SourceNotFound``; ``hoare.unmodelled``
 re-exports it.
 """
 
 from __future__ import annotations
 
-from .errors import HoareError
+from hoare.errors import HoareError
 
 __all__ = [
     "BindError",

@@ -37,7 +37,7 @@ from .models import Model, Pool
 __all__ = ["CaseResult", "Contradiction", "run_case"]
 
 # HOARE_FUZZ_UNCHECKED_INPUTS=1: inputs also built by model_construct (a known open
-# contradiction, tests/test_verifier_fuzz_regressions.py), so the default run stays useful
+# contradiction, tests/verifier/test_verifier_fuzz_regressions.py), so the default run stays useful
 UNCHECKED_INPUTS = os.environ.get("HOARE_FUZZ_UNCHECKED_INPUTS") == "1"
 INPUT_DRAWS = 60
 OUTPUT_DRAWS = 250
@@ -107,7 +107,7 @@ def _pythonize(rng: random.Random, raw: Any) -> Any:
 def _build_input(model: type[BaseModel], raw: Any, rng: random.Random) -> BaseModel | None:
     if UNCHECKED_INPUTS and isinstance(raw, dict) and rng.random() < 0.2:
         # an instance pydantic does not validate again (model_construct): see
-        # tests/test_verifier_fuzz_regressions.py; off by default (README)
+        # tests/verifier/test_verifier_fuzz_regressions.py; off by default (README)
         return model.model_construct(**raw)
     try:
         if isinstance(raw, dict) and rng.random() < 0.3:
@@ -410,7 +410,7 @@ def _preflight(desc: Any, cls: Any, runnable: list[BaseModel], outputs: list[Bas
                result: CaseResult, contradiction: Callable[[str, str, str], None]) -> None:
     """The pre-flight as ``contract.py`` calls it, on inputs passing the pre-conditions."""
     from hoare.kernel import Verdict
-    from hoare.verifier.preflight import Preflight
+    from hoare.verifier.runtime.preflight import Preflight
 
     checker = Preflight.for_description(desc)
     if checker is None:

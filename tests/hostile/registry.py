@@ -228,7 +228,7 @@ def drive_cli(*arguments: str) -> Driver:
     """``hoare SUBCOMMAND ...``, the hostile value as text argument or path ({} in the
     arguments); an exit status, never an exception; a --json output is strict JSON."""
     def drive(value: object, workdir: Path) -> object:
-        from hoare import cli
+        from hoare.cli import parser as cli
 
         if isinstance(value, bytes):
             value = value.decode("utf-8", "surrogateescape")
@@ -601,7 +601,7 @@ def cli_subcommands() -> set[str]:
     """The subcommands ``hoare`` accepts, read from its parser."""
     import argparse
 
-    from hoare import cli
+    from hoare.cli import parser as cli
 
     parser = cli._parser()
     for action in parser._actions:

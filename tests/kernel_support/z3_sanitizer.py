@@ -1,13 +1,13 @@
 """A pytest plugin that reports every z3 term used while another z3 context is active.
 
-``hoare/verifier/z3_context.py`` builds each check in a fresh context; a term cached
+``hoare/verifier/solve/context.py`` builds each check in a fresh context; a term cached
 in one context and used in another is undefined behaviour in z3's C API (a crash, a
 wrong sort) or a ``Context mismatch`` error that the verifier would turn into a silent
 ``unknown``. With ``-p kernel_support.z3_sanitizer``, every z3 wrapper's ``as_ast`` is
 checked against the active context (z3.py's own reference counting, printing and
 hashing are allowed), and so is every ``Context mismatch`` assertion. The findings are
 written as JSON to ``$HOARE_Z3_SANITIZER_REPORT`` at the end of the session
-(``tests/test_verifier_z3_context.py`` runs the verifier's tests under it).
+(``tests/verifier/test_verifier_z3_context.py`` runs the verifier's tests under it).
 """
 
 from __future__ import annotations

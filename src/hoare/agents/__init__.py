@@ -3,13 +3,13 @@
 imports. ``ContractAgent`` runs tools on any hoare engine (native tool calls or JSON actions).
 """
 
-from .agent import AgentEvent, AgentResult, ContractAgent, EventType, IterationState
-from .chain import ToolChain
-from .conditions import ContractSpec, PostCondition, PreCondition, post, pre
-from .context import ContractContext, contract_assert, contract_context, current_context
-from .policy import ContractPolicy
-from .tool import Tool, tool
-from .violation import ContractTermination, ContractViolation, ViolationHandler
+from hoare.agents.agent import AgentEvent, AgentResult, ContractAgent, EventType, IterationState
+from hoare.agents.chain import ToolChain
+from hoare.agents.conditions import ContractSpec, PostCondition, PreCondition, post, pre
+from hoare.agents.context import ContractContext, contract_assert, contract_context, current_context
+from hoare.agents.policy import ContractPolicy
+from hoare.agents.tool import Tool, tool
+from hoare.agents.violation import ContractTermination, ContractViolation, ViolationHandler
 
 __all__ = [
     "AgentEvent", "AgentResult", "ContractAgent", "ContractContext", "ContractPolicy",

@@ -24,12 +24,9 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import telemetry as _telemetry
-from ..engines.base import Engine, Message, Request
-from ..errors import ContractDefinitionError
-from ..json_text import extract_json
-from .conditions import _source
-from .context import (
+from hoare import telemetry as _telemetry
+from hoare.agents.conditions import _source
+from hoare.agents.context import (
     ContractContext,
     checked_policy,
     close_awaitable,
@@ -38,10 +35,13 @@ from .context import (
     default_handler,
     holds,
 )
-from .policy import ContractPolicy
-from .recording import record_agent_call
-from .tool import Tool, tool
-from .violation import ContractTermination, ContractViolation, Kind, ViolationHandler
+from hoare.agents.policy import ContractPolicy
+from hoare.agents.recording import record_agent_call
+from hoare.agents.tool import Tool, tool
+from hoare.agents.violation import ContractTermination, ContractViolation, Kind, ViolationHandler
+from hoare.contracts.json_text import extract_json
+from hoare.engines.base import Engine, Message, Request
+from hoare.errors import ContractDefinitionError
 
 __all__ = ["AgentEvent", "AgentResult", "ContractAgent", "EventType", "IterationState"]
 
@@ -201,7 +201,7 @@ class ContractAgent:
                              f"'constrained' (one JSON action per step), got {agent_type!r}")
         if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or \
                 max_iterations < 1:
-            from ..models import safe_repr
+            from hoare.declaration.models import safe_repr
 
             raise ValueError(f"max_iterations must be an int >= 1, got "
                              f"{_type_name(max_iterations)} {safe_repr(max_iterations)}")
@@ -234,7 +234,7 @@ class ContractAgent:
         self.answer_type = answer_type
         self._answer_spec = None
         if answer_type is not None:
-            from ..models import type_spec
+            from hoare.declaration.models import type_spec
 
             self._answer_spec = type_spec(answer_type)
         # cyllama's names: each kind of agent contract as a list (empty: no constraint)
@@ -290,7 +290,7 @@ class ContractAgent:
         succeeds when the tool returned with no contract violation, the rule the stats
         store records it by; a call stopped by ``KeyboardInterrupt``, ``SystemExit`` or
         cancellation is not counted."""
-        from ..kernel import wilson_interval
+        from hoare.kernel import wilson_interval
 
         with self._stats_lock:
             counts = {name: tuple(c) for name, c in self._per_tool.items()}
@@ -532,7 +532,7 @@ class ContractAgent:
             try:
                 value = self._answer_spec.validate(value)
             except Exception as error:  # a type violation: fed back, like a contract
-                from ..models import safe_repr
+                from hoare.declaration.models import safe_repr
 
                 problem = f"the answer is not a valid {self._answer_spec.name}: " \
                           f"{_validation_text(error)}"
@@ -559,7 +559,7 @@ class ContractAgent:
             return json.dumps(self._answer_spec.dump(value) if self._answer_spec else value,
                               default=str)
         except Exception:  # a validated value whose dump or str() raises
-            from ..models import safe_repr
+            from hoare.declaration.models import safe_repr
 
             return safe_repr(value)
 
@@ -718,7 +718,7 @@ def _tool_call_action(name: object, arguments: object, tools: dict[str, Tool]
 def _validation_text(error: Exception) -> str:
     from pydantic import ValidationError
 
-    from ..models import format_validation_error
+    from hoare.declaration.models import format_validation_error
 
     try:
         if isinstance(error, ValidationError):

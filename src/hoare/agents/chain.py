@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .tool import Tool
+from hoare.agents.tool import Tool
 
 __all__ = ["ToolChain"]
 

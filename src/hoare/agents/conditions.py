@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
-from ..errors import ContractDefinitionError
-from .context import checked_policy, current_context, handle, holds
-from .policy import ContractPolicy
-from .violation import ContractViolation
+from hoare.agents.context import checked_policy, current_context, handle, holds
+from hoare.agents.policy import ContractPolicy
+from hoare.agents.violation import ContractViolation
+from hoare.errors import ContractDefinitionError
 
 __all__ = ["ContractSpec", "PostCondition", "PreCondition", "post", "pre"]
 
@@ -58,7 +58,7 @@ def _source(predicate: Callable[..., Any]) -> str:
             return "<predicate>"
     if name != "<lambda>":
         return name
-    from ..source import function_node
+    from hoare.declaration.source import function_node
 
     try:
         node = function_node(predicate)
@@ -222,7 +222,7 @@ def _decorator(add: Callable[[ContractSpec, tuple[str, ...]], None]) -> Callable
     or to the function of a ``Tool`` (``@pre``/``@post`` above ``@tool``)."""
 
     def decorate(target: F) -> F:
-        from .tool import Tool
+        from hoare.agents.tool import Tool
 
         if isinstance(target, Tool):
             target.func = decorate(target.func)

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..errors import ContractDefinitionError
-from .policy import ContractPolicy
-from .violation import ContractTermination, ContractViolation, ViolationHandler
+from hoare.agents.policy import ContractPolicy
+from hoare.agents.violation import ContractTermination, ContractViolation, ViolationHandler
+from hoare.errors import ContractDefinitionError
 
 __all__ = ["ContractContext", "contract_assert", "contract_context", "current_context",
            "default_handler", "handle", "holds"]
@@ -29,7 +29,7 @@ def default_handler(violation: ContractViolation) -> None:
     """Log ``Contract violation [kind] at location: message`` at WARNING; the same
     violation again within a minute is counted, not repeated (``hoare.contract.REPEATED``:
     an agent looping on one failing tool would flood the log)."""
-    from ..contract import REPEATED
+    from hoare.contracts.core import REPEATED
 
     try:
         where, kind = str(violation.location), f"[{violation.kind}]: {violation.message}"

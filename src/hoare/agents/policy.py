@@ -1,6 +1,6 @@
 """``ContractPolicy`` is the kernel's ``Policy``: one set of names for contracts on LLM
 calls and on tools (``IGNORE``, ``OBSERVE``, ``ENFORCE``, ``QUICK_ENFORCE``)."""
 
-from ..kernel import Policy as ContractPolicy
+from hoare.kernel import Policy as ContractPolicy
 
 __all__ = ["ContractPolicy"]

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import configuration
+from hoare.contracts import configuration
 
 __all__ = ["record_agent_call"]
 
@@ -28,8 +28,8 @@ def record_agent_call(kind: str, name: str, definition: Callable[[], str], succe
     if store is None:
         return
     try:
-        from ..engines.base import innermost
-        from ..stats_store import CallRecord
+        from hoare.engines.base import innermost
+        from hoare.stats.store import CallRecord
 
         inner = innermost(engine)
         store.record(CallRecord(

@@ -19,7 +19,7 @@ class Tool:
 
     def __init__(self, func: Callable[..., Any], name: str | None = None,
                  description: str | None = None) -> None:
-        from ..errors import ContractDefinitionError
+        from hoare.errors import ContractDefinitionError
 
         if not callable(func):
             raise ContractDefinitionError(

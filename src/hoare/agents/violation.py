@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import HoareError
-from .policy import ContractPolicy
+from hoare.agents.policy import ContractPolicy
+from hoare.errors import HoareError
 
 __all__ = ["ContractTermination", "ContractViolation", "ViolationHandler"]
 

@@ -25,10 +25,10 @@ from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticUndefined
 
-from ..contract import Contract, contract
-from ..errors import UsageError
-from ..models import LLMDataModel as _Base
-from ..models import _readable
+from hoare.contracts.core import Contract, contract
+from hoare.declaration.models import LLMDataModel as _Base
+from hoare.declaration.models import _readable
+from hoare.errors import UsageError
 
 __all__ = ["Const", "CustomConstraint", "Expression", "LLMDataModel", "LengthConstraint",
            "build_dynamic_llm_datamodel", "contract"]

@@ -7,7 +7,7 @@ and surface as ``TransportError`` (a ``FatalEngineError``: it ends the contract'
 stage, never spends its remedy attempts).
 """
 
-from .base import (
+from hoare.engines.base import (
     BudgetExceeded,
     CacheMiss,
     ContentFiltered,
@@ -22,10 +22,10 @@ from .base import (
     ToolCall,
     Usage,
 )
-from .budget import Budget, BudgetedEngine, MissingPrice, Price, Spend
-from .cache import CacheConflict, CachedEngine, CacheFileError, CacheMode
-from .function import FunctionEngine
-from .transport import (
+from hoare.engines.budget import Budget, BudgetedEngine, MissingPrice, Price, Spend
+from hoare.engines.cache import CacheConflict, CachedEngine, CacheFileError, CacheMode
+from hoare.engines.function import FunctionEngine
+from hoare.engines.transport import (
     ConnectionFailed,
     EngineTimeout,
     Failure,
@@ -51,7 +51,7 @@ def __getattr__(name: str) -> object:
     """``OpenAIEngine`` on first use: importing ``openai`` costs ~0.4 s, which
     ``hoare verify`` (and any program that never builds that engine) does not pay."""
     if name in ("OpenAIEngine", "EngineConfigError"):
-        from . import openai_engine
+        from hoare.engines import openai_engine
 
         return getattr(openai_engine, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

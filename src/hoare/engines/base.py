@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..errors import (
+from hoare.errors import (
     BudgetError,
     EngineError,
     FatalEngineError,

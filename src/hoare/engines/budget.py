@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import BudgetError, EngineError
-from .base import BudgetExceeded, Engine, Request, Response, Usage, require_engine
+from hoare.engines.base import BudgetExceeded, Engine, Request, Response, Usage, require_engine
+from hoare.errors import BudgetError, EngineError
 
 _PER_MESSAGE_TOKENS = 8  # role markers and separators a chat template adds per message
 _WAIT_POLL = 0.005  # seconds between admission checks of an async caller that must wait

@@ -68,8 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import FatalEngineError
-from .base import (
+from hoare.engines.base import (
     CacheMiss,
     Engine,
     Options,
@@ -81,6 +80,7 @@ from .base import (
     innermost,
     require_engine,
 )
+from hoare.errors import FatalEngineError
 
 try:
     import fcntl

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import HoareError
+from hoare.errors import HoareError
 
 __all__ = ["BUILT_IN", "DIALECTS", "KEYWORDS", "MAX_ENUM_RANGE", "VERDICTS",
            "CapabilityError", "CapabilityTable", "cache_path",
@@ -199,7 +199,7 @@ def save(table: CapabilityTable, path: Path) -> None:
 def pinned_path() -> Path | None:
     """``[tool.hoare] server_capabilities`` of the nearest pyproject.toml, resolved from
     its directory (None: not set; a bad value is a ``CapabilityError``)."""
-    from ..verifier.project_config import find_pyproject
+    from hoare.verifier.project.config import find_pyproject
 
     found = find_pyproject()
     if found is None:

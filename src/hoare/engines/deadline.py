@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import httpx2 as httpx
 
-from ..errors import HoareError
+from hoare.errors import HoareError
 
 
 def _budget(request: httpx.Request) -> float | None:

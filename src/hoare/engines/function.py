@@ -18,9 +18,9 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from .base import ONE_REQUEST, EngineAnswerError, Request, Response
-from .deadline import WatchdogTimeout, call_within
-from .transport import EngineTimeout, Failure, transport_error
+from hoare.engines.base import ONE_REQUEST, EngineAnswerError, Request, Response
+from hoare.engines.deadline import WatchdogTimeout, call_within
+from hoare.engines.transport import EngineTimeout, Failure, transport_error
 
 Answer = str | Response
 

@@ -56,9 +56,8 @@ from typing import Any, Literal
 import httpx2 as httpx
 import openai
 
-from ..errors import EngineError, FatalEngineError, RetryableEngineError
-from . import capabilities
-from .base import (
+from hoare.engines import capabilities
+from hoare.engines.base import (
     ContentFiltered,
     EngineAnswerError,
     ModelRefusal,
@@ -69,9 +68,10 @@ from .base import (
     ToolCall,
     Usage,
 )
-from .deadline import AsyncDeadlineTransport, DeadlineTransport, call_within
-from .redaction import Redactor, split_credentials
-from .transport import Failure, RequestRejected, TransportRetry, parse_retry_after
+from hoare.engines.deadline import AsyncDeadlineTransport, DeadlineTransport, call_within
+from hoare.engines.redaction import Redactor, split_credentials
+from hoare.engines.transport import Failure, RequestRejected, TransportRetry, parse_retry_after
+from hoare.errors import EngineError, FatalEngineError, RetryableEngineError
 
 log = logging.getLogger("hoare.engines.openai")
 
@@ -347,7 +347,7 @@ class OpenAIEngine:
             raise EngineConfigError(f"OpenAIEngine(api_type={api_type!r}): expected "
                                     "'chat_completions' or 'responses'")
         self.api_type = api_type
-        from .openai_responses import ReasoningMemory  # reasoning items across turns
+        from hoare.engines.openai_responses import ReasoningMemory  # reasoning items across turns
 
         self.reasoning_memory = ReasoningMemory()
         if structured not in ("auto", "json_schema", "json_object_schema", "json_object",
@@ -617,7 +617,7 @@ class OpenAIEngine:
 
     def complete(self, request: Request) -> Response:
         if self.api_type == "responses":
-            from . import openai_responses
+            from hoare.engines import openai_responses
 
             return openai_responses.complete(self, request)
         for _ in range(5):  # at most: three format step-downs and one token-parameter switch
@@ -644,7 +644,7 @@ class OpenAIEngine:
 
     async def acomplete(self, request: Request) -> Response:
         if self.api_type == "responses":
-            from . import openai_responses
+            from hoare.engines import openai_responses
 
             return await openai_responses.acomplete(self, request)
         for _ in range(5):
@@ -932,8 +932,8 @@ class _StreamReading:
         self.stopped: str | None = None
         self.bound = sum(8 + len(m.content.encode("utf-8", "surrogatepass"))
                          for m in request.messages)
-        # the watch's ``feed`` (``hoare.early_stop``): given each piece once, so a stream is
-        # read in linear time; a plain watch is called with the text so far (joined)
+        # the watch's ``feed`` (``hoare.contracts.early_stop``): given each piece once, so a
+        # stream is read in linear time; a plain watch is called with the text so far (joined)
         try:  # looked up on the class: a foreign watch's __getattr__ is not called
             feed = getattr(type(self.watch), "feed", None)
         except Exception:

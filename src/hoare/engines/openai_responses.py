@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import (
+from hoare.engines.base import (
     EngineAnswerError,
     Message,
     ModelRefusal,
@@ -107,7 +107,7 @@ def responses_params(request: Request, options: Options, model: str, timeout: fl
                      ) -> dict[str, Any]:
     """The keyword arguments of ``responses.create`` for one completion of ``request``."""
     if options.logprobs:
-        from .openai_engine import EngineConfigError
+        from hoare.engines.openai_engine import EngineConfigError
 
         raise EngineConfigError("OpenAIEngine(api_type='responses') does not return "
                                 "log-probabilities: use api_type='chat_completions'")
@@ -141,7 +141,7 @@ def text_format(response_format: Mapping[str, Any] | None) -> dict[str, Any] | N
 
 def _excerpt(value: Any) -> str:
     """``openai_engine.excerpt``, imported when used (that module imports this one)."""
-    from .openai_engine import excerpt
+    from hoare.engines.openai_engine import excerpt
 
     return excerpt(value)
 
@@ -169,7 +169,7 @@ def _text_of(item: Mapping[str, Any], where: str) -> tuple[str, str | None]:
 def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
                    where: str, memory: ReasoningMemory) -> Response:
     """One Responses API answer, every field checked (see the module)."""
-    from .openai_engine import checked_usage, request_bytes
+    from hoare.engines.openai_engine import checked_usage, request_bytes
 
     status = data.get("status")
     if status is not None and not isinstance(status, str):
@@ -247,7 +247,7 @@ def merged(responses: Sequence[Response]) -> Response:
 
 
 def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
-    from .openai_engine import DEFAULT_TIMEOUT, Format, merge_options, response_format
+    from hoare.engines.openai_engine import DEFAULT_TIMEOUT, Format, merge_options, response_format
 
     options = merge_options(engine.default_options, request.options)
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
@@ -264,8 +264,8 @@ def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
 
 
 def _read(engine: Any, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
-    from ..errors import EngineError
-    from .openai_engine import body_of
+    from hoare.engines.openai_engine import body_of
+    from hoare.errors import EngineError
 
     where = engine._where(params)
     try:
@@ -282,7 +282,7 @@ def complete(engine: Any, request: Request) -> Response:
     """``OpenAIEngine.complete`` on the Responses API."""
     import functools
 
-    from .openai_engine import WATCHDOG_GRACE, watched_send
+    from hoare.engines.openai_engine import WATCHDOG_GRACE, watched_send
 
     params, n = _prepared(engine, request)
     create = engine.client.responses.with_raw_response.create
@@ -299,7 +299,7 @@ async def acomplete(engine: Any, request: Request) -> Response:
     """``OpenAIEngine.acomplete`` on the Responses API."""
     import functools
 
-    from .openai_engine import WATCHDOG_GRACE, bounded_send
+    from hoare.engines.openai_engine import WATCHDOG_GRACE, bounded_send
 
     params, n = _prepared(engine, request)
     client = await engine._aclient()

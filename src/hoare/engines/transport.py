@@ -36,9 +36,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from ..errors import FatalEngineError
-from .base import BudgetExceeded
-from .budget import charge_transport_retry
+from hoare.engines.base import BudgetExceeded
+from hoare.engines.budget import charge_transport_retry
+from hoare.errors import FatalEngineError
 
 T = TypeVar("T")
 

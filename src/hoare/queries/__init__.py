@@ -5,15 +5,15 @@ n completions, iterative repair, classification with logprobs, models and budget
     from hoare.queries import Query, few_shot, classify, DummyModel
 """
 
-from .chats import (
+from hoare.queries.chats import (
     AnswerPrefix,
     AnswerPrefixElement,
     FeedbackMessage,
     OracleMessage,
     ToolResult,
 )
-from .classify import Classification, NoLogprobs, classify, distribution_of
-from .demonstrations import (
+from hoare.queries.classify import Classification, NoLogprobs, classify, distribution_of
+from hoare.queries.demonstrations import (
     SCHEMA_PATH,
     DemonstrationError,
     DummyModel,
@@ -25,8 +25,8 @@ from .demonstrations import (
     take,
     with_tags,
 )
-from .embeddings import EmbeddingError, closest, diverse, openai_embedder
-from .parsers import (
+from hoare.queries.embeddings import EmbeddingError, closest, diverse, openai_embedder
+from hoare.queries.parsers import (
     Answer,
     FinalAnswer,
     GenericParser,
@@ -48,8 +48,8 @@ from .parsers import (
     trim,
     yaml_as,
 )
-from .policies import RequestsSpent, Solution, afew_shot, few_shot, outcome_of
-from .pricing import (
+from hoare.queries.policies import RequestsSpent, Solution, afew_shot, few_shot, outcome_of
+from hoare.queries.pricing import (
     KNOWN_PRICING,
     ModelPricing,
     QueryBudget,
@@ -59,8 +59,8 @@ from .pricing import (
     pricing_for,
     standard_model,
 )
-from .query import Mode, Query
-from .templates import add_template_folder
+from hoare.queries.query import Mode, Query
+from hoare.queries.templates import add_template_folder
 
 __all__ = [
     "KNOWN_PRICING",

@@ -15,8 +15,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from .query import Query, QueryRuntime
-from .templates import fields_of
+from hoare.queries.query import Query, QueryRuntime
+from hoare.queries.templates import fields_of
 
 __all__ = ["auto_example_lines", "find_example"]
 
@@ -35,15 +35,15 @@ def _z3_answers(query: Query[Any], runtime: QueryRuntime, near_miss: str | None
 
         import z3
 
-        from ..verifier.checks import (
+        from hoare.verifier.checks.contracts import (
             _value,
             contract_model,
             predicate_assertions,
             type_assertions,
         )
-        from ..verifier.concrete import bind
-        from ..verifier.solver import Assertion, SolverOptions, solve
-        from ..verifier.z3_context import fresh
+        from hoare.verifier.search.concrete import bind
+        from hoare.verifier.solve.context import fresh
+        from hoare.verifier.solve.solver import Assertion, SolverOptions, solve
 
         fields = {f.name: getattr(query, f.name) for f in dataclasses.fields(query)  # type: ignore[arg-type]
                   if f.init}
@@ -76,8 +76,8 @@ def find_example(query: Query[Any], runtime: QueryRuntime, near_miss: str | None
                  ) -> tuple[Any, Any]:
     """(a valid answer or None, a near miss of predicate ``near_miss`` or None), as JSON
     values. ``near_miss`` must be the id of one of the query's post-conditions."""
-    from ..verifier.falsify import VERIFY_BUDGET, constants_of, find_passing, search
-    from ..verifier.witness import call_predicate
+    from hoare.verifier.search.falsify import VERIFY_BUDGET, constants_of, find_passing, search
+    from hoare.verifier.search.witness import call_predicate
 
     posts = list(runtime.description.post)
     if near_miss is not None and near_miss not in {p.id for p in posts}:

@@ -25,7 +25,7 @@ import math
 import threading
 from dataclasses import dataclass
 
-from ..kernel import Outcome, Phase
+from hoare.kernel import Outcome, Phase
 
 __all__ = ["AttemptRates", "Choice", "choose"]
 
@@ -60,7 +60,7 @@ class AttemptRates:
 
     @classmethod
     def from_store(cls, rows: list[dict[str, object]]) -> AttemptRates:
-        """The success counts of stored calls (``hoare.stats_store.query``): a call's
+        """The success counts of stored calls (``hoare.stats.store.query``): a call's
         first attempt passed when ``first_attempt``; its later attempts are
         ``attempts - 1`` (its generations), and one of them passed when it succeeded
         otherwise."""
@@ -102,14 +102,14 @@ class Choice:
 def stored_rates(name: str) -> AttemptRates | None:
     """The success counts of ``name``'s calls in the configured stats store (None: no
     store, no stored call, or it cannot be read)."""
-    from .. import configuration
+    from hoare.contracts import configuration
 
     store = configuration.stats_store()
     target = getattr(store, "path", None)
     if not isinstance(target, str):
         return None
     try:
-        from ..stats_store import query
+        from hoare.stats.store import query
 
         rows = query(target, contract=name)
     except Exception:  # a statistic is a hint: never fail the query for it

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..engines.base import Message, ToolCall
-from .parsers import Answer
+from hoare.engines.base import Message, ToolCall
+from hoare.queries.parsers import Answer
 
 __all__ = ["AnswerPrefix", "AnswerPrefixElement", "FeedbackMessage", "OracleMessage",
            "ToolResult", "prefix_messages"]

@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..engines.base import Options, Request, Response, TokenLogprob
-from ..errors import UsageError
-from .demonstrations import Selector
-from .parsers import Answer, ParseError, Parser
-from .policies import _one_call, _Session, _settings
-from .query import Query, answer_text
+from hoare.engines.base import Options, Request, Response, TokenLogprob
+from hoare.errors import UsageError
+from hoare.queries.demonstrations import Selector
+from hoare.queries.parsers import Answer, ParseError, Parser
+from hoare.queries.policies import _one_call, _Session, _settings
+from hoare.queries.query import Query, answer_text
 
 __all__ = ["Classification", "NoLogprobs", "classify", "distribution_of"]
 

@@ -36,12 +36,12 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..engines.base import Request, Response, ToolCall, Usage
-from ..errors import FatalEngineError, UsageError
-from ..models import format_validation_error
-from .extras import require
-from .parsers import dump_answer
-from .templates import fields_of, yaml_text
+from hoare.declaration.models import format_validation_error
+from hoare.engines.base import Request, Response, ToolCall, Usage
+from hoare.errors import FatalEngineError, UsageError
+from hoare.queries.extras import require
+from hoare.queries.parsers import dump_answer
+from hoare.queries.templates import fields_of, yaml_text
 
 __all__ = [
     "SCHEMA_PATH",

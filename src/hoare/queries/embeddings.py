@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import HoareError
-from .demonstrations import Example, Selector
-from .templates import fields_of
+from hoare.errors import HoareError
+from hoare.queries.demonstrations import Example, Selector
+from hoare.queries.templates import fields_of
 
 __all__ = ["Embedder", "EmbeddingError", "checked_vectors", "closest", "diverse",
            "openai_embedder"]
@@ -119,7 +119,7 @@ def _cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:
 
 
 def _text(fields: object) -> str:
-    from .templates import yaml_text
+    from hoare.queries.templates import yaml_text
 
     try:
         return yaml_text(fields)
@@ -224,8 +224,8 @@ def openai_embedder(engine: Any, model: str | None = None, *,
     (``model``: the engine's by default). The server's JSON is read and checked here:
     a missing ``data``, an ``index`` out of place, a vector that is not finite numbers
     is an ``EmbeddingError``; an HTTP failure is one too, naming the status."""
-    from ..engines.base import innermost
-    from ..engines.openai_engine import OpenAIEngine
+    from hoare.engines.base import innermost
+    from hoare.engines.openai_engine import OpenAIEngine
 
     inner = getattr(engine, "inner", engine)
     inner = innermost(inner) if not isinstance(inner, OpenAIEngine) else inner

@@ -23,11 +23,11 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..engines.base import ToolCall
-from ..errors import HoareError, InvalidValue
-from ..json_text import fences
-from ..models import TypeSpec, format_validation_error, read_answer, type_spec
-from .extras import require
+from hoare.contracts.json_text import fences
+from hoare.declaration.models import TypeSpec, format_validation_error, read_answer, type_spec
+from hoare.engines.base import ToolCall
+from hoare.errors import HoareError, InvalidValue
+from hoare.queries.extras import require
 
 __all__ = ["Answer", "FinalAnswer", "GenericParser", "ParseError", "Parser", "Response",
            "ToolRequests", "WrappedParseError", "final_tool_call", "final_tool_call_as",

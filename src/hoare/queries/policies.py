@@ -35,11 +35,12 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
-from .. import configuration
-from ..engines.base import Message, Options, Request, Response, ToolCall, Usage, innermost
-from ..engines.budget import Budget, BudgetedEngine, Spend
-from ..errors import FatalEngineError, RetryableEngineError, UsageError
-from ..kernel import (
+from hoare.contracts import configuration
+from hoare.declaration.models import TypeSpec
+from hoare.engines.base import Message, Options, Request, Response, ToolCall, Usage, innermost
+from hoare.engines.budget import Budget, BudgetedEngine, Spend
+from hoare.errors import FatalEngineError, RetryableEngineError, UsageError
+from hoare.kernel import (
     ContractConfig,
     ContractViolationError,
     Effect,
@@ -57,13 +58,12 @@ from ..kernel import (
     run_call,
     run_sync,
 )
-from ..models import TypeSpec
-from .best_of_n import choose, stored_rates
-from .chats import prefix_messages
-from .demonstrations import Example, Selector, examples_for, load_demonstrations
-from .parsers import Answer, Parser, WrappedParseError, tool_spec
-from .query import Query, QueryRuntime, fallback_of, runtime_of
-from .templates import has_prefix, render, split_roles
+from hoare.queries.best_of_n import choose, stored_rates
+from hoare.queries.chats import prefix_messages
+from hoare.queries.demonstrations import Example, Selector, examples_for, load_demonstrations
+from hoare.queries.parsers import Answer, Parser, WrappedParseError, tool_spec
+from hoare.queries.query import Query, QueryRuntime, fallback_of, runtime_of
+from hoare.queries.templates import has_prefix, render, split_roles
 
 __all__ = ["RequestsSpent", "Solution", "afew_shot", "arun_query", "few_shot", "outcome_of",
            "run_query"]
@@ -161,7 +161,7 @@ def _metered(engine: Any, budget: Any) -> tuple[Any, Any]:
     if isinstance(budget, (Budget, Spend)):
         wrapped = BudgetedEngine(engine, budget)
         return wrapped, wrapped
-    from .pricing import QueryBudget, budget_from_limits
+    from hoare.queries.pricing import QueryBudget, budget_from_limits
 
     if isinstance(budget, Mapping):
         budget = budget_from_limits(budget)
@@ -498,7 +498,7 @@ def _preflight(runtime: QueryRuntime) -> Any:
         checker = None
         if runtime.description.post:
             try:
-                from ..verifier.preflight import Preflight
+                from hoare.verifier.runtime.preflight import Preflight
 
                 checker = Preflight.for_description(
                     dataclasses.replace(runtime.description, preflight=True))
@@ -522,7 +522,7 @@ def _preflight(runtime: QueryRuntime) -> Any:
 
 
 def _auto_examples(session: _Session) -> list[str]:
-    from .auto_examples import auto_example_lines
+    from hoare.queries.auto_examples import auto_example_lines
 
     return auto_example_lines(session.query, session.runtime, session.settings.near_miss)
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..engines.base import BudgetExceeded, Options, Request, Response, Usage
-from ..engines.budget import Budget, BudgetedEngine, Price, Spend
-from ..engines.openai_engine import OpenAIEngine
+from hoare.engines.base import BudgetExceeded, Options, Request, Response, Usage
+from hoare.engines.budget import Budget, BudgetedEngine, Price, Spend
+from hoare.engines.openai_engine import OpenAIEngine
 
 __all__ = [
     "DEEPSEEK_MODELS",

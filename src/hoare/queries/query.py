@@ -34,14 +34,21 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic import Field as PydanticField
 
-from ..conditions import Post, Pre
-from ..contract import _predicate
-from ..description import ContractDescription, _declared
-from ..errors import ContractDefinitionError, safe_text
-from ..kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
-from ..models import TypeSpec, type_spec
-from .best_of_n import AttemptRates
-from .parsers import GenericParser, Parser, Response, WrappedParseError, structured, unalias
+from hoare.contracts.core import _predicate
+from hoare.declaration.conditions import Post, Pre
+from hoare.declaration.description import ContractDescription, _declared
+from hoare.declaration.models import TypeSpec, type_spec
+from hoare.errors import ContractDefinitionError, safe_text
+from hoare.kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
+from hoare.queries.best_of_n import AttemptRates
+from hoare.queries.parsers import (
+    GenericParser,
+    Parser,
+    Response,
+    WrappedParseError,
+    structured,
+    unalias,
+)
 
 __all__ = ["Mode", "Query", "describe_query"]
 
@@ -133,13 +140,13 @@ class Query(Generic[T]):
         """The first answer that parses and satisfies the contract (see ``few_shot`` for
         the options). Without a ``fallback`` method, raises ``ContractViolationError``
         when none does."""
-        from .policies import run_query
+        from hoare.queries.policies import run_query
 
         return typing.cast(T, run_query(self, engine, **policy))
 
     async def arun(self, engine: Any, **policy: Any) -> T:
         """``run`` for event loops (the engine's ``acomplete``)."""
-        from .policies import arun_query
+        from hoare.queries.policies import arun_query
 
         return typing.cast(T, await arun_query(self, engine, **policy))
 

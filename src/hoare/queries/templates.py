@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from .extras import require
+from hoare.queries.extras import require
 
 __all__ = ["Kind", "add_template_folder", "render", "template_folders"]
 
@@ -160,7 +160,7 @@ def has_prefix(cls: type) -> bool:
     """The query continues a chat: a dataclass field ``prefix: AnswerPrefix``."""
     found = cls.__dict__.get("_hoare_has_prefix")
     if found is None:
-        from .chats import AnswerPrefix
+        from hoare.queries.chats import AnswerPrefix
 
         fields = getattr(cls, "__dataclass_fields__", {})
         found = False

@@ -14,22 +14,22 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from .discover import DiscoveryError, Found, discover, is_pipeline
-from .report import CheckResult, ContractReport, Report
-from .solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
-from .values import Z3_LOCK
+from hoare.verifier.project.discovery import DiscoveryError, Found, discover, is_pipeline
+from hoare.verifier.report.model import CheckResult, ContractReport, Report
+from hoare.verifier.solve.solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
+from hoare.verifier.translate.values import Z3_LOCK
 
 if TYPE_CHECKING:  # annotations only: ``Any`` is no name of this public module
     from typing import Any
 
-    from .preflight import Preflight
+    from hoare.verifier.runtime.preflight import Preflight
 
 
 def __getattr__(name: str) -> Any:
     """``Preflight`` on first use: the translator is not needed to read a cached
     report (``hoare verify`` on unchanged files imports none of it)."""
     if name == "Preflight":
-        from .preflight import Preflight
+        from hoare.verifier.runtime.preflight import Preflight
 
         return Preflight
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -55,17 +55,17 @@ def verify(target: Any, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
 
 
 def _verify(target: Any, *, timeout_ms: int, rlimit: int) -> Report:
-    from .checks import check_contract
-    from .composition import check_pipeline
+    from hoare.verifier.checks.contracts import check_contract
+    from hoare.verifier.checks.pipelines import check_pipeline
 
     found = Found()
     if isinstance(target, ModuleType):
         found.add_module(target)
         return verify_found(found, timeout_ms=timeout_ms, rlimit=rlimit)
     if isinstance(target, str):  # what `hoare verify TARGET -j 1 --no-cache` checks
-        from .run import assemble
-        from .targets import plan
-        from .units import run_units
+        from hoare.verifier.project.run import assemble
+        from hoare.verifier.project.targets import plan
+        from hoare.verifier.project.units import run_units
 
         start = time.perf_counter()
         units = plan([target])
@@ -126,8 +126,8 @@ def verify_found(found: Found, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
 
 
 def _verify_found(found: Found, *, timeout_ms: int, rlimit: int, jobs: int) -> Report:
-    from .checks import check_contract
-    from .composition import check_pipeline
+    from hoare.verifier.checks.contracts import check_contract
+    from hoare.verifier.checks.pipelines import check_pipeline
 
     options = SolverOptions(timeout_ms=timeout_ms, rlimit=rlimit)
     start = time.perf_counter()
@@ -156,7 +156,7 @@ _WORK: list[type] = []
 
 
 def _work(index: int, options: SolverOptions) -> ContractReport:
-    from .checks import check_contract
+    from hoare.verifier.checks.contracts import check_contract
 
     return check_contract(_WORK[index].__hoare__, options)  # type: ignore[attr-defined]
 

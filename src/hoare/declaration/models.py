@@ -1,0 +1,305 @@
+"""Typed values: ``LLMDataModel`` and the wrapping of native Python types.
+
+A contract's input and output may be ``LLMDataModel`` subclasses or native types
+(``str``, ``int``, ``list[int]``, ``dict[str, int]``, ``Optional``, ``Union``,
+``Literal`` …). A native type is validated through a generated model with a
+single ``value`` field and unwrapped again, so user code (``pre``, ``act``,
+``post``, ``forward``) always sees the type its annotation names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
+from pydantic.types import _SecretBase  # SecretStr, SecretBytes and Secret[T] alike
+
+from hoare.contracts.json_text import extract_json, json_candidates
+from hoare.errors import InvalidValue
+from hoare.kernel import exception_text
+
+__all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "read_answer",
+           "redact", "safe_repr", "secret_values", "type_spec"]
+
+
+class LLMDataModel(BaseModel):
+    """Base class of contract inputs and outputs: a pydantic v2 ``BaseModel``.
+
+    Field descriptions and constraints (``Field(description=..., ge=...)``) feed
+    the prompt, the output JSON schema and the z3 verifier.
+
+    Unlike a plain pydantic model, ``allow_inf_nan`` is ``False``: a float field
+    rejects ``nan``, ``inf`` and ``-inf`` (JSON has no such numbers, and a ``nan``
+    passes no comparison a post-condition could make). Set
+    ``model_config = ConfigDict(allow_inf_nan=True)`` in a subclass to accept them.
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True, eq=False)
+class TypeSpec:
+    """How values of one annotation are validated, shown to the LLM and unwrapped."""
+
+    annotation: Any
+    model: type[BaseModel]
+    wrapped: bool  # True: ``model`` is a generated one-field wrapper around a native type
+
+    @property
+    def name(self) -> str:
+        """A readable name of the annotation."""
+        if not self.wrapped:
+            return self.model.__name__
+        return _readable(self.annotation)  # list[int], not list
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of the model (computed once: it costs milliseconds)."""
+        return self.model.model_json_schema()
+
+    @cached_property
+    def schema_json(self) -> str:
+        return json.dumps(self.schema, indent=2, sort_keys=True)
+
+    @cached_property
+    def _strict_adapter(self) -> TypeAdapter[Any]:
+        return TypeAdapter(self.annotation)
+
+    def validate(self, value: object) -> Any:
+        """Validate a Python value; return what user code sees (model or native)."""
+        if not self.wrapped:
+            if type(value) is self.model:
+                return value
+            if isinstance(value, BaseModel) and not isinstance(value, self.model):
+                value = value.model_dump()
+            return self.model.model_validate(value)
+        return self.model.model_validate({"value": value}).value  # type: ignore[attr-defined]
+
+    def validate_json(self, text: str) -> Any:
+        """Validate an engine's JSON text; return what user code sees."""
+        if not self.wrapped:
+            return self.model.model_validate_json(text)
+        try:
+            return self.model.model_validate_json(text).value  # type: ignore[attr-defined]
+        except ValidationError as error:
+            # An LLM may answer a bare value (``42``) instead of ``{"value": 42}``.
+            try:
+                bare = json.loads(text)
+            except (ValueError, RecursionError):  # not JSON, or nested too deep for it:
+                raise error from None  # pydantic's error says so, by the type
+            return self.model.model_validate({"value": bare}).value  # type: ignore[attr-defined]
+
+    def is_instance(self, value: object) -> bool:
+        """The final result check (spec §3.7): does ``value`` have the declared type?"""
+        if not self.wrapped:
+            return isinstance(value, self.model)
+        try:
+            self._strict_adapter.validate_python(value, strict=True)
+        except ValidationError:
+            return False
+        return True
+
+    def dump(self, value: object) -> Any:
+        """A JSON-compatible rendering of a value of this type."""
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        if self.wrapped:
+            try:
+                return self.model.model_validate({"value": value}).model_dump(mode="json")["value"]
+            except ValidationError:
+                pass
+        return value if _is_jsonable(value) else safe_repr(value)
+
+    def dump_json(self, value: object) -> str:
+        """``dump`` as JSON text."""
+        if isinstance(value, BaseModel):
+            return value.model_dump_json()
+        return json.dumps(self.dump(value), ensure_ascii=False)
+
+
+def _is_jsonable(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+_SPECS: dict[Any, TypeSpec] = {}
+_SPECS_LOCK = threading.Lock()
+
+
+def type_spec(annotation: Any) -> TypeSpec:
+    """The ``TypeSpec`` of an annotation, built once per annotation."""
+    try:
+        return _SPECS[annotation]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable annotation: build without caching
+        return _build(annotation)
+    with _SPECS_LOCK:
+        spec = _SPECS.get(annotation)
+        if spec is None:
+            spec = _SPECS[annotation] = _build(annotation)
+        return spec
+
+
+def _build(annotation: Any) -> TypeSpec:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return TypeSpec(annotation, annotation, wrapped=False)
+    try:
+        TypeAdapter(annotation)
+    except Exception as error:
+        if isinstance(annotation, type) and annotation.__module__ != "builtins":
+            # pydantic's advice (arbitrary_types_allowed) would accept any object and
+            # validate nothing: say what does work for a model's JSON answer instead
+            raise TypeError(
+                f"{annotation.__qualname__} is a plain class: hoare cannot build it from "
+                f"the model's JSON answer. Make it a pydantic model (class "
+                f"{annotation.__qualname__}(LLMDataModel): with annotated fields), a "
+                f"dataclass or TypedDict with annotated fields, or use a native type "
+                f"(str, int, list[str], Literal[...])") from error
+        raise TypeError(f"{safe_repr(annotation)} is not a type hoare can validate: "
+                        f"{exception_text(error)}") from error
+    # Shown to the model in the schema: a readable name ("int", "list[str]"), never a
+    # repr such as "<class 'int'>" (a small model copies what it is shown)
+    readable = _readable(annotation)
+    name = "".join(ch for ch in readable.title() if ch.isalnum())
+    model = create_model(
+        f"{name or 'Native'}Answer",
+        __base__=LLMDataModel,
+        value=(annotation, Field(description=f"the answer, of type {readable}")),
+    )
+    return TypeSpec(annotation, model, wrapped=True)
+
+
+def _readable(annotation: Any) -> str:
+    """``int``, ``list[str]``, ``Literal['a', 'b']``: how a type is written in code."""
+    if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
+        return annotation.__name__
+    return repr(annotation).replace("typing.", "")
+
+
+def safe_repr(value: object) -> str:
+    """``repr(value)``, or a text naming its type when that raises (foreign values)."""
+    try:
+        shown = repr(value)
+    except Exception:
+        return f"<{type(value).__name__} object (its repr() raised)>"
+    return shown if isinstance(shown, str) else f"<{type(value).__name__} object>"
+
+
+# exact types that never hold a secret: skipped without a look (a subclass is looked at)
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _secret_text(value: object) -> str:
+    """The text a secret would show as once revealed (``SecretStr``, ``SecretBytes``,
+    ``Secret[T]``)."""
+    inner = value.get_secret_value()  # type: ignore[attr-defined]
+    if isinstance(inner, bytes | bytearray):
+        return bytes(inner).decode("utf-8", "replace")
+    return inner if isinstance(inner, str) else str(inner)
+
+
+def _children(value: object) -> Iterable[object]:
+    """The values inside ``value`` where a secret can hide and be shown: a model's fields
+    and its extra fields (``extra="allow"``), a dataclass's fields, a mapping's keys and
+    values, the items of a list, tuple, set or deque."""
+    if isinstance(value, BaseModel):
+        extra = value.__pydantic_extra__
+        return (*value.__dict__.values(), *(extra.values() if extra else ()))
+    if isinstance(value, Mapping):
+        return (*value.keys(), *value.values())
+    if isinstance(value, list | tuple | set | frozenset | deque):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple(getattr(value, f.name, None) for f in dataclasses.fields(value))
+    return ()
+
+
+def secret_values(*values: object) -> frozenset[str]:
+    """The texts of every secret (``SecretStr``, ``SecretBytes``, ``Secret[T]``) inside
+    ``values``: models (their extra fields too), dataclasses, mappings (keys and values),
+    lists, tuples, sets and deques, to be redacted from prompts, logs and errors. Every
+    depth is searched (a secret nested deeper than any bound is still found); each
+    container is read once, so a cycle ends the walk."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack = [value for value in values if type(value) not in _ATOMIC]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, _SecretBase):
+            try:
+                found.add(_secret_text(value))
+            except Exception:  # a foreign secret type whose value cannot be shown
+                continue
+            continue
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        try:
+            children = tuple(_children(value))
+        except Exception:  # a foreign container that raises when read
+            continue
+        stack.extend(item for item in children if type(item) not in _ATOMIC)
+    found.discard("")
+    return frozenset(found)
+
+
+REDACTED = "**********"
+
+
+def redact(text: str, secrets: frozenset[str]) -> str:
+    """``text`` with every secret replaced by ``**********`` (longest first)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def format_validation_error(error: ValidationError) -> str:
+    """A compact, LLM-readable list of what was wrong, with the offending values."""
+    lines = []
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item.get("loc", ())) or "(root)"
+        shown = safe_repr(item.get("input"))
+        if len(shown) > 120:
+            shown = shown[:117] + "..."
+        lines.append(f"{location}: {item.get('msg')} (got {shown})")
+    return "; ".join(lines) or str(error)
+
+
+def read_answer(spec: TypeSpec, text: str, finish_reason: str | None = None) -> Any:
+    """A model's answer text as a value of ``spec``: the first JSON value in it (whole,
+    fenced or in prose, ``json_text``) that validates; if none does, ``InvalidValue``
+    about the one ``extract_json`` picks (with the ``finish_reason=length`` hint)."""
+    if not text.strip():
+        raise InvalidValue(f"the answer was empty: reply with a JSON value of type "
+                           f"{spec.name}")
+    for candidate in json_candidates(text):
+        try:
+            return spec.validate_json(candidate)
+        except ValidationError:
+            continue
+    try:
+        return spec.validate_json(extract_json(text))
+    except ValidationError as error:
+        problem = format_validation_error(error)
+        if finish_reason == "length":
+            problem = f"the answer was cut off (finish_reason=length): {problem}"
+        raise InvalidValue(f"the answer is not a valid {spec.name}: {problem}") from None

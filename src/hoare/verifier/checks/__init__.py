@@ -1,0 +1,1 @@
+"""The checks of ``hoare verify``: per contract, per pipeline, per agent tool."""

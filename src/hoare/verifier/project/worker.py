@@ -1,0 +1,84 @@
+"""A ``hoare verify`` worker as a plain subprocess: ``python -m hoare.verifier.project.worker``.
+
+Used where forking is not safe (the calling process runs threads) or not available:
+unlike ``multiprocessing``'s spawn, it never re-imports the caller's ``__main__``.
+Protocol: ``READY`` on the original stdout once the worker's own imports are done;
+one JSON request per line on the original stdin (``{"unit": ..., "options": ...,
+"overrides": ...}``); on the original stdout, ``IMPORTED`` once the
+unit is imported (the parent's import time bound stops there), then one JSON result
+line. The verified modules see ``/dev/null`` as stdin and stderr as stdout, so they
+can neither read the requests nor corrupt the results. JSON is written ASCII-only:
+a file name that is not UTF-8 (surrogate escapes) travels intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["IMPORTED", "READY", "decode_unit", "encode_unit", "main"]
+
+READY = "ready"  # the worker's first line, once its own imports are done
+IMPORTED = "imported"  # the worker's line once a unit's import is done
+
+
+def encode_unit(unit: Any) -> dict[str, Any]:
+    return {"target": unit.target, "path": str(unit.path), "module": unit.module,
+            "only": unit.only, "problem": unit.problem}
+
+
+def decode_unit(data: dict[str, Any]) -> Any:
+    from hoare.verifier.project.targets import Unit
+
+    return Unit(data["target"], Path(data["path"]), data.get("module"), data.get("only"),
+                data.get("problem"))
+
+
+def main() -> int:
+    protocol = os.fdopen(os.dup(1), "w", encoding="ascii")
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8", errors="surrogateescape")
+    os.dup2(2, 1)  # prints of the verified modules go to stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # an input() at import time reads nothing, not the next request
+    os.close(null)
+    sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    from hoare.verifier.project.units import _problem, _safe_run
+    from hoare.verifier.solve.solver import SolverOptions
+
+    def send(message: object) -> None:
+        protocol.write(json.dumps(message, ensure_ascii=True, default=str) + "\n")
+        protocol.flush()
+
+    # the checker's own imports (pydantic, z3) before READY: the parent's import time
+    # bound then counts the user's module alone, not this process's start on a busy host
+    import hoare.verifier.checks.contracts
+    import hoare.verifier.checks.pipelines
+    import hoare.verifier.checks.tools
+    import hoare.verifier.translate.values  # noqa: F401  (loaded for the time they take)
+    send(READY)
+
+    for line in requests:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        unit = decode_unit(request["unit"])
+        try:
+            result = _safe_run(unit, SolverOptions(**request["options"]),
+                               request.get("overrides") or None, lambda: send(IMPORTED))
+        except BaseException as error:  # KeyboardInterrupt raised by the module itself
+            text = f"import failed: {type(error).__name__}: {error}"
+            result = {"contracts": [], "pipelines": [],
+                      "errors": [_problem(unit, error, text).to_json()]}
+        send(result)
+    # Done: exit now. A verified module may have started threads that would keep a
+    # normal interpreter exit waiting (a server's background thread, a timer).
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

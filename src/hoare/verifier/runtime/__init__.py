@@ -1,0 +1,1 @@
+"""What the contract layer uses at call time: the pre-flight and constrained decoding."""

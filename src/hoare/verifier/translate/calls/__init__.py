@@ -1,0 +1,44 @@
+"""The calls the predicate translator models: one handler per builtin, module
+function and method, registered in one table (``registry.py``, which documents
+how to add a handler and declare its differential coverage).
+
+Families: ``numeric`` (``abs``, ``int``, ``float``, ``bool``, ``math.*``),
+``strings`` (``str()`` and ``str`` methods), ``containers`` (``len``, ``all``,
+``any``, ``sum``, ``min``, ``max``, ``count``), ``introspection``
+(``isinstance``), ``regexes`` (``re.*``). Importing this package registers them
+all; anything not registered is opaque.
+"""
+
+from hoare.verifier.translate.calls import containers, introspection, numeric, regexes, strings
+from hoare.verifier.translate.calls.registry import (
+    REGISTRY,
+    CallSite,
+    Construct,
+    Precision,
+    function,
+    lookup_function,
+    lookup_method,
+    markdown_table,
+    method,
+    receiver_kind,
+    table,
+)
+
+__all__ = [
+    "REGISTRY",
+    "CallSite",
+    "Construct",
+    "Precision",
+    "containers",
+    "function",
+    "introspection",
+    "lookup_function",
+    "lookup_method",
+    "markdown_table",
+    "method",
+    "numeric",
+    "receiver_kind",
+    "regexes",
+    "strings",
+    "table",
+]
