@@ -35,7 +35,9 @@ class Plan(BaseModel):
 
 
 def _plan_class(**options: Any) -> type[Contract]:
-    @contract(policy="observe", **options)
+    # the post-condition fails at every attempt: remedies retry without backoff sleeps
+    # (the kernel's default would sleep 7.5 s per call; backoff is not what these test)
+    @contract(policy="observe", remedy_retry_params={"delay": 0}, **options)
     class MakePlan(Contract):
         prompt = "Plan within the budget."
         post_conditions = (Post(lambda plan, request: plan.cost <= request.budget,
@@ -204,7 +206,7 @@ class Plan(BaseModel):
     cost: int = Field(ge=10)
     steps: list[str] = Field(min_length=1)
 
-@contract(policy="observe", preflight="shadow")
+@contract(policy="observe", preflight="shadow", remedy_retry_params={"delay": 0})
 class MakePlan(Contract):
     prompt = "Plan within the budget."
     post_conditions = (Post(lambda plan, request: plan.cost <= request.budget,
