@@ -30,11 +30,11 @@ from pydantic import (
 from hoare.declaration.conditions import Post, Pre
 from hoare.declaration.description import describe
 from hoare.kernel import ContractConfig
-from hoare.verifier.checks.contracts import contract_model, predicate_assertions, type_assertions
+from hoare.verifier.checks.model import contract_model, predicate_assertions, type_assertions
 from hoare.verifier.checks.pipelines import _handoff, _Link, _pipeline_pair
 from hoare.verifier.search.concrete import BindError, assign
 from hoare.verifier.solve.solver import Assertion, SolverOptions, solve
-from hoare.verifier.translate.semantics import _not
+from hoare.verifier.translate.logic import z3_not
 from hoare.verifier.translate.values import Z3_LOCK, naming
 
 OPTIONS = SolverOptions(timeout_ms=10_000, rlimit=5_000_000)
@@ -62,7 +62,7 @@ def translation_claims_acceptance(a: Any, b: Any) -> bool:
     base = type_assertions(a.output) + predicate_assertions(a.post) + [
         Assertion(None, d, "def") for d in link.defs]
     b_types = [c for c in b.input.constraints if c.kind == "type" and c.label is not None]
-    reasons = [_not(accepted), *[cond for _note, cond in link.regions],
+    reasons = [z3_not(accepted), *[cond for _note, cond in link.regions],
                *[z3.Not(c.expr) for c in b_types]]
     for reason in reasons:
         if z3.is_false(reason):

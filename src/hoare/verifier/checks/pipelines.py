@@ -29,21 +29,23 @@ from dataclasses import dataclass, field
 
 import z3
 
-from hoare.verifier.checks.contracts import (
+from hoare.verifier.checks.falsifier import falsify_composition
+from hoare.verifier.checks.model import (
     ContractModel,
-    _assumptions,
-    _guarded,
-    _nice_strings,
-    _notes,
-    _opaque,
-    _opaque_text,
-    _Replay,
-    _unknown,
-    _value,
+    Replay,
     contract_model,
-    falsify_composition,
+    model_value,
+    nice_strings,
     predicate_assertions,
     type_assertions,
+)
+from hoare.verifier.checks.verdicts import (
+    assumptions_of,
+    guarded,
+    notes_of,
+    opaque_of,
+    opaque_text,
+    unknown_result,
 )
 from hoare.verifier.report.model import CheckResult, ContractReport
 from hoare.verifier.search.concrete import BindError, assign
@@ -51,7 +53,7 @@ from hoare.verifier.search.witness import WitnessError, validate
 from hoare.verifier.solve.context import in_fresh_context, true
 from hoare.verifier.solve.solver import Assertion, QueryCache, QueryResult, SolverOptions, solve
 from hoare.verifier.solve.z3util import is_false
-from hoare.verifier.translate.semantics import _and, _not, _or
+from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
 from hoare.verifier.translate.values import (
     FIN,
     Z3_LOCK,
@@ -143,7 +145,7 @@ def _validate_top(a: Sym, b: SModel, link: _Link, where: str) -> z3.BoolRef:
     """``B.model_validate`` of A's native value: another model's instance is dumped
     first (``TypeSpec.validate``); None, numbers, strings and lists are refused."""
     if isinstance(a, SOpt):
-        return _and(_not(a.none), _validate_top(a.inner, b, link, where))
+        return z3_and(z3_not(a.none), _validate_top(a.inner, b, link, where))
     if isinstance(a, SModel):
         if a.cls is b.cls:
             return _same(a, b, link, where)
@@ -308,7 +310,7 @@ def _from_dump(a: SModel, b: SModel, link: _Link, where: str) -> z3.BoolRef:
         conds.append(_convert(a.fields[source], sym_b, link, f"{where}.{name}", ctx))
     if config.get("extra") == "forbid" and set(keys) - consumed:
         return z3.BoolVal(False)  # A's dump has a key B forbids
-    return _and(*conds)
+    return z3_and(*conds)
 
 
 def _admits_none(annotation: object) -> bool:
@@ -359,12 +361,12 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
         if isinstance(a, SOpt):
             link.defs.append(b.none == a.none)
             inner = _convert(a.inner, b.inner, link, where, ctx)
-            return _or(a.none, inner)
+            return z3_or(a.none, inner)
         link.defs.append(z3.Not(b.none))
         return _convert(a, b.inner, link, where, ctx)
     if isinstance(a, SOpt):
         inner = _convert(a.inner, b, link, where, ctx)
-        return _and(_not(a.none), inner)
+        return z3_and(z3_not(a.none), inner)
     if isinstance(a, SNone):
         return z3.BoolVal(isinstance(b, SNone))
     if isinstance(b, SNone):
@@ -418,7 +420,7 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
             same = a.e == const_to_sym(member.value).e  # type: ignore[attr-defined]
             link.defs.append(z3.Implies(same, b.idx == index))
             conds.append(same)
-        return _or(*conds)
+        return z3_or(*conds)
     if isinstance(a, SList) and isinstance(b, SList):
         if a.container != b.container and ctx.strict:
             return link.inexact(f"{where}: a {a.container} for a strict {b.container}")
@@ -433,7 +435,7 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
         if not b.exact:
             valid.append(z3.Implies(b.n > len(b.slots),
                                     link.inexact(f"{where}: elements past the bound")))
-        return _and(*valid)
+        return z3_and(*valid)
     if isinstance(a, SModel) and isinstance(b, SModel):
         if ctx.dumped:
             return _from_dump(a, b, link, where)
@@ -477,16 +479,16 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
         assertions += [Assertion(None, d, "def") for d in t.defs]
     # B rejects the value for one of these reasons; one query per reason keeps each
     # query small (independent parts are sliced away and their answers shared).
-    reasons: list[tuple[str, z3.BoolRef]] = [("the conversion", _not(accepted))]
+    reasons: list[tuple[str, z3.BoolRef]] = [("the conversion", z3_not(accepted))]
     reasons += [(f"the hand-off is not modelled: {note}", cond)
                 for note, cond in link.regions]
-    reasons += [(label, _not(_and(*exprs))) for label, exprs in b_checks.items()]
+    reasons += [(label, z3_not(z3_and(*exprs))) for label, exprs in b_checks.items()]
     reasons += [(t.label, t.fails()) for t in b_pre]
     translations = [*a.post, *(a.pre if a.act_output is None else []), *b.pre]
-    notes = _notes(a, a.output, a.used, b.input, translations=translations) + link.notes
-    assumptions = _assumptions(a.output, a.used, b.input, translations=translations)
+    notes = notes_of(a, a.output, a.used, b.input, translations=translations) + link.notes
+    assumptions = assumptions_of(a.output, a.used, b.input, translations=translations)
     assumptions.append(f"{a_name}.forward returns the output its contract accepted")
-    b_opaque = _opaque(b.pre)
+    b_opaque = opaque_of(b.pre)
     exact = link.exact and b.input.exact and not b_opaque
     cache = QueryCache()
     query = QueryResult("unsat")
@@ -496,7 +498,7 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
             continue
         goal = f"{b_name} rejects the value: {label}"
         result = solve([*assertions, Assertion(goal, reason, "goal")], options,
-                       _nice_strings(a.output, a.used), cache)
+                       nice_strings(a.output, a.used), cache)
         if result.status == "sat":
             query = result
             break
@@ -510,21 +512,21 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
                 kind, "pass", f"{stage}: every output {a_name} may return is accepted by "
                 f"{b_name} (type and pre-conditions)", notes=notes, assumptions=assumptions),
                 options)
-        why = _opaque_text(b_opaque) if b_opaque else \
+        why = opaque_text(b_opaque) if b_opaque else \
             "; ".join([*link.notes, *b.input.dropped, *b.input.assumptions])
         return CheckResult(kind, "unknown", f"{stage}: no counterexample among what is "
                            f"translated, but {why}", notes=notes, assumptions=assumptions)
     if query.status == "unknown":
-        return _unknown(kind, query, notes)
+        return unknown_result(kind, query, notes)
     assert query.model is not None
     try:
-        value_json = _value(a.output, query.model)
-        used_json = _value(a.used, query.model)
+        value_json = model_value(a.output, query.model)
+        used_json = model_value(a.used, query.model)
     except WitnessError as error:
         return CheckResult(kind, "unknown", f"{stage}: no concrete counterexample: {error}",
                            notes=notes)
     # Replay: A accepts this output, and B rejects it.
-    replay_a = _Replay(a)
+    replay_a = Replay(a)
     instance_a, _ = replay_a.instance(query.model)
     problems = []
     ok, used, text = validate(a.used.spec, used_json)
@@ -537,12 +539,12 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
         problems.append(f"{a_name}'s output does not validate: {text}")
     elif ok:
         problems += replay_a.predicates(a.post, instance_a, out, used)
-    a_opaque = _opaque([*a.post, *(a.pre if a.act_output is None else [])])
+    a_opaque = opaque_of([*a.post, *(a.pre if a.act_output is None else [])])
     if problems or a_opaque:
-        why = "; ".join(problems) if problems else _opaque_text(a_opaque)
+        why = "; ".join(problems) if problems else opaque_text(a_opaque)
         return CheckResult(kind, "unknown", f"{stage}: a possible counterexample could not "
                            f"be confirmed: {why}", counterexample=value_json, notes=notes)
-    replay_b = _Replay(b)
+    replay_b = Replay(b)
     instance_b, _ = replay_b.instance(None)
     ok_b, b_value, text = validate(b.desc.input, out)
     if not ok_b:
@@ -552,7 +554,7 @@ def _pipeline_pair(a: ContractModel, b: ContractModel, options: SolverOptions,
         if not failures:
             return CheckResult(kind, "unknown", f"{stage}: a possible counterexample passes "
                                f"{b_name}'s translated checks"
-                               + (f"; {_opaque_text(b_opaque)}" if b_opaque else ""),
+                               + (f"; {opaque_text(b_opaque)}" if b_opaque else ""),
                                counterexample=value_json, notes=notes)
         reason = f"{b_name} rejects: " + "; ".join(failures)
     extra = f" (for {a_name} input {used_json!r:.80})" if any(
@@ -577,7 +579,7 @@ def check_pipeline(stages: Sequence[object], name: str, options: SolverOptions
                                          f"{type(error).__name__}: {error}"))
         return report
     for index in range(len(models) - 1):
-        report.checks.append(_guarded("composition", lambda i=index: _pipeline_pair(  # type: ignore[misc]
+        report.checks.append(guarded("composition", lambda i=index: _pipeline_pair(  # type: ignore[misc]
             models[i], models[i + 1], options, i)))
     return report
 

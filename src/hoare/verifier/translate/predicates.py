@@ -40,8 +40,10 @@ from hoare.verifier.solve.context import true
 from hoare.verifier.solve.z3util import is_false, is_true
 from hoare.verifier.translate.attributes import InstanceSelf, SelfModel, StaticSelf, plain
 from hoare.verifier.translate.calls import CallSite, lookup_function, lookup_method, receiver_kind
-from hoare.verifier.translate.semantics import SETS, Semantics, _and, _not, _or
+from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
+from hoare.verifier.translate.semantics import Semantics
 from hoare.verifier.translate.values import (
+    SETS,
     Opaque,
     SBool,
     SColl,
@@ -129,10 +131,10 @@ class Translation:
         return f'"{self.source.message}"'
 
     def passes(self) -> z3.BoolRef:
-        return _and(*[_not(c.cond) for c in self.cases])
+        return z3_and(*[z3_not(c.cond) for c in self.cases])
 
     def fails(self) -> z3.BoolRef:
-        return _or(*[c.cond for c in self.cases])
+        return z3_or(*[c.cond for c in self.cases])
 
 
 def _custom_truth(cls: type) -> bool:
@@ -226,7 +228,7 @@ class _Translator(Semantics):
         return super().truthy(value)
 
     def error(self, cond: z3.BoolRef, exc: str) -> None:
-        self.errs.append((_and(*self.guards, cond), exc, self.current))
+        self.errs.append((z3_and(*self.guards, cond), exc, self.current))
 
     def define(self, constraint: z3.BoolRef) -> None:
         self.defs.append(constraint)
@@ -323,12 +325,12 @@ class _Translator(Semantics):
         value = self.expr(node, path.env)
         raised = []
         for cond, exc, where in self.errs:
-            full = _and(path.pc, cond)
+            full = z3_and(path.pc, cond)
             where_text = f": {where}" if where else ""
             self.fail(full, f"{self.owner} raises {exc}{where_text}", kind="error")
             raised.append(cond)
         self.errs = []
-        return value, _not(_or(*raised)) if raised else true()
+        return value, z3_not(z3_or(*raised)) if raised else true()
 
     def statement(self, node: ast.stmt, path: _Path) -> list[_Path]:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -352,7 +354,7 @@ class _Translator(Semantics):
             holds = self.truthy(value)
             message = _template(node.msg) if node.msg is not None else None
             label = f'"{message}"' if message else f'"assert {_src(node.test)}"'
-            self.fail(_and(path.pc, ok, _not(holds)), label)
+            self.fail(z3_and(path.pc, ok, z3_not(holds)), label)
             return [_Path(path.pc, path.env)]
         if isinstance(node, ast.If):
             value, ok = self.evaluate(node.test, path)
@@ -362,11 +364,11 @@ class _Translator(Semantics):
             then_fails_only = False
             if not is_false(cond):
                 exits = self.pass_exits
-                then_paths = self.block(node.body, [_Path(_and(base, cond), dict(path.env))])
+                then_paths = self.block(node.body, [_Path(z3_and(base, cond), dict(path.env))])
                 then_fails_only = not then_paths and self.pass_exits == exits
                 out.extend(then_paths)
             if not is_true(cond):
-                else_pc = base if then_fails_only else _and(base, _not(cond))
+                else_pc = base if then_fails_only else z3_and(base, z3_not(cond))
                 out.extend(self.block(node.orelse, [_Path(else_pc, dict(path.env))]))
             return out
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -405,7 +407,7 @@ class _Translator(Semantics):
             self.none_returns = True
         if not is_false(passes):
             self.pass_exits += 1
-        self.fail(_and(path.pc, ok, _not(passes)), self.return_label(value_node, where))
+        self.fail(z3_and(path.pc, ok, z3_not(passes)), self.return_label(value_node, where))
 
     def assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign,
                path: _Path) -> list[_Path]:
@@ -457,24 +459,24 @@ class _Translator(Semantics):
         self.errs = []
         elements, tail = self.elements(iterable)
         for cond, exc, where in self.errs:  # iterating None raises
-            self.fail(_and(path.pc, cond), f"{self.owner} raises {exc}: {where}", "error")
-            ok = _and(ok, _not(cond))
+            self.fail(z3_and(path.pc, cond), f"{self.owner} raises {exc}: {where}", "error")
+            ok = z3_and(ok, z3_not(cond))
         self.errs = []
-        live = [_Path(_and(path.pc, ok), dict(path.env))]
+        live = [_Path(z3_and(path.pc, ok), dict(path.env))]
         done: list[_Path] = []
         for active, element in elements:
             entering = []
             for p in live:
-                done.append(_Path(_and(p.pc, _not(active)), p.env))
+                done.append(_Path(z3_and(p.pc, z3_not(active)), p.env))
                 env = dict(p.env)
                 env[node.target.id] = element
-                entering.append(_Path(_and(p.pc, active), env))
+                entering.append(_Path(z3_and(p.pc, active), env))
             live = self.block(node.body, entering)
         if tail is not None:
             reason = f"loop over {_src(node.iter)} past the verifier's element bound"
             for p in live:
-                self.fail(_and(p.pc, tail, self.havoc_bool(reason)), reason, "havoc")
-                done.append(_Path(_and(p.pc, _not(tail)), p.env))
+                self.fail(z3_and(p.pc, tail, self.havoc_bool(reason)), reason, "havoc")
+                done.append(_Path(z3_and(p.pc, z3_not(tail)), p.env))
         else:
             done.extend(live)
         return [p for p in done if not is_false(p.pc)]
@@ -508,7 +510,7 @@ class _Translator(Semantics):
                 cond = self.truthy(self.expr(node.test, env))
                 with self.guarded(cond):
                     then = self.expr(node.body, env)
-                with self.guarded(_not(cond)):
+                with self.guarded(z3_not(cond)):
                     other = self.expr(node.orelse, env)
                 return self.ite(cond, then, other)
             if isinstance(node, ast.Call):
@@ -611,15 +613,15 @@ class _Translator(Semantics):
         truths: list[z3.BoolRef] = []
         reach: list[z3.BoolRef] = []
         for operand in node.values:
-            with self.guarded(_and(*reach)):
+            with self.guarded(z3_and(*reach)):
                 value = self.expr(operand, env)
             values.append(value)
             truth = self.truthy(value)
             truths.append(truth)
-            reach.append(truth if is_and else _not(truth))
+            reach.append(truth if is_and else z3_not(truth))
         result = values[-1]
         for index in range(len(values) - 2, -1, -1):
-            stop = _not(truths[index]) if is_and else truths[index]
+            stop = z3_not(truths[index]) if is_and else truths[index]
             result = self.ite(stop, values[index], result)
         return result
 
@@ -642,25 +644,25 @@ class _Translator(Semantics):
         left = self.expr(node.left, env)
         results: list[z3.BoolRef] = []
         for op, comparator in zip(node.ops, node.comparators, strict=True):
-            with self.guarded(_and(*results)):
+            with self.guarded(z3_and(*results)):
                 right = self.expr(comparator, env)
                 results.append(self.compare_op(op, left, right))
             left = right
-        return SBool(_and(*results))
+        return SBool(z3_and(*results))
 
     def compare_op(self, op: ast.cmpop, left: Sym, right: Sym) -> z3.BoolRef:
         if isinstance(op, ast.Eq):
             return self.eq(left, right)
         if isinstance(op, ast.NotEq):
-            return _not(self.eq(left, right))
+            return z3_not(self.eq(left, right))
         if isinstance(op, ast.Is):
             return self.is_(left, right)
         if isinstance(op, ast.IsNot):
-            return _not(self.is_(left, right))
+            return z3_not(self.is_(left, right))
         if isinstance(op, ast.In):
             return self.contains(right, left)
         if isinstance(op, ast.NotIn):
-            return _not(self.contains(right, left))
+            return z3_not(self.contains(right, left))
         symbol = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(op)]
         return self.compare(symbol, left, right)
 
@@ -772,22 +774,22 @@ class _Translator(Semantics):
             child = dict(env)
             child[generator.target.id] = element
             cond = present
-            with self.guarded(_and(reach, present)):
+            with self.guarded(z3_and(reach, present)):
                 for condition in generator.ifs:
                     with self.guarded(cond):
-                        cond = _and(cond, self.truthy(self.expr(condition, child)))
+                        cond = z3_and(cond, self.truthy(self.expr(condition, child)))
                 with self.guarded(cond):
                     value = self.expr(node.elt, child)
             out.append((cond, value))
             if mode == "all":
-                reach = _and(reach, _or(_not(cond), self.truthy(value)))
+                reach = z3_and(reach, z3_or(z3_not(cond), self.truthy(value)))
             elif mode == "any":
-                reach = _and(reach, _or(_not(cond), _not(self.truthy(value))))
+                reach = z3_and(reach, z3_or(z3_not(cond), z3_not(self.truthy(value))))
         if tail is not None and len(self.errs) > errors_before:
-            self.error(_and(reach, tail, self.havoc_bool("errors past the element bound")),
+            self.error(z3_and(reach, tail, self.havoc_bool("errors past the element bound")),
                        "an exception")
         if tail is not None:
-            tail = _and(reach, tail) if mode != "plain" else tail
+            tail = z3_and(reach, tail) if mode != "plain" else tail
         return out, tail, iterable
 
     # -- calls --------------------------------------------------------------------------

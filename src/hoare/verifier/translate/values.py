@@ -41,6 +41,7 @@ __all__ = [
     "NONE",
     "OVERFLOW",
     "PINF",
+    "SETS",
     "UNIT_ROUNDOFF",
     "Z3_LOCK",
     "Opaque",
@@ -69,6 +70,7 @@ __all__ = [
     "int_val",
     "real_val",
     "str_val",
+    "tag_is",
 ]
 
 
@@ -78,6 +80,14 @@ FIN, NAN, PINF, NINF = 0, 1, 2, 3
 _counter = itertools.count()
 _scope: contextvars.ContextVar[tuple[str, Iterator[int]] | None] = contextvars.ContextVar(
     "hoare_z3_names", default=None)
+
+
+def tag_is(tag: z3.ArithRef, k: int) -> z3.BoolRef:
+    """``tag == k`` for a float tag, folded when the tag is a numeral (most floats are
+    known finite)."""
+    if z3.is_int_value(tag):
+        return bool_val(tag.as_long() == k)
+    return tag == k  # type: ignore[no-any-return]  # z3's == builds a BoolRef (untyped)
 
 
 def fresh_name(base: str) -> str:
@@ -239,6 +249,9 @@ class SEnum(Sym):
     @property
     def members(self) -> list[enum.Enum]:
         return list(self.cls)  # type: ignore[arg-type]
+
+
+SETS = ("set", "frozenset", "setlit")  # SColl containers that are sets ("setlit": a display)
 
 
 @dataclass(frozen=True, eq=False)

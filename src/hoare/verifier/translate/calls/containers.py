@@ -15,7 +15,7 @@ import z3
 
 from hoare.verifier.solve.context import true
 from hoare.verifier.translate.calls.registry import CallSite, function, method
-from hoare.verifier.translate.semantics import _and, _not, _or
+from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
 from hoare.verifier.translate.values import SBool, SInt, SList, STruth, Sym, fresh_name, int_val
 
 if TYPE_CHECKING:
@@ -49,13 +49,13 @@ def _all_any(t: Translator, call: CallSite, is_all: bool) -> Sym:
     call.only_positional(1)
     pairs, tail, _ = t.comprehension(call.args[0], call.env, "all" if is_all else "any")
     if is_all:
-        result = _and(*[_or(_not(c), t.truthy(v)) for c, v in pairs])
+        result = z3_and(*[z3_or(z3_not(c), t.truthy(v)) for c, v in pairs])
         if tail is not None:
-            result = _and(result, _or(_not(tail), t.havoc_bool(f"all() {_PAST_BOUND}")))
+            result = z3_and(result, z3_or(z3_not(tail), t.havoc_bool(f"all() {_PAST_BOUND}")))
     else:
-        result = _or(*[_and(c, t.truthy(v)) for c, v in pairs])
+        result = z3_or(*[z3_and(c, t.truthy(v)) for c, v in pairs])
         if tail is not None:
-            result = _or(result, _and(tail, t.havoc_bool(f"any() {_PAST_BOUND}")))
+            result = z3_or(result, z3_and(tail, t.havoc_bool(f"any() {_PAST_BOUND}")))
     return SBool(result)
 
 
@@ -101,7 +101,7 @@ def _min_max(t: Translator, call: CallSite, name: str) -> Sym:
             default = t.expr(keywords["default"], call.env)
             if not pairs:
                 return default
-            present_any = _or(*[c for c, _ in pairs])
+            present_any = z3_or(*[c for c, _ in pairs])
             result = t.ite(present_any, t.min_max(name, pairs, False), default)
         if tail is not None:
             result = t.ite(tail, t.fresh_like(result, f"{name}() past the bound"), result)
@@ -126,7 +126,7 @@ def _count(t: Translator, receiver: Sym, call: CallSite) -> Sym:
     call.only_positional(1)
     item = t.expr(call.args[0], call.env)
     pairs, tail = t.elements(receiver)
-    count: z3.ArithRef = z3.Sum(*[z3.If(_and(c, t.item_eq(v, item)), 1, 0)  # `is` first
+    count: z3.ArithRef = z3.Sum(*[z3.If(z3_and(c, t.item_eq(v, item)), 1, 0)  # `is` first
                                   for c, v in pairs]) if pairs else int_val(0)
     if tail is not None:
         return t.ite(tail, t.fresh_like(SInt(count), "count() past the bound"), SInt(count))

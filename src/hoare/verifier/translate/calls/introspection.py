@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import z3
 
 from hoare.verifier.translate.calls.registry import CallSite, function
-from hoare.verifier.translate.semantics import open_model_reason
 from hoare.verifier.translate.values import (
     NONE,
     Opaque,
@@ -26,6 +25,7 @@ from hoare.verifier.translate.values import (
     SStr,
     Sym,
 )
+from hoare.verifier.translate.views import open_model_reason
 
 if TYPE_CHECKING:
     from hoare.verifier.translate.predicates import _Translator as Translator

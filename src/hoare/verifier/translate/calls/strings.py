@@ -15,7 +15,7 @@ import z3
 
 from hoare.verifier.translate import unicode_classes as uc
 from hoare.verifier.translate.calls.registry import CallSite, function, method
-from hoare.verifier.translate.semantics import _or
+from hoare.verifier.translate.logic import z3_or
 from hoare.verifier.translate.values import (
     SBool,
     SColl,
@@ -93,7 +93,7 @@ def _affix_test(name: str) -> None:
                 return SBool(z3.BoolVal(False))
             tests.append(z3.PrefixOf(text.e, receiver.e) if name == "startswith"
                          else z3.SuffixOf(text.e, receiver.e))
-        return SBool(_or(*tests))
+        return SBool(z3_or(*tests))
 
 
 for _name in ("startswith", "endswith"):
