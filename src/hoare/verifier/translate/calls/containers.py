@@ -19,7 +19,7 @@ from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
 from hoare.verifier.translate.values import SBool, SInt, SList, STruth, Sym, fresh_name, int_val
 
 if TYPE_CHECKING:
-    from hoare.verifier.translate.predicates import _Translator as Translator
+    from hoare.verifier.translate.expressions import ExpressionTranslator
 
 _PAST_BOUND = "past the verifier's element bound"
 
@@ -27,7 +27,7 @@ _PAST_BOUND = "past the verifier's element bound"
 @function(len, "len", precision="over",
           note=f"of a str, list, tuple, literal collection; a filtered list {_PAST_BOUND} "
                "is havoc")
-def _len(t: Translator, call: CallSite) -> Sym:
+def _len(t: ExpressionTranslator, call: CallSite) -> Sym:
     args = call.args
     if len(args) == 1 and not call.node.keywords and isinstance(args[0], ast.ListComp):
         pairs, tail, iterable = t.comprehension(args[0], call.env, "plain")
@@ -45,7 +45,7 @@ def _len(t: Translator, call: CallSite) -> Sym:
     return t.length(call.one(t))
 
 
-def _all_any(t: Translator, call: CallSite, is_all: bool) -> Sym:
+def _all_any(t: ExpressionTranslator, call: CallSite, is_all: bool) -> Sym:
     call.only_positional(1)
     pairs, tail, _ = t.comprehension(call.args[0], call.env, "all" if is_all else "any")
     if is_all:
@@ -60,17 +60,17 @@ def _all_any(t: Translator, call: CallSite, is_all: bool) -> Sym:
 
 
 @function(all, "all", precision="over", note=f"havoc {_PAST_BOUND}")
-def _all(t: Translator, call: CallSite) -> Sym:
+def _all(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _all_any(t, call, True)
 
 
 @function(any, "any", precision="over", note=f"havoc {_PAST_BOUND}")
-def _any(t: Translator, call: CallSite) -> Sym:
+def _any(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _all_any(t, call, False)
 
 
 @function(sum, "sum", precision="over", note=f"havoc {_PAST_BOUND}")
-def _sum(t: Translator, call: CallSite) -> Sym:
+def _sum(t: ExpressionTranslator, call: CallSite) -> Sym:
     args, keywords = call.args, call.keywords
     if not args or len(args) > 2 or set(keywords) - {"start"}:
         raise call.unsupported("with these arguments")
@@ -88,7 +88,7 @@ def _sum(t: Translator, call: CallSite) -> Sym:
     return total
 
 
-def _min_max(t: Translator, call: CallSite, name: str) -> Sym:
+def _min_max(t: ExpressionTranslator, call: CallSite, name: str) -> Sym:
     args, keywords = call.args, call.keywords
     if set(keywords) - {"default"}:
         raise call.unsupported("with key=")
@@ -113,16 +113,16 @@ def _min_max(t: Translator, call: CallSite, name: str) -> Sym:
 
 
 @function(min, "min", precision="over", note=f"no key=; havoc {_PAST_BOUND}")
-def _min(t: Translator, call: CallSite) -> Sym:
+def _min(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _min_max(t, call, "min")
 
 
 @function(max, "max", precision="over", note=f"no key=; havoc {_PAST_BOUND}")
-def _max(t: Translator, call: CallSite) -> Sym:
+def _max(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _min_max(t, call, "max")
 
 
-def _count(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+def _count(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
     call.only_positional(1)
     item = t.expr(call.args[0], call.env)
     pairs, tail = t.elements(receiver)

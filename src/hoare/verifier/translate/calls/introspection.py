@@ -28,18 +28,18 @@ from hoare.verifier.translate.values import (
 from hoare.verifier.translate.views import open_model_reason
 
 if TYPE_CHECKING:
-    from hoare.verifier.translate.predicates import _Translator as Translator
+    from hoare.verifier.translate.expressions import ExpressionTranslator
 
 
 @function(isinstance, "isinstance", precision="exact",
           note="with a class or a tuple of classes")
-def _isinstance(t: Translator, call: CallSite) -> Sym:
+def _isinstance(t: ExpressionTranslator, call: CallSite) -> Sym:
     call.only_positional(2)
     value = t.expr(call.args[0], call.env)
     return SBool(isinstance_of(t, value, call.args[1], call))
 
 
-def isinstance_of(t: Translator, value: Sym, type_node: ast.expr, call: CallSite
+def isinstance_of(t: ExpressionTranslator, value: Sym, type_node: ast.expr, call: CallSite
                   ) -> z3.BoolRef:
     target = t.expr(type_node, call.env)
     if isinstance(target, SObj) and isinstance(target.obj, type):

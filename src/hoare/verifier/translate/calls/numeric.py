@@ -13,33 +13,33 @@ from hoare.verifier.translate.calls.registry import CallSite, function
 from hoare.verifier.translate.values import SBool, Sym
 
 if TYPE_CHECKING:
-    from hoare.verifier.translate.predicates import _Translator as Translator
+    from hoare.verifier.translate.expressions import ExpressionTranslator
 
 
 @function(abs, "abs", precision="exact")
-def _abs(t: Translator, call: CallSite) -> Sym:
+def _abs(t: ExpressionTranslator, call: CallSite) -> Sym:
     return t.absolute(call.one(t))
 
 
 @function(int, "int", precision="exact", note="of a number or bool (not of a str)")
-def _int(t: Translator, call: CallSite) -> Sym:
+def _int(t: ExpressionTranslator, call: CallSite) -> Sym:
     return t.to_int(call.one(t))
 
 
 @function(float, "float", precision="over",
           note="of a number or bool (not of a str); an int is rounded to a double within "
                "the IEEE-754 error bound, OverflowError when huge")
-def _float(t: Translator, call: CallSite) -> Sym:
+def _float(t: ExpressionTranslator, call: CallSite) -> Sym:
     return t.to_float(call.one(t))
 
 
 @function(round, "round", precision="exact", note="without ndigits (round half to even)")
-def _round(t: Translator, call: CallSite) -> Sym:
+def _round(t: ExpressionTranslator, call: CallSite) -> Sym:
     return t.round_half_even(call.one(t))
 
 
 @function(bool, "bool", precision="exact")
-def _bool(t: Translator, call: CallSite) -> Sym:
+def _bool(t: ExpressionTranslator, call: CallSite) -> Sym:
     call.only_positional(0, 1)
     if not call.args:
         return SBool(z3.BoolVal(False))
@@ -48,17 +48,17 @@ def _bool(t: Translator, call: CallSite) -> Sym:
 
 @function(math.isnan, "math.isnan", precision="exact",
           note="an int is converted first (OverflowError when huge)")
-def _isnan(t: Translator, call: CallSite) -> Sym:
+def _isnan(t: ExpressionTranslator, call: CallSite) -> Sym:
     return t.is_nan(call.one(t))
 
 
 @function(math.isinf, "math.isinf", precision="exact",
           note="an int is converted first (OverflowError when huge)")
-def _isinf(t: Translator, call: CallSite) -> Sym:
+def _isinf(t: ExpressionTranslator, call: CallSite) -> Sym:
     return t.is_inf(call.one(t))
 
 
 @function(math.isfinite, "math.isfinite", precision="exact",
           note="an int is converted first (OverflowError when huge)")
-def _isfinite(t: Translator, call: CallSite) -> Sym:
+def _isfinite(t: ExpressionTranslator, call: CallSite) -> Sym:
     return t.is_finite(call.one(t))

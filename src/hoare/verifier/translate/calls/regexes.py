@@ -23,10 +23,10 @@ from hoare.verifier.translate.values import (
 )
 
 if TYPE_CHECKING:
-    from hoare.verifier.translate.predicates import _Translator as Translator
+    from hoare.verifier.translate.expressions import ExpressionTranslator
 
 
-def _regex_call(t: Translator, call: CallSite, mode: str) -> Sym:
+def _regex_call(t: ExpressionTranslator, call: CallSite, mode: str) -> Sym:
     if len(call.args) != 2 or call.node.keywords:
         raise call.unsupported("with flags or without a pattern and a string")
     pattern = t.expr(call.args[0], call.env)
@@ -51,17 +51,17 @@ def _regex_call(t: Translator, call: CallSite, mode: str) -> Sym:
 
 @function(re.match, "re.match", precision="over",
           note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
-def _match(t: Translator, call: CallSite) -> Sym:
+def _match(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _regex_call(t, call, "match")
 
 
 @function(re.search, "re.search", precision="over",
           note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
-def _search(t: Translator, call: CallSite) -> Sym:
+def _search(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _regex_call(t, call, "search")
 
 
 @function(re.fullmatch, "re.fullmatch", precision="over",
           note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
-def _fullmatch(t: Translator, call: CallSite) -> Sym:
+def _fullmatch(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _regex_call(t, call, "fullmatch")

@@ -9,10 +9,10 @@ handler per construct, registered once, grouped in one module per family
 Registering a handler::
 
     @function(math.isnan, "math.isnan", precision="exact")
-    def _isnan(t: Translator, call: CallSite) -> Sym: ...
+    def _isnan(t: ExpressionTranslator, call: CallSite) -> Sym: ...
 
     @method("str", "strip", precision="exact")
-    def _strip(t: Translator, receiver: Sym, call: CallSite) -> Sym: ...
+    def _strip(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym: ...
 
 ``receiver`` is already unwrapped (``None`` raises ``AttributeError``) and a
 ``str`` enum member already replaced by its value. The receiver kinds are those
@@ -65,7 +65,7 @@ from hoare.verifier.translate.values import (
 )
 
 if TYPE_CHECKING:
-    from hoare.verifier.translate.predicates import _Translator as Translator
+    from hoare.verifier.translate.expressions import ExpressionTranslator
 
 __all__ = [
     "REGISTRY",
@@ -82,8 +82,8 @@ __all__ = [
 ]
 
 Precision = Literal["exact", "over"]
-FunctionHandler = Callable[["Translator", "CallSite"], Sym]
-MethodHandler = Callable[["Translator", Sym, "CallSite"], Sym]
+FunctionHandler = Callable[["ExpressionTranslator", "CallSite"], Sym]
+MethodHandler = Callable[["ExpressionTranslator", Sym, "CallSite"], Sym]
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class CallSite:
             raise self.unsupported(f"with {len(self.args)} arguments"
                                    + (" and keywords" if self.node.keywords else ""))
 
-    def one(self, t: Translator) -> Sym:
+    def one(self, t: ExpressionTranslator) -> Sym:
         """The value of the single positional argument."""
         self.only_positional(1)
         return t.expr(self.args[0], self.env)

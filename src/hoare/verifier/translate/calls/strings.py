@@ -29,12 +29,12 @@ from hoare.verifier.translate.values import (
 )
 
 if TYPE_CHECKING:
-    from hoare.verifier.translate.predicates import _Translator as Translator
+    from hoare.verifier.translate.expressions import ExpressionTranslator
 
 
 @function(str, "str", precision="exact",
           note="of a str, int, bool or None; ValueError past sys.get_int_max_str_digits()")
-def _str(t: Translator, call: CallSite) -> Sym:
+def _str(t: ExpressionTranslator, call: CallSite) -> Sym:
     value = call.one(t)
     if isinstance(value, SOpt):  # str(None) is "None", not a TypeError
         with t.only_when(z3.Not(value.none)):  # the inner value's errors need it present
@@ -43,7 +43,7 @@ def _str(t: Translator, call: CallSite) -> Sym:
     return t.to_str(value)
 
 
-def define_stripped(t: Translator, s: z3.SeqRef, name: str) -> z3.SeqRef:
+def define_stripped(t: ExpressionTranslator, s: z3.SeqRef, name: str) -> z3.SeqRef:
     """``str.strip()`` & co. exactly: ``s == p + r + q`` with ``p``, ``q`` made of
     whitespace (``str.isspace``) and ``r`` empty or starting and ending with a
     non-whitespace character. ``r`` is a function of ``s``, so these definitions
@@ -69,7 +69,7 @@ def define_stripped(t: Translator, s: z3.SeqRef, name: str) -> z3.SeqRef:
 
 def _stripper(name: str) -> None:
     @method("str", name, precision="exact", note="without an argument")
-    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+    def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         call.only_positional(0)
         assert isinstance(receiver, SStr)
         return SStripped(receiver.e, name, functools.partial(define_stripped, t))
@@ -81,7 +81,7 @@ for _name in ("strip", "lstrip", "rstrip"):
 
 def _affix_test(name: str) -> None:
     @method("str", name, precision="exact", note="with a str or a tuple of str")
-    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+    def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         call.only_positional(1)
         affix = t.expr(call.args[0], call.env)
@@ -102,7 +102,7 @@ for _name in ("startswith", "endswith"):
 
 def _finder(name: str) -> None:
     @method("str", name, precision="exact", note="with one argument")
-    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+    def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         sub = t.str_operand(call.one(t), f"str.{name}()")
         if sub is None:
@@ -119,7 +119,7 @@ for _name in ("find", "index"):
 
 def _remover(name: str) -> None:
     @method("str", name, precision="exact")
-    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+    def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         affix = t.str_operand(call.one(t), f"str.{name}()")
         if affix is None:
@@ -141,7 +141,7 @@ def _class_test(name: str) -> None:
     note = "Unicode tables" if exact else "Unicode tables exact on Latin-1, free above"
 
     @method("str", name, precision="exact" if exact else "over", note=note)
-    def handler(t: Translator, receiver: Sym, call: CallSite) -> Sym:
+    def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         call.only_positional(0)
         if exact:
