@@ -10,6 +10,7 @@ turn the verdict into ``unknown`` and log the bug; true negative verdicts stay.
 from __future__ import annotations
 
 import logging
+import random
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
@@ -28,12 +29,13 @@ from hoare.declaration.models import type_spec
 from hoare.engines import FunctionEngine
 from hoare.kernel import ContractConfig, Verdict
 from hoare.verifier.checks import contracts as checks
+from hoare.verifier.checks import model as checks_model
 from hoare.verifier.checks import pipelines as composition
 from hoare.verifier.checks.contracts import check_contract
 from hoare.verifier.checks.pipelines import check_pipeline
 from hoare.verifier.report.model import CheckResult, ContractReport
 from hoare.verifier.runtime import preflight
-from hoare.verifier.search import falsify
+from hoare.verifier.search import candidates, patterns
 from hoare.verifier.search.concrete import bind
 from hoare.verifier.search.witness import call_predicate
 from hoare.verifier.solve import qe
@@ -95,9 +97,10 @@ def _never_fails(t: Translation) -> Translation:
 
 @pytest.fixture
 def corrupt(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
-    """``corrupt(how, module=checks)``: every translation made by ``module`` is corrupted."""
+    """``corrupt(how, module=checks_model)``: every translation made by ``module`` is
+    corrupted."""
 
-    def install(how: Callable[[Translation], Translation], module: Any = checks) -> None:
+    def install(how: Callable[[Translation], Translation], module: Any = checks_model) -> None:
         def broken(*args: Any, **kwargs: Any) -> Translation:
             return how(translate(*args, **kwargs))
 
@@ -111,9 +114,9 @@ def no_sampling(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sampling shortcut settles most checks before z3 is asked (and finds the
     values below): without it, the corrupted translation decides and the falsifier
     alone must catch it."""
-    monkeypatch.setattr(checks, "_sampled_passing", lambda *args: None)
-    monkeypatch.setattr(checks, "_sampled_failing", lambda *args: None)
-    monkeypatch.setattr(checks, "_sampled_example", lambda *args: None)
+    monkeypatch.setattr(checks, "sampled_passing", lambda *args: None)
+    monkeypatch.setattr(checks, "sampled_failing", lambda *args: None)
+    monkeypatch.setattr(checks, "sampled_example", lambda *args: None)
 
 
 def _refuted(check: CheckResult, caplog: pytest.LogCaptureFixture) -> None:
@@ -275,7 +278,7 @@ def test_a_refuted_composition_pass_becomes_unknown(monkeypatch: pytest.MonkeyPa
 
     honest = check_pipeline([First(), Second()], "p", OPTIONS).checks[0]
     assert honest.status == "fail"
-    monkeypatch.setattr(checks, "translate", lambda *a, **k: _never_fails(translate(*a, **k)))
+    monkeypatch.setattr(checks_model, "translate", lambda *a, **k: _never_fails(translate(*a, **k)))
     with caplog.at_level(logging.WARNING, "hoare.verifier"):
         refuted = check_pipeline([First(), Second()], "p", OPTIONS).checks[0]
     _refuted(refuted, caplog)
@@ -290,7 +293,7 @@ def test_a_refuted_composition_pass_becomes_unknown(monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize("pattern", [r"^[A-Z]{2}-\d{3}$", r"^(ab|cd)+x?$", r"[a-c]{1,3}",
                                      r"^\w+@\w+\.com$"])
 def test_pattern_samples_match(pattern: str) -> None:
-    samples = falsify.pattern_samples(pattern, falsify.random.Random(1))
+    samples = patterns.pattern_samples(pattern, random.Random(1))
     assert samples and all(re.search(pattern, s) for s in samples), samples
 
 
@@ -300,12 +303,12 @@ def test_candidates_cover_edges_and_constants_deterministically() -> None:
         k: int = Field(ge=-3, lt=40)
         s: str = Field("", max_length=3)
 
-    constants = falsify.Constants()
+    constants = candidates.Constants()
     constants.add(17)
     constants.add("hey")
     spec = type_spec(Shape)
-    first = list(falsify.Sampler(constants).candidates(spec, 300))
-    assert first == list(falsify.Sampler(constants).candidates(spec, 300))
+    first = list(candidates.Sampler(constants).candidates(spec, 300))
+    assert first == list(candidates.Sampler(constants).candidates(spec, 300))
     xs = {repr(c.get("x")) for c in first}
     assert {"nan", "inf", "-inf", "-0.0", "5e-324", "9007199254740993", "9007199254740991.0",
             "1e+308", "17.0", "18.0", "16.0"} <= xs
@@ -465,7 +468,7 @@ class Tree(BaseModel):
 
 def test_recursive_models_are_sampled_to_a_bounded_depth() -> None:
     spec = type_spec(Tree)
-    values = list(falsify.Sampler().candidates(spec, 50))
+    values = list(candidates.Sampler().candidates(spec, 50))
     assert values and all(isinstance(v, dict) for v in values)
     assert any(v.get("children") for v in values)
     for value in values[:10]:

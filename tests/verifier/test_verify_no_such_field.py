@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from hoare.cli.parser import main
-from hoare.verifier.checks.contracts import check_fields
+from hoare.verifier.checks.fields import check_fields
 
 _COUNTER = itertools.count()
 

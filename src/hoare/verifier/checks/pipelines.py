@@ -138,6 +138,7 @@ def _handoff(a: ContractModel, b: ContractModel, link: _Link) -> z3.BoolRef:
         if issubclass(a_spec.model, b_spec.model):
             return link.inexact("A's output is a subclass instance of B's input model")
         return _from_dump(a_value, b_value, link, b.desc.input.name)
+    assert isinstance(b_value, SModel)  # B's input is not wrapped: a model (as above)
     return _validate_top(a_value, b_value, link, b.desc.input.name)
 
 
@@ -336,7 +337,7 @@ def _default(info: object, sym_b: Sym, config: dict[str, object], link: _Link,
     if validate or (factory is not None and factory not in (list, tuple, str, int, float,
                                                             bool)):
         return link.inexact(f"{where}: its default is computed or validated")
-    default = factory() if factory is not None else getattr(info, "default", None)  # type: ignore[operator]
+    default = factory() if factory is not None else getattr(info, "default", None)
     if isinstance(sym_b, SOpaque):
         return true()  # what B reads there is opaque anyway
     try:

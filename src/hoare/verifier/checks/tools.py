@@ -37,16 +37,16 @@ from hoare.declaration.source import SourceNotFound, function_node
 from hoare.errors import UsageError
 from hoare.kernel import ContractConfig, Policy
 from hoare.unmodelled import Unsupported
-from hoare.verifier.checks.contracts import (
+from hoare.verifier.checks.contracts import check_contract
+from hoare.verifier.checks.model import (
     ContractModel,
-    _samples,
-    _unknown,
-    _value,
-    check_contract,
     contract_model,
+    model_value,
     predicate_assertions,
     type_assertions,
 )
+from hoare.verifier.checks.samples import samples_of
+from hoare.verifier.checks.verdicts import unknown_result
 from hoare.verifier.report.model import CheckResult, ContractReport
 from hoare.verifier.search.witness import WitnessError, call_predicate, validate
 from hoare.verifier.solve.context import in_fresh_context
@@ -364,7 +364,7 @@ def _link(a: Any, b: Any, parameter: str, module: str, options: SolverOptions,
             unknown = unknown or query
     if found is None:
         if unknown is not None:
-            return _unknown(kind, unknown, [])
+            return unknown_result(kind, unknown, [])
         if opaque:
             return CheckResult(kind, "unknown", f"{where}: no counterexample among what is "
                                f"translated, but " + "; ".join(
@@ -382,9 +382,9 @@ def _link(a: Any, b: Any, parameter: str, module: str, options: SolverOptions,
     t, query = found
     assert query.model is not None
     try:
-        result_json = _value(cm_a.output, query.model)
-        a_json = _value(cm_a.input, query.model)
-        b_json = _value(cm_b.input, query.model)
+        result_json = model_value(cm_a.output, query.model)
+        a_json = model_value(cm_a.input, query.model)
+        b_json = model_value(cm_b.input, query.model)
     except WitnessError as error:
         return CheckResult(kind, "unknown", f"{where}: no concrete counterexample: {error}")
     replayed = _replay(a_desc, b_desc, parameter, result_json, a_json, b_json, t.source)
@@ -440,13 +440,13 @@ def _search(cm_a: ContractModel, cm_b: ContractModel, a: ContractDescription,
     """A concrete refutation of a ``pass``: a sampled result A's conditions accept,
     with sampled other arguments of B passing its ``independent`` conditions, that one
     of B's ``dependent`` conditions rejects."""
-    a_inputs = [(j, v) for j, v in itertools.islice(_samples(cm_a, "input"), 64)
+    a_inputs = [(j, v) for j, v in itertools.islice(samples_of(cm_a, "input"), 64)
                 if all(call_predicate(s, None, v).passed for s in a.pre)][:8]
-    b_inputs = [(j, v) for j, v in itertools.islice(_samples(cm_b, "input"), 64)
+    b_inputs = [(j, v) for j, v in itertools.islice(samples_of(cm_b, "input"), 64)
                 if all(call_predicate(s, None, v).passed for s in independent)][:8]
     if not a_inputs or not b_inputs:
         return None
-    for index, (result_json, result) in enumerate(itertools.islice(_samples(cm_a, "output"),
+    for index, (result_json, result) in enumerate(itertools.islice(samples_of(cm_a, "output"),
                                                                    200)):
         _a_json, a_args = a_inputs[index % len(a_inputs)]
         if not all(call_predicate(s, None, result, a_args).passed for s in a.post):

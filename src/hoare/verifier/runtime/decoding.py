@@ -5,7 +5,7 @@ what is left to check after decoding (``hoare schema``, ``@contract(decoding=...
    about one top-level output field: ``o.f <= 5`` (``maximum``), ``o.f in ("a", "b")``
    (``enum``), ``o.f == "x"``, ``len(o.f) >= 2`` (``minLength``/``minItems``),
    ``o.f.startswith("ab")`` (``pattern``), each side of an ``and`` and of a chained
-   comparison. Reading the source is only a guess at what to fold.
+   comparison (``schema_atoms``). Reading the source is only a guess at what to fold.
 2. **Folding, proved.** A candidate is folded into the schema only when z3 proves
    that every output the contract accepts satisfies it (types ∧ posts ∧ ¬C unsat), so
    the schema never excludes an output the contract would take, and no sampled output
@@ -34,41 +34,36 @@ Dialects (what the provider's decoder is known to honour):
 
 from __future__ import annotations
 
-import ast
 import copy
-import math
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import Any
 
 import z3
 
 from hoare.declaration.description import ContractDescription, PredicateSource
-from hoare.declaration.source import function_node
-from hoare.verifier.checks.contracts import (
+from hoare.verifier.checks.model import (
     ContractModel,
-    _samples,
     contract_model,
     predicate_assertions,
     type_assertions,
 )
+from hoare.verifier.checks.samples import samples_of
 from hoare.verifier.runtime import finite_folding
+from hoare.verifier.runtime.schema_atoms import (
+    BOUND_KEYWORDS,
+    atoms,
+    keyword_holds,
+    keyword_meaning,
+    post_body,
+    schema_keyword,
+)
 from hoare.verifier.search.witness import call_predicate
 from hoare.verifier.solve.context import in_fresh_context
 from hoare.verifier.solve.solver import Assertion, SolverOptions, solve
 from hoare.verifier.translate.values import (
-    FIN,
-    SFloat,
-    SInt,
-    SList,
     SModel,
-    SStr,
-    Sym,
-    real_val,
-    str_val,
 )
 
 __all__ = ["DIALECTS", "Compiled", "Folded", "compile_contract"]
@@ -132,128 +127,6 @@ class Compiled:
                 "unknown": self.unknown}
 
 
-# -- 1. candidates, read from the source -------------------------------------------------
-
-_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq}
-_BOUND = {ast.GtE: "minimum", ast.Gt: "exclusiveMinimum", ast.LtE: "maximum",
-          ast.Lt: "exclusiveMaximum"}
-
-
-def _constant(node: ast.expr) -> tuple[bool, Any]:
-    """A literal number or string (``-3`` included)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) \
-            and not isinstance(node.value, bool):
-        return True, node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        ok, value = _constant(node.operand)
-        if ok and isinstance(value, (int, float)):
-            return True, -value
-    return False, None
-
-
-def _field(node: ast.expr, param: str) -> str | None:
-    """``o.f`` for the output parameter ``o``."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-            and node.value.id == param:
-        return node.attr
-    return None
-
-
-def _subject(node: ast.expr, param: str) -> tuple[str, bool] | None:
-    """``(f, is_len)`` for ``o.f`` or ``len(o.f)``."""
-    name = _field(node, param)
-    if name is not None:
-        return name, False
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id == "len" and len(node.args) == 1 and not node.keywords:
-        name = _field(node.args[0], param)
-        if name is not None:
-            return name, True
-    return None
-
-
-def _atoms(node: ast.expr, param: str) -> Iterator[tuple[str, str, Any]]:
-    """``(field, keyword, value)`` guesses for one boolean expression."""
-    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
-        for value in node.values:
-            yield from _atoms(value, param)
-        return
-    if isinstance(node, ast.Compare):
-        left = node.left
-        for op, right in zip(node.ops, node.comparators, strict=True):
-            yield from _comparison(left, op, right, param)
-            left = right
-        return
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr in ("startswith", "endswith") and len(node.args) == 1 \
-            and not node.keywords:
-        name = _field(node.func.value, param)
-        ok, value = _constant(node.args[0])
-        if name is not None and ok and isinstance(value, str):
-            yield name, node.func.attr, value
-
-
-def _comparison(left: ast.expr, op: ast.cmpop, right: ast.expr, param: str
-                ) -> Iterator[tuple[str, str, Any]]:
-    if isinstance(op, ast.In):
-        name = _field(left, param)
-        if name is not None and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
-            values = [_constant(e) for e in right.elts]
-            if values and all(ok for ok, _ in values):
-                yield name, "enum", [v for _, v in values]
-        return
-    subject, constant, operator = _subject(left, param), right, type(op)
-    if subject is None:
-        subject, constant = _subject(right, param), left
-        operator = _FLIP.get(operator, operator)  # type: ignore[assignment]
-    ok, value = _constant(constant)
-    if subject is None or not ok or operator not in (*_BOUND, ast.Eq):
-        return
-    name, is_len = subject
-    if operator is ast.Eq:
-        if is_len and isinstance(value, int):
-            yield name, "length_min", value
-            yield name, "length_max", value
-        elif not is_len:
-            yield name, "enum", [value]
-        return
-    keyword = _BOUND[operator]
-    if is_len:
-        if not isinstance(value, (int, float)):
-            return
-        # len(x) >= k: at least ceil(k); len(x) > k: at least floor(k) + 1; ...
-        if keyword == "minimum":
-            yield name, "length_min", math.ceil(value)
-        elif keyword == "exclusiveMinimum":
-            yield name, "length_min", math.floor(value) + 1
-        elif keyword == "maximum":
-            yield name, "length_max", math.floor(value)
-        else:
-            yield name, "length_max", math.ceil(value) - 1
-    elif isinstance(value, (int, float)) and math.isfinite(value):
-        yield name, keyword, value
-
-
-def _body(source: PredicateSource) -> tuple[ast.expr, str] | None:
-    """The boolean expression of a post-condition and its output parameter."""
-    try:
-        node = function_node(source.fn)
-    except Exception:
-        return None
-    args = [a.arg for a in node.args.args]
-    if source.is_method:
-        args = args[1:]
-    if not args:
-        return None
-    if isinstance(node, ast.Lambda):
-        return node.body, args[0]
-    body = [s for s in node.body
-            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-        return body[0].value, args[0]
-    return None
-
-
 def has_candidates(desc: ContractDescription) -> bool:
     """Whether a post-condition reads as a constraint JSON Schema can say: read from
     the source alone, no z3. When none does, the folded schema is the type's schema,
@@ -262,8 +135,8 @@ def has_candidates(desc: ContractDescription) -> bool:
         return False
     finite: dict[str, list[Any]] | None = None
     for source in desc.post:
-        found = _body(source)
-        if found is not None and next(_atoms(*found), None) is not None:
+        found = post_body(source)
+        if found is not None and next(atoms(*found), None) is not None:
             return True
         if found is not None and not source.takes_input and not source.is_method:
             if finite is None:
@@ -276,95 +149,6 @@ def has_candidates(desc: ContractDescription) -> bool:
             if finite and finite_folding.reads_only(source, *found, finite)[0]:
                 return True
     return False
-
-
-# -- 2. and 3.: the proofs ---------------------------------------------------------------
-
-def _meaning(sym: Sym, keyword: str, value: Any) -> z3.BoolRef | None:
-    """What a constraint says about a field's value, in z3 (None: not for this type)."""
-    if isinstance(sym, SInt):
-        e = z3.ToReal(sym.e)
-        bound = _number(value)
-        if keyword == "enum":
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-                return None
-            return z3.Or([sym.e == v for v in value])
-        return _compare(e, keyword, bound) if bound is not None else None
-    if isinstance(sym, SFloat) and type(sym) is SFloat:
-        finite = sym.tag == FIN
-        if keyword == "enum":
-            if not all(isinstance(v, (int, float)) for v in value):
-                return None
-            return z3.And(finite, z3.Or([sym.r == real_val(Fraction(v)) for v in value]))
-        bound = _number(value)
-        compared = _compare(sym.r, keyword, bound) if bound is not None else None
-        return None if compared is None else z3.And(finite, compared)
-    if isinstance(sym, SStr):
-        if keyword == "enum":
-            if not all(isinstance(v, str) for v in value):
-                return None
-            return z3.Or([sym.e == str_val(v) for v in value])
-        if keyword == "minLength":
-            return z3.Length(sym.e) >= value
-        if keyword == "maxLength":
-            return z3.Length(sym.e) <= value
-        if keyword == "startswith":
-            return z3.PrefixOf(str_val(value), sym.e)
-        if keyword == "endswith":
-            return z3.SuffixOf(str_val(value), sym.e)
-        return None
-    if isinstance(sym, SList) and sym.container == "list":
-        if keyword == "minItems":
-            return sym.n >= value
-        if keyword == "maxItems":
-            return sym.n <= value
-    return None
-
-
-def _number(value: Any) -> z3.ArithRef | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return real_val(Fraction(value))
-
-
-def _compare(e: z3.ArithRef, keyword: str, bound: z3.ArithRef) -> z3.BoolRef | None:
-    return {"minimum": lambda: e >= bound, "maximum": lambda: e <= bound,
-            "exclusiveMinimum": lambda: e > bound,
-            "exclusiveMaximum": lambda: e < bound}.get(keyword, lambda: None)()
-
-
-def _holds(keyword: str, value: Any, actual: Any) -> bool:
-    """The constraint checked on a concrete field value (for the sampled replay)."""
-    try:
-        if keyword == "enum":
-            return any(actual == v and type(actual) is not bool for v in value)
-        if keyword in ("minLength", "minItems"):
-            return len(actual) >= value
-        if keyword in ("maxLength", "maxItems"):
-            return len(actual) <= value
-        if keyword == "startswith":
-            return isinstance(actual, str) and actual.startswith(value)
-        if keyword == "endswith":
-            return isinstance(actual, str) and actual.endswith(value)
-        if isinstance(actual, bool) or not isinstance(actual, (int, float)) \
-                or not math.isfinite(actual):
-            return False
-        return bool({"minimum": actual >= value, "maximum": actual <= value,
-                     "exclusiveMinimum": actual > value,
-                     "exclusiveMaximum": actual < value}[keyword])
-    except Exception:
-        return False
-
-
-def _keyword(sym: Sym, raw: str) -> str | None:
-    """The JSON Schema keyword of a guessed atom on a field of this type."""
-    if raw in ("length_min", "length_max"):
-        if isinstance(sym, SStr):
-            return "minLength" if raw == "length_min" else "maxLength"
-        if isinstance(sym, SList) and sym.container == "list":
-            return "minItems" if raw == "length_min" else "maxItems"
-        return None
-    return raw
 
 
 COMPILE_SECONDS = 3.0  # the whole compile's time, proofs included (a contract's first call)
@@ -413,13 +197,13 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
     posts = predicate_assertions(cm.post)
     guesses: list[tuple[str, str, Any, PredicateSource]] = []
     for t in cm.post:
-        found = _body(t.source)
+        found = post_body(t.source)
         if found is None:
             continue
         expr, param = found
         if cm.output.spec.wrapped:  # ``-> int``: the predicate reads the value itself
             continue
-        for name, raw, value in _atoms(expr, param):
+        for name, raw, value in atoms(expr, param):
             guesses.append((name, raw, value, t.source))
     samples = _sampled_outputs(cm)
     folded: list[tuple[Folded, z3.BoolRef]] = []
@@ -429,8 +213,8 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
         if sym is None or name not in properties:
             compiled.dropped.append(f"{what}: not a field of the output")
             continue
-        keyword = _keyword(sym, raw)
-        meaning = _meaning(sym, keyword, value) if keyword is not None else None
+        keyword = schema_keyword(sym, raw)
+        meaning = keyword_meaning(sym, keyword, value) if keyword is not None else None
         if keyword is None or meaning is None:
             compiled.dropped.append(f"{what}: not expressible for a field of this type")
             continue
@@ -454,7 +238,7 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
             compiled.dropped.append(f"{what}: not proved implied by the post-conditions "
                                     f"({proof.status})")
             continue
-        if any(ok and not _holds(keyword, value, getattr(out, name, None))
+        if any(ok and not keyword_holds(keyword, value, getattr(out, name, None))
                for out, ok in samples):
             compiled.dropped.append(f"{what}: an output the contract accepts breaks it")
             continue
@@ -484,7 +268,8 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
         compiled.finite.extend(f"{p}: integer range sent as an enum" for p in paths)
     honoured_items = [(item, m) for item, m in folded
                       if _schema_keyword(item.keyword) in honoured
-                      or (item.field in ranged and item.keyword in _BOUND.values())]
+                      or (item.field in ranged
+                          and item.keyword in BOUND_KEYWORDS.values())]
     fold = _fold_finite(cm, compiled, schema, clock)
     _prove_residual(cm, compiled, context, [m for _, m in honoured_items], samples,
                     honoured_items, clock)
@@ -507,7 +292,7 @@ def _fold_finite(cm: ContractModel, compiled: Compiled, schema: dict[str, Any],
         return None
     posts = []
     for t in cm.post:
-        found = _body(t.source)
+        found = post_body(t.source)
         if found is not None:
             posts.append((t.source, found[0], found[1]))
     if not posts or not isinstance(schema.get("properties"), dict) \
@@ -518,7 +303,7 @@ def _fold_finite(cm: ContractModel, compiled: Compiled, schema: dict[str, Any],
         return None
     fillers: list[dict[str, Any]] = []
     try:
-        for _, value in _samples(cm, "output"):
+        for _, value in samples_of(cm, "output"):
             data = value.model_dump(mode="json")
             if data not in fillers:
                 fillers.append(data)
@@ -602,7 +387,7 @@ def _bind_defaults(schema: dict[str, Any], constraints: dict[str, list[tuple[str
             continue
         default = prop["default"]
         if not all(finite_folding.key(default) in {finite_folding.key(v) for v in value}
-                   if keyword == "enum" else _holds(keyword, value, default)
+                   if keyword == "enum" else keyword_holds(keyword, value, default)
                    for keyword, value in items):
             required = [*required, name]
             compiled.finite.append(f"{name}: required (its default "
@@ -695,7 +480,7 @@ def _sampled_outputs(cm: ContractModel) -> list[tuple[Any, bool]]:
     if len(sources) != len(cm.post):
         return out  # posts reading the input: z3 alone decides
     try:
-        for _, value in _samples(cm, "output"):
+        for _, value in samples_of(cm, "output"):
             out.append((value, all(call_predicate(s, None, value).passed
                                    for s in sources if not s.is_method)))
             if len(out) >= _SAMPLES:
@@ -710,7 +495,7 @@ def _sampled_counterexample(source: PredicateSource, honoured: list[tuple[Folded
     if source.takes_input or source.is_method:
         return None
     for value, _ in samples:
-        if all(_holds(f.keyword, f.value, getattr(value, f.field, None))
+        if all(keyword_holds(f.keyword, f.value, getattr(value, f.field, None))
                for f, _ in honoured) \
                 and not call_predicate(source, None, value).passed:
             return repr(value)[:200]

@@ -17,10 +17,7 @@ and cached:
 
 from __future__ import annotations
 
-import enum
 import inspect
-import re
-import struct
 import threading
 import weakref
 from collections import OrderedDict
@@ -28,22 +25,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import z3
-from pydantic import BaseModel
 
 from hoare.declaration.description import ContractDescription, PredicateSource
 from hoare.kernel import Policy, PreflightResult, Verdict
-from hoare.unmodelled import Unmodelled
+from hoare.verifier.runtime.input_keys import ABSENT, NotPlain, Snapshot, freeze, input_key
+from hoare.verifier.runtime.placeholders import fill_placeholders, input_names
+from hoare.verifier.search.candidates import constants_of
 from hoare.verifier.search.concrete import BindError, Extractor
 from hoare.verifier.search.falsify import (
     PREFLIGHT_BUDGET,
     Confirmed,
-    constants_of,
     find_passing,
     log_refutation,
 )
 from hoare.verifier.solve.context import MAIN
 from hoare.verifier.solve.qe import Compiled, compile_formula, eliminate
-from hoare.verifier.solve.solver import Assertion, SolverOptions, _ordered, solve
+from hoare.verifier.solve.solver import Assertion, SolverOptions, ordered_core, solve
 from hoare.verifier.solve.z3util import constant_names, group_by_constants, is_true, named_constants
 from hoare.verifier.translate.predicates import (
     InstanceSelf,
@@ -86,7 +83,7 @@ class _Prepared:
         # What each read value was at translation time, as an exact key (a list
         # mutated in place, or True replaced by 1, is a change) or, for a value that
         # has no exact key (a module, a class), by identity.
-        self.reads = [(get, _Snapshot(value)) for t in self.posts for get, value in t.reads]
+        self.reads = [(get, Snapshot(value)) for t in self.posts for get, value in t.reads]
 
     def stale(self) -> bool:
         """Has a module constant, closure variable or class attribute read by a
@@ -99,7 +96,7 @@ class _Prepared:
     outside: list[z3.ExprRef] = field(default_factory=list)  # its non-input constants
     candidates: list[list[tuple[z3.ExprRef, z3.ExprRef]]] = field(default_factory=list)
     undecided: int = 0  # per-call queries in a row that ended unknown
-    reads: list[tuple[Any, _Snapshot]] = field(default_factory=list)  # values baked in
+    reads: list[tuple[Any, Snapshot]] = field(default_factory=list)  # values baked in
 
 
 def _effective(desc: ContractDescription, source: PredicateSource) -> bool:
@@ -194,7 +191,7 @@ class Preflight:
         try:
             try:
                 key = self._key(instance)
-            except _NotPlain as error:
+            except NotPlain as error:
                 return PreflightResult(Verdict.UNKNOWN, str(error))
             prepared = self._prepared.get(key)
             if prepared is None or prepared.stale():
@@ -205,7 +202,7 @@ class Preflight:
                 final = self._falsify(prepared, instance, used_input, result)
                 if final.verdict is Verdict.UNSATISFIABLE:
                     return PreflightResult(final.verdict, fill_placeholders(
-                        final.reason, _input_names(self.desc), used_input))
+                        final.reason, input_names(self.desc), used_input))
                 return final
             return result
         finally:
@@ -239,7 +236,7 @@ class Preflight:
             self._unkeyed = any(p.is_method and self_attributes(p) is None
                                 for p in self.posts)
         if self._unkeyed:
-            raise _NotPlain("a post-condition uses self in a way the pre-flight cannot "
+            raise NotPlain("a post-condition uses self in a way the pre-flight cannot "
                             "key: pre-flight skipped")
         if not self.attributes:
             return ()
@@ -249,12 +246,12 @@ class Preflight:
             if name in data:
                 value = data[name]
             else:
-                value = inspect.getattr_static(type(instance), name, _ABSENT)
-                if value is _ABSENT:
-                    raise _NotPlain(f"self.{name} is not set: pre-flight skipped")
+                value = inspect.getattr_static(type(instance), name, ABSENT)
+                if value is ABSENT:
+                    raise NotPlain(f"self.{name} is not set: pre-flight skipped")
             if not is_plain_data(value):
-                raise _NotPlain(f"self.{name} is not plain data: pre-flight skipped")
-            values.append((name, _freeze(value)))
+                raise NotPlain(f"self.{name} is not plain data: pre-flight skipped")
+            values.append((name, freeze(value)))
         return tuple(values)
 
     def _prepare(self, key: tuple[Any, ...], instance: object,
@@ -355,7 +352,7 @@ class Preflight:
             return PreflightResult(Verdict.UNKNOWN, "no output would pass if " + "; ".join(
                 prepared.output.assumptions))
         if status == "unsat":
-            conflict = " ∧ ".join(_ordered(core)) if core else "the output type"
+            conflict = " ∧ ".join(ordered_core(core)) if core else "the output type"
             return PreflightResult(
                 Verdict.UNSATISFIABLE,
                 f"no {self.desc.output.name} can pass the post-conditions{where}: {conflict}")
@@ -404,7 +401,7 @@ class Preflight:
                 return self._satisfiable(prepared, exact)
         # No formula, or no output: ask the solver (which also names the conflict).
         try:
-            cache_key: tuple[Any, ...] | None = _input_key(key, used_input)
+            cache_key: tuple[Any, ...] | None = input_key(key, used_input)
         except Exception:  # no exact key: not cached
             cache_key = None
         if cache_key is not None:
@@ -485,125 +482,7 @@ class Preflight:
                 solver.pop()
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)*)(?::([^{}]*))?\}")
-
-
-def _input_names(desc: ContractDescription) -> frozenset[str]:
-    """The names the post-conditions give the input (``post(self, output, input)``,
-    ``Post(lambda o, i: ...)``): an f-string message may quote its fields."""
-    names = set()
-    for source in desc.post:
-        code = getattr(inspect.unwrap(source.fn), "__code__", None)
-        if not source.takes_input or code is None:
-            continue
-        args = code.co_varnames[:code.co_argcount]
-        index = 2 if source.is_method else 1
-        if len(args) > index:
-            names.add(args[index])
-    return frozenset(names)
-
-
-def fill_placeholders(message: str, names: frozenset[str], value: object) -> str:
-    """``the score must be between {input.min_score} and …`` with the input's own
-    values: the pre-flight refuses one concrete input, so its message can say which.
-    A placeholder naming anything else (the output, which does not exist yet) or that
-    cannot be evaluated is left as written."""
-
-    def fill(match: re.Match[str]) -> str:
-        root, chain, spec = match.group(1), match.group(2), match.group(3)
-        if root not in names:
-            return match.group(0)
-        try:
-            found: Any = value
-            for attribute in chain.split(".")[1:]:
-                found = getattr(found, attribute)
-            return format(found, spec or "")
-        except Exception:
-            return match.group(0)
-
-    return _PLACEHOLDER.sub(fill, message) if names else message
-
-
 def assign_names(typed: TypedValue) -> list[str]:
     """The names of every z3 constant of a symbolic value (leaves, list lengths,
     ``None`` flags)."""
     return list(Extractor(typed.value).consts)
-
-
-class _NotPlain(Unmodelled):
-    """A value that has no exact key: the pre-flight neither caches nor reuses for it."""
-
-
-_ABSENT = object()
-_FLOAT = struct.Struct("<d")
-
-
-def _freeze(value: object, depth: int = 0) -> object:
-    """An exact, hashable key of a value: equal keys mean values of the same types
-    with the same contents, so ``True``, ``1`` and ``1.0`` differ, and so do ``0.0``
-    and ``-0.0`` (floats by their bits, which also makes ``nan`` equal to itself).
-    Models are keyed by every field and extra value, never by their dump (which
-    may exclude or serialise fields). Raises ``_NotPlain`` for anything else."""
-    if depth > 32:
-        raise _NotPlain("value nested too deeply to key")
-    kind = type(value)
-    if value is None or kind in (bool, int, str, bytes):
-        return (kind, value)
-    if kind is float:
-        return (float, _FLOAT.pack(value))  # type: ignore[arg-type]
-    if isinstance(value, enum.Enum):
-        return (kind, _freeze(value.value, depth + 1))  # Flag combinations have no name
-    if kind in (list, tuple):
-        return (kind, tuple(_freeze(v, depth + 1) for v in value))  # type: ignore[attr-defined]
-    if kind in (set, frozenset):  # iteration order is part of the value a predicate sees
-        return (kind, tuple(_freeze(v, depth + 1) for v in value))  # type: ignore[attr-defined]
-    if kind is dict:
-        return (dict, tuple((_freeze(k, depth + 1), _freeze(v, depth + 1))
-                            for k, v in value.items()))  # type: ignore[attr-defined]
-    if isinstance(value, BaseModel):
-        data = value.__dict__
-        fields = tuple((name, _freeze(data[name], depth + 1) if name in data else _ABSENT)
-                       for name in type(value).model_fields)
-        extra = value.__pydantic_extra__
-        return (kind, fields, _freeze(dict(extra), depth + 1) if extra else None)
-    raise _NotPlain(f"a {kind.__name__} has no exact key")
-
-
-def _immutable(value: object, depth: int = 0) -> bool:
-    """Nothing reachable from ``value`` can be changed in place."""
-    if value is None or type(value) in (bool, int, float, str, bytes) or \
-            isinstance(value, enum.Enum):
-        return True
-    if type(value) in (tuple, frozenset) and depth < 32:
-        return all(_immutable(v, depth + 1) for v in value)  # type: ignore[attr-defined]
-    return False
-
-
-def _input_key(key: tuple[Any, ...], value: object) -> tuple[Any, ...]:
-    """A cache key for a concrete input: the instance key and the input's exact key."""
-    return (key, _freeze(value))
-
-
-class _Snapshot:
-    """A value read by a translation, to tell whether it has changed since."""
-
-    __slots__ = ("frozen", "key", "value")
-
-    def __init__(self, value: object) -> None:
-        self.value = value
-        try:
-            self.key: object = _freeze(value)
-        except _NotPlain:
-            self.key = None  # compared by identity
-        # The same object, when nothing in it can change, needs no new key.
-        self.frozen = self.key is None or _immutable(value)
-
-    def changed(self, now: object) -> bool:
-        if now is self.value and self.frozen:
-            return False
-        if self.key is None:
-            return True
-        try:
-            return _freeze(now) != self.key
-        except _NotPlain:
-            return True

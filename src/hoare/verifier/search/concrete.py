@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -57,7 +58,7 @@ class Assignment:
     def set(self, const: z3.ExprRef, value: Any) -> None:
         self.values[const.decl().name()] = (const, value)
 
-    def equalities(self, relevant: set[str] | None = None) -> list[z3.BoolRef]:
+    def equalities(self, relevant: AbstractSet[str] | None = None) -> list[z3.BoolRef]:
         out = []
         for name, (const, value) in self.values.items():
             if relevant is not None and name not in relevant:
@@ -208,7 +209,7 @@ class Extractor:
     def _name(self, expr: z3.ExprRef) -> str | None:
         if not (z3.is_const(expr) and expr.decl().kind() == z3.Z3_OP_UNINTERPRETED):
             return None
-        name = expr.decl().name()
+        name: str = expr.decl().name()
         if self.relevant is not None and name not in self.relevant:
             return None
         self.consts[name] = expr
@@ -234,8 +235,8 @@ class Extractor:
         if isinstance(sym, SNone):
             return None
         if isinstance(sym, (SBool, SInt, SStr)):
-            name = self._name(sym.e)
-            if name is None:
+            scalar_name = self._name(sym.e)  # (its own name: the closure keeps it a str)
+            if scalar_name is None:
                 return None
             exact = _EXACT_TYPES[type(sym)]
 
@@ -245,7 +246,7 @@ class Extractor:
                 if type(value) is not exact:
                     raise BindError(f"expected {exact.__name__}, got "
                                     f"{type(value).__name__}")
-                env[name] = value
+                env[scalar_name] = value
                 return True
             return scalar
         if isinstance(sym, SFloat):

@@ -46,8 +46,8 @@ from hoare.verifier.translate.values import (
     decode_z3_string,
 )
 
-__all__ = ["PredicateRun", "WitnessError", "call_predicate", "concretize", "json_safe",
-           "validate"]
+__all__ = ["NONE_FOUND", "PredicateRun", "WitnessError", "call_predicate", "concretize",
+           "example_of", "json_safe", "validate"]
 
 
 def _eval(model: z3.ModelRef, expr: z3.ExprRef) -> z3.ExprRef:
@@ -73,11 +73,11 @@ def concretize(sym: Sym, model: z3.ModelRef) -> Any:
 
 def _concrete(sym: Sym, model: z3.ModelRef) -> Any:
     if isinstance(sym, SInt):
-        return _eval(model, sym.e).as_long()  # type: ignore[attr-defined]
+        return _eval(model, sym.e).as_long()
     if isinstance(sym, SBool):
         return is_true(_eval(model, sym.e))
     if isinstance(sym, SFloat):
-        tag = _eval(model, sym.tag).as_long()  # type: ignore[attr-defined]
+        tag = _eval(model, sym.tag).as_long()
         if tag == NAN:
             return math.nan
         if tag != FIN:
@@ -87,7 +87,7 @@ def _concrete(sym: Sym, model: z3.ModelRef) -> Any:
         value = _eval(model, sym.e)
         if not z3.is_string_value(value):
             raise WitnessError(f"not a string: {value}")
-        return decode_z3_string(value.as_string())  # type: ignore[attr-defined]
+        return decode_z3_string(value.as_string())
     if isinstance(sym, SNone):
         return None
     if isinstance(sym, SOpt):
@@ -95,7 +95,7 @@ def _concrete(sym: Sym, model: z3.ModelRef) -> Any:
             return None
         return _concrete(sym.inner, model)
     if isinstance(sym, SEnum):
-        index = _eval(model, sym.idx).as_long()  # type: ignore[attr-defined]
+        index = _eval(model, sym.idx).as_long()
         members = sym.members
         if not 0 <= index < len(members):
             raise WitnessError(f"no member {index} in {sym.cls.__name__}")
@@ -103,7 +103,7 @@ def _concrete(sym: Sym, model: z3.ModelRef) -> Any:
         return value if isinstance(value, (str, int, float, bool)) or value is None \
             else members[index]
     if isinstance(sym, SList):
-        n = _eval(model, sym.n).as_long()  # type: ignore[attr-defined]
+        n = _eval(model, sym.n).as_long()
         if n > len(sym.slots):
             raise WitnessError(f"{sym.path} would need {n} elements; {len(sym.slots)} are "
                                f"modelled")
@@ -136,7 +136,7 @@ def _model_dict(sym: SModel, model: z3.ModelRef) -> dict[str, Any]:
                 continue
             if info is not None:
                 example = example_of(info.annotation)
-                if example is not _NONE_FOUND:
+                if example is not NONE_FOUND:
                     out[key] = example
                     continue
             raise WitnessError(value.reason)
@@ -155,13 +155,13 @@ def _same(a: object, b: object) -> bool:
     return (type(a) is type(b) and a == b) or (isinstance(b, tuple) and a == list(b))
 
 
-_NONE_FOUND = object()
+NONE_FOUND = object()  # ``example_of``'s answer when a type has no example
 
 
 def example_of(annotation: Any, depth: int = 0) -> Any:
     """Some valid-looking value of an unmodelled type, for a witness's opaque field."""
     if depth > 4:
-        return _NONE_FOUND
+        return NONE_FOUND
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return example_of(typing.get_args(annotation)[0], depth + 1)
@@ -174,15 +174,15 @@ def example_of(annotation: Any, depth: int = 0) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return []
         items = [example_of(a, depth + 1) for a in args]
-        return _NONE_FOUND if any(i is _NONE_FOUND for i in items) else items
+        return NONE_FOUND if any(i is NONE_FOUND for i in items) else items
     if origin is typing.Literal:
         return typing.get_args(annotation)[0]
     if origin is typing.Union or type(annotation).__name__ == "UnionType":
         for arg in typing.get_args(annotation):
             found = example_of(arg, depth + 1)
-            if found is not _NONE_FOUND:
+            if found is not NONE_FOUND:
                 return found
-        return _NONE_FOUND
+        return NONE_FOUND
     simple: dict[Any, Any] = {
         int: 0, float: 0.0, str: "", bool: False, type(None): None, dict: {}, list: [],
         Any: None, datetime.datetime: "2024-01-01T00:00:00", datetime.date: "2024-01-01",
@@ -193,18 +193,18 @@ def example_of(annotation: Any, depth: int = 0) -> Any:
         return simple[annotation]
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         members = list(annotation)
-        return members[0].value if members else _NONE_FOUND
+        return members[0].value if members else NONE_FOUND
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         out = {}
         for name, info in annotation.model_fields.items():
             if not info.is_required():
                 continue
             found = example_of(info.annotation, depth + 1)
-            if found is _NONE_FOUND:
-                return _NONE_FOUND
+            if found is NONE_FOUND:
+                return NONE_FOUND
             out[info.alias or name] = found
         return out
-    return _NONE_FOUND
+    return NONE_FOUND
 
 
 def json_safe(value: Any) -> Any:

@@ -11,7 +11,7 @@ evaluator follows z3's semantics, not Python's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
@@ -84,7 +84,7 @@ def _floor(x: Fraction | int) -> int:
     return int(Fraction(x).__floor__())
 
 
-_NARY: dict[int, Callable[[list[Any]], Any]] = {
+_NARY: dict[int, Callable[[Iterable[Any]], Any]] = {
     z3.Z3_OP_AND: all, z3.Z3_OP_OR: any,
     z3.Z3_OP_ADD: sum, z3.Z3_OP_MUL: lambda xs: _product(xs),
 }
@@ -97,7 +97,7 @@ _BINARY: dict[int, Callable[[Any, Any], Any]] = {
 }
 
 
-def _product(xs: list[Any]) -> Any:
+def _product(xs: Iterable[Any]) -> Any:
     result: Any = 1
     for x in xs:
         result = result * x
@@ -130,11 +130,11 @@ def _compile_node(expr: z3.ExprRef, memo: dict[int, Compiled]) -> Compiled:
     if is_false(expr):
         return lambda env: False
     if z3.is_int_value(expr):
-        value_i = expr.as_long()  # type: ignore[attr-defined]
+        value_i = expr.as_long()
         return lambda env: value_i
     if z3.is_rational_value(expr):
-        value_q = Fraction(expr.numerator_as_long(),  # type: ignore[attr-defined]
-                           expr.denominator_as_long())  # type: ignore[attr-defined]
+        value_q = Fraction(expr.numerator_as_long(),
+                           expr.denominator_as_long())
         return lambda env: value_q
     if z3.is_const(expr) and expr.decl().kind() == z3.Z3_OP_UNINTERPRETED:
         name = expr.decl().name()
@@ -147,7 +147,7 @@ def _compile_node(expr: z3.ExprRef, memo: dict[int, Compiled]) -> Compiled:
     if kind in _NARY:
         combine = _NARY[kind]
         if kind in (z3.Z3_OP_AND, z3.Z3_OP_OR):
-            return lambda env: combine(c(env) for c in children)  # type: ignore[arg-type]
+            return lambda env: combine(c(env) for c in children)
         return lambda env: combine([c(env) for c in children])
     if kind == z3.Z3_OP_NOT:
         (inner,) = children

@@ -39,14 +39,15 @@ class SolverOptions:
 @dataclass(frozen=True)
 class Assertion:
     """``label`` None: asserted as is (structure, definitions). ``kind`` ``bound``:
-    a verifier bound, dropped when a refutation needs it."""
+    a verifier bound, dropped when a refutation needs it; ``schema``: a constraint a
+    decoder's schema enforces (``runtime.decoding``)."""
 
     label: str | None
     expr: z3.BoolRef
-    kind: Literal["type", "pred", "bound", "def", "goal"] = "type"
+    kind: Literal["type", "pred", "bound", "def", "goal", "schema"] = "type"
 
 
-def _ordered(labels: list[str]) -> list[str]:
+def ordered_core(labels: list[str]) -> list[str]:
     """Type constraints first, then predicates (quoted), each group sorted: stable
     output whatever order z3 returns the core in."""
     return sorted(dict.fromkeys(labels), key=lambda label: (label.startswith('"'), label))
@@ -177,7 +178,7 @@ def solve(assertions: Sequence[Assertion], options: SolverOptions,
                 models.append(result.model)
         if unknown is not None:
             return unknown
-        return QueryResult("sat", MergedModel(models))  # type: ignore[arg-type]
+        return QueryResult("sat", MergedModel(models))
 
 
 def _solve_one(assertions: Sequence[Assertion], options: SolverOptions,
@@ -233,12 +234,12 @@ def _check(solver: z3.Solver, assertions: Sequence[Assertion], options: SolverOp
         return QueryResult("unknown", reason=_reason(solver))
     core = [names[str(c)] for c in solver.unsat_core()]
     if not any(label in bounds for label in core):
-        return QueryResult("unsat", core=_ordered(core))
+        return QueryResult("unsat", core=ordered_core(core))
     # The refutation used a verifier bound (how many list elements are modelled):
     # it only counts if it holds without the bounds.
     answer = solver.check(*tracked)
     if answer == z3.unsat:
-        return QueryResult("unsat", core=_ordered([names[str(c)]
+        return QueryResult("unsat", core=ordered_core([names[str(c)]
                                                   for c in solver.unsat_core()]))
     if answer == z3.sat:
         needed = ", ".join(label for label in core if label in bounds)
