@@ -386,10 +386,9 @@ def _conform(schema: Any, value: Any, enforce: set[str], root: Any) -> Any:
 def _forget_formats(url: str) -> None:
     """A new server on a port an earlier one used: engines start from json_schema
     (``structured="auto"`` remembers per base URL what a server rejected)."""
-    from hoare.engines import openai_engine
+    from hoare.engines.openai_request import forget_learned_format
 
-    with openai_engine._LEARNED_LOCK:
-        openai_engine._LEARNED.pop(url, None)
+    forget_learned_format(url)
 
 
 class OpenAIServer:

@@ -2,7 +2,7 @@
 256 KiB, 1 MiB and 4 MiB (a ``Doc``: a title, paragraphs, a note) streamed in 64-byte
 chunks under ``@contract(stream=True)`` (so early stop watches every chunk).
 
-Two figures per size. **hoare's reader alone**: ``_StreamReading.add`` (the engine's
+Two figures per size. **hoare's reader alone**: ``StreamReading.add`` (the engine's
 stream reader, early stop included) fed the same chunks as the real ``openai`` client's
 ``ChatCompletionChunk`` objects, built beforehand; CPU time of the reading thread.
 **Whole call**: the contract called through the loopback server (``tests/openai_server``,
@@ -27,7 +27,7 @@ from openai_server import OpenAIServer, stream
 from hoare import Contract, LLMDataModel, Post, contract
 from hoare.contracts.early_stop import EarlyStop, plan_for
 from hoare.engines.base import Message, Options, Request
-from hoare.engines.openai_engine import _StreamReading
+from hoare.engines.openai_stream import StreamReading
 
 CHUNK = 64
 SIZES = {"256 KiB": 256 * 1024, "1 MiB": 1024 * 1024, "4 MiB": 4 * 1024 * 1024}
@@ -76,7 +76,7 @@ def _chunks(parts: list[str]) -> list[ChatCompletionChunk]:
 
 def reader_ms(chunks: list[ChatCompletionChunk], watch: object) -> float:
     """CPU ms of hoare's stream reader (early stop included) over ``chunks``."""
-    reading = _StreamReading(Request(messages=(Message("user", "x"),), watch=watch))
+    reading = StreamReading(Request(messages=(Message("user", "x"),), watch=watch))
     start = time.thread_time_ns()
     for chunk in chunks:
         if reading.add(chunk):

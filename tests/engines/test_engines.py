@@ -37,11 +37,8 @@ from hoare.engines import (
     TransportError,
     TransportRetry,
 )
-from hoare.engines.openai_engine import (
-    PLACEHOLDER_API_KEY,
-    is_strict_compatible,
-    schema_name,
-)
+from hoare.engines.openai_config import PLACEHOLDER_API_KEY
+from hoare.engines.openai_request import is_strict_compatible, schema_name
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"x": {"type": "integer"}}}
 

@@ -30,7 +30,8 @@ from hoare.engines import (
     Usage,
 )
 from hoare.engines.base import TokenLogprob
-from hoare.engines.cache import MAX_COUNT, read_cache_file
+from hoare.engines.cache_files import read_cache_file
+from hoare.engines.cache_format import MAX_COUNT
 
 
 def req(text: str = "hi", **options: Any) -> Request:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from openai_server import OpenAIServer, error
 
 from hoare.engines import Message, OpenAIEngine, Options, Request, TransportRetry
-from hoare.engines.openai_engine import EngineConfigError
+from hoare.engines.openai_config import EngineConfigError
 from hoare.engines.redaction import MASK, Redactor
 from hoare.errors import HoareError
 
@@ -171,7 +171,9 @@ def test_redactor_masks_every_spelling(secret: str, pad: str) -> None:
 
 def _engine_exception_classes() -> list[type[BaseException]]:
     found: dict[str, type[BaseException]] = {}
-    for name in ("base", "budget", "cache", "deadline", "function", "openai_engine",
+    for name in ("base", "budget", "cache", "cache_files", "cache_format", "deadline",
+                 "function", "openai_answer", "openai_config", "openai_engine",
+                 "openai_request", "openai_responses", "openai_sending", "openai_stream",
                  "redaction", "transport"):
         module = importlib.import_module(f"hoare.engines.{name}")
         for _, value in inspect.getmembers(module, inspect.isclass):

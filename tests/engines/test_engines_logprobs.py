@@ -168,7 +168,8 @@ def test_a_streamed_answer_carries_the_logprobs_of_the_tokens_read() -> None:
 
 
 def test_a_cache_file_from_before_logprobs_still_replays(tmp_path: Path) -> None:
-    from hoare.engines.cache import FORMAT, VERSION, cache_key, digest
+    from hoare.engines.cache import cache_key
+    from hoare.engines.cache_format import FORMAT, VERSION, digest
 
     request = _request()
     key = cache_key(request)

@@ -27,7 +27,7 @@ from hoare import Contract, LLMDataModel, contract
 from hoare.engines import Budget, BudgetedEngine, Message, Options, Request, Response, Usage
 from hoare.engines.base import ContentFiltered, EngineAnswerError, ModelRefusal
 from hoare.engines.budget import MAX_METERED, Spend
-from hoare.engines.openai_engine import MAX_TOKEN_COUNT
+from hoare.engines.openai_answer import MAX_TOKEN_COUNT
 from hoare.errors import EngineError, HoareError
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from hoare.engines import CachedEngine, FunctionEngine, Message, Request
-from hoare.engines.cache import STALE_TEMP_SECONDS, remove_stale_temp_files
+from hoare.engines.cache_files import STALE_TEMP_SECONDS, remove_stale_temp_files
 
 
 def req(text: str) -> Request:

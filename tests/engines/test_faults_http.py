@@ -34,7 +34,7 @@ from hoare.engines import (
     ServerError,
     TransportRetry,
 )
-from hoare.engines.openai_engine import DEFAULT_TIMEOUT
+from hoare.engines.openai_config import DEFAULT_TIMEOUT
 from hoare.errors import FatalEngineError
 
 

@@ -42,7 +42,7 @@ CHILD = textwrap.dedent('''
     from hoare.queries.parsers import ParseError, last_code_block, json_as, _last_block
     from hoare.contracts.early_stop import EarlyStop, plan_for
     from hoare.engines.base import Message, Request
-    from hoare.engines.openai_engine import _StreamReading
+    from hoare.engines.openai_stream import StreamReading
 
     class Q(LLMDataModel):
         text: str
@@ -70,7 +70,7 @@ CHILD = textwrap.dedent('''
                 return
 
     def stream_reading(text):
-        reading = _StreamReading(Request(messages=(Message("user", "x"),),
+        reading = StreamReading(Request(messages=(Message("user", "x"),),
                                          watch=EarlyStop(plan, lambda s, v: bool(s.fn(v)))))
         for at in range(0, len(text), 64):
             piece = NS(index=0, delta=NS(content=text[at:at + 64]), logprobs=None,
@@ -126,7 +126,7 @@ STREAM = textwrap.dedent('''
     from hoare import Contract, LLMDataModel, Post, contract
     from hoare.contracts.early_stop import EarlyStop, plan_for
     from hoare.engines.base import Message, Request
-    from hoare.engines.openai_engine import _StreamReading
+    from hoare.engines.openai_stream import StreamReading
 
     class Q(LLMDataModel):
         text: str
@@ -148,7 +148,7 @@ STREAM = textwrap.dedent('''
     paragraph = "lorem ipsum, dolor {sit} [amet] \\"quoted\\" " * 3
     text = json.dumps({"title": "t", "paragraphs": [paragraph] * 40_000, "note": "fine"})
     assert len(text) > 4_000_000
-    reading = _StreamReading(Request(messages=(Message("user", "x"),), watch=EarlyStop(
+    reading = StreamReading(Request(messages=(Message("user", "x"),), watch=EarlyStop(
         plan_for(Write.__hoare__), lambda source, value: bool(source.fn(value)))))
     for at in range(0, len(text), 64):
         piece = NS(index=0, delta=NS(content=text[at:at + 64]), logprobs=None,

@@ -23,7 +23,8 @@ from hoare.engines.base import (
     Usage,
 )
 from hoare.engines.budget import Budget, BudgetedEngine, MissingPrice, Price, Spend
-from hoare.engines.cache import CacheConflict, CachedEngine, CacheFileError, CacheMode
+from hoare.engines.cache import CacheConflict, CachedEngine, CacheMode
+from hoare.engines.cache_format import CacheFileError
 from hoare.engines.function import FunctionEngine
 from hoare.engines.transport import (
     ConnectionFailed,
@@ -50,8 +51,12 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """``OpenAIEngine`` on first use: importing ``openai`` costs ~0.4 s, which
     ``hoare verify`` (and any program that never builds that engine) does not pay."""
-    if name in ("OpenAIEngine", "EngineConfigError"):
-        from hoare.engines import openai_engine
+    if name == "OpenAIEngine":
+        from hoare.engines.openai_engine import OpenAIEngine
 
-        return getattr(openai_engine, name)
+        return OpenAIEngine
+    if name == "EngineConfigError":
+        from hoare.engines.openai_config import EngineConfigError
+
+        return EngineConfigError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

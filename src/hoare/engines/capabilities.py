@@ -455,9 +455,7 @@ def probe(base_url: str, model: str, *, trials: int = 2, api_key: str | None = N
                     try:
                         answer = client.chat.completions.create(
                             model=model, temperature=0.0, max_tokens=48,
-                            # llama.cpp's json_object takes a "schema" key that the
-                            # SDK's response_format TypedDicts do not declare
-                            response_format=response_format_for(  # type: ignore[call-overload]
+                            response_format=response_format_for(  # type: ignore[call-overload]  # llama.cpp's json_object takes a "schema" key the SDK's TypedDicts lack
                                 dialect, schema),
                             messages=[{"role": "user", "content":
                                        "Reply with exactly this, nothing else: OK "

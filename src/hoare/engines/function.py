@@ -112,7 +112,8 @@ class FunctionEngine:
         if _is_async(self.fn):
             try:
                 async with asyncio.timeout(seconds):
-                    answer = await self.fn(request)  # type: ignore[misc]
+                    pending = self.fn(request)  # a coroutine: fn is async
+                    answer = await pending if inspect.isawaitable(pending) else pending
             except TimeoutError:
                 raise self._timeout(seconds) from None
             return self._wrap(answer)

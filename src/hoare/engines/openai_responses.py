@@ -18,6 +18,7 @@ offered by this path and asking for them is an error.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -35,6 +36,16 @@ from hoare.engines.base import (
     ToolCall,
     Usage,
 )
+from hoare.engines.openai_answer import body_of, checked_usage, excerpt, request_bytes
+from hoare.engines.openai_config import (
+    DEFAULT_TIMEOUT,
+    WATCHDOG_GRACE,
+    EngineConfigError,
+    merge_options,
+)
+from hoare.engines.openai_request import Format, response_format
+from hoare.engines.openai_sending import bounded_send, watched_send
+from hoare.errors import EngineError
 
 __all__ = ["ReasoningMemory", "parse_response", "responses_params"]
 
@@ -107,8 +118,6 @@ def responses_params(request: Request, options: Options, model: str, timeout: fl
                      ) -> dict[str, Any]:
     """The keyword arguments of ``responses.create`` for one completion of ``request``."""
     if options.logprobs:
-        from hoare.engines.openai_engine import EngineConfigError
-
         raise EngineConfigError("OpenAIEngine(api_type='responses') does not return "
                                 "log-probabilities: use api_type='chat_completions'")
     params: dict[str, Any] = {"model": model, "input": _input(request.messages, memory),
@@ -139,19 +148,12 @@ def text_format(response_format: Mapping[str, Any] | None) -> dict[str, Any] | N
     return {"type": str(response_format.get("type"))}
 
 
-def _excerpt(value: Any) -> str:
-    """``openai_engine.excerpt``, imported when used (that module imports this one)."""
-    from hoare.engines.openai_engine import excerpt
-
-    return excerpt(value)
-
-
 def _text_of(item: Mapping[str, Any], where: str) -> tuple[str, str | None]:
     """(text, refusal) of an output ``message`` item."""
     content = item.get("content")
     if not isinstance(content, list):
         raise EngineAnswerError(f"{where} answered a message item whose content is not a "
-                                f"list: {_excerpt(item)}")
+                                f"list: {excerpt(item)}")
     texts: list[str] = []
     refusal: str | None = None
     for part in content:
@@ -162,26 +164,24 @@ def _text_of(item: Mapping[str, Any], where: str) -> tuple[str, str | None]:
             refusal = part["refusal"]
         else:
             raise EngineAnswerError(f"{where} answered a message part that is not text: "
-                                    f"{_excerpt(part)}")
+                                    f"{excerpt(part)}")
     return "".join(texts), refusal
 
 
 def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
                    where: str, memory: ReasoningMemory) -> Response:
     """One Responses API answer, every field checked (see the module)."""
-    from hoare.engines.openai_engine import checked_usage, request_bytes
-
     status = data.get("status")
     if status is not None and not isinstance(status, str):
         raise EngineAnswerError(f"{where} answered a status that is not text: "
-                                f"{_excerpt(status)}")
+                                f"{excerpt(status)}")
     if status == "failed" or (data.get("error") is not None and not data.get("output")):
         raise EngineAnswerError(f"{where} answered a failed response: "
-                                f"{_excerpt(data.get('error'))}")
+                                f"{excerpt(data.get('error'))}")
     output = data.get("output")
     if not isinstance(output, list):
         raise EngineAnswerError(f"{where} answered without an 'output' list: "
-                                f"{_excerpt(data)}")
+                                f"{excerpt(data)}")
     texts: list[str] = []
     refusals: list[str] = []
     calls: list[ToolCall] = []
@@ -199,18 +199,18 @@ def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: 
             if not (isinstance(name, str) and name and isinstance(arguments, str)
                     and isinstance(ident, str) and ident):
                 raise EngineAnswerError(f"{where} answered a malformed function call: "
-                                        f"{_excerpt(item)}")
+                                        f"{excerpt(item)}")
             calls.append(ToolCall(ident, name, arguments))
         elif kind == "reasoning":
             try:
                 json.dumps(item, allow_nan=False)
             except (TypeError, ValueError, RecursionError):
                 raise EngineAnswerError(f"{where} answered a reasoning item that cannot be "
-                                        f"sent back: {_excerpt(item)}") from None
+                                        f"sent back: {excerpt(item)}") from None
             reasoning.append(item)
         elif not isinstance(kind, str):
             raise EngineAnswerError(f"{where} answered an output item without a type: "
-                                    f"{_excerpt(item)}")
+                                    f"{excerpt(item)}")
         # other item types (web search calls, ...) carry nothing a Response holds
     text = "".join(texts)
     raw_usage = data.get("usage")
@@ -223,7 +223,7 @@ def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: 
         len(json.dumps(output).encode("utf-8", "surrogatepass"))
     usage = checked_usage(chat_usage, request_bytes(request), output_bound, where)
     if not text and not calls and refusals:
-        raise ModelRefusal(f"{where}: the model refused to answer: {_excerpt(refusals[0])}",
+        raise ModelRefusal(f"{where}: the model refused to answer: {excerpt(refusals[0])}",
                            refusal=refusals[0], usage=usage)
     finish = "tool_calls" if calls else "length" if status == "incomplete" else "stop"
     memory.remember(text, calls, tuple(reasoning))
@@ -247,8 +247,6 @@ def merged(responses: Sequence[Response]) -> Response:
 
 
 def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
-    from hoare.engines.openai_engine import DEFAULT_TIMEOUT, Format, merge_options, response_format
-
     options = merge_options(engine.default_options, request.options)
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
     chosen = getattr(engine, "structured", "auto")  # "text": no schema is sent
@@ -264,9 +262,6 @@ def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
 
 
 def _read(engine: Any, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
-    from hoare.engines.openai_engine import body_of
-    from hoare.errors import EngineError
-
     where = engine._where(params)
     try:
         return parse_response(body_of(getattr(raw, "http_response", raw), where), params,
@@ -280,10 +275,6 @@ def _read(engine: Any, raw: Any, params: Mapping[str, Any], request: Request) ->
 
 def complete(engine: Any, request: Request) -> Response:
     """``OpenAIEngine.complete`` on the Responses API."""
-    import functools
-
-    from hoare.engines.openai_engine import WATCHDOG_GRACE, watched_send
-
     params, n = _prepared(engine, request)
     create = engine.client.responses.with_raw_response.create
     answers = []
@@ -297,10 +288,6 @@ def complete(engine: Any, request: Request) -> Response:
 
 async def acomplete(engine: Any, request: Request) -> Response:
     """``OpenAIEngine.acomplete`` on the Responses API."""
-    import functools
-
-    from hoare.engines.openai_engine import WATCHDOG_GRACE, bounded_send
-
     params, n = _prepared(engine, request)
     client = await engine._aclient()
     create = client.responses.with_raw_response.create
