@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
 from hoare.contracts.core import _runtime_of
-from hoare.engines.openai_engine import is_strict_compatible
+from hoare.engines.openai_request import is_strict_compatible
 from hoare.verifier.runtime.decoding import compile_contract
 
 
