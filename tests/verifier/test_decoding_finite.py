@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from library_under_test import LIBRARY
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
-from hoare.contracts.core import _runtime_of
+from hoare.contracts.runtime import runtime_of
 from hoare.verifier.runtime.decoding import compile_contract
 
 
@@ -73,7 +73,7 @@ def contract_accepts(desc: Any, data: dict[str, Any]) -> bool:
 
 
 def test_the_sentiment_contract_goes_out_as_branches_covering_exactly_the_accepted() -> None:
-    desc = _runtime_of(Rate).description
+    desc = runtime_of(Rate).description
     for dialect in ("json_schema", "llama_cpp"):
         compiled = compile_contract(desc, dialect)
         assert "anyOf" in compiled.schema and "properties" not in compiled.schema
@@ -111,7 +111,7 @@ def test_hoare_schema_reports_the_equivalence_as_enforced_for_both_dialects() ->
 
 
 def test_openai_strict_gets_no_anyof_at_the_root_and_says_so() -> None:
-    compiled = compile_contract(_runtime_of(Rate).description, "openai_strict")
+    compiled = compile_contract(runtime_of(Rate).description, "openai_strict")
     assert compiled.schema["type"] == "object" and "anyOf" not in compiled.schema
     assert any("not sent to openai_strict" in d for d in compiled.dropped)
     assert "post_conditions[0]" not in compiled.enforced  # the enums alone cannot say it
@@ -140,7 +140,7 @@ def _posts_contract(output: type, *posts: Post) -> Any:
                          __module__=__name__)
 
     cls = types.new_class("C", (Contract[Q, output],), exec_body=body)  # type: ignore[valid-type]
-    desc = _runtime_of(contract()(cls)).description
+    desc = runtime_of(contract()(cls)).description
     assert output in (desc.output.model, desc.output.annotation)  # really this output type
     return desc
 
@@ -325,7 +325,7 @@ def test_generated_folds_agree_with_pydantic_and_the_predicates(
     and every post-condition accept it (never turned away; nothing wrong let through),
     in each dialect; and what the engine sends llama.cpp means what is proved."""
     source, domains = case
-    desc = _runtime_of(_load(source).C).description
+    desc = runtime_of(_load(source).C).description
     columns = []
     for _, values, defaulted in domains:  # the domain, one value outside, and omission
         extra = ["zzz"] if isinstance(values[0], str) else \
@@ -377,7 +377,7 @@ def test_the_engine_sends_llama_cpp_the_branches_and_counts_a_breach_as_a_provid
     from openai_server import OpenAIServer
 
     import hoare
-    from hoare.stats.store import query
+    from hoare.stats.query import query
 
     good = '{"sentiment": "positive", "stars": 5, "reason": "great"}'
     breach = '{"sentiment": "positive", "stars": 1, "reason": "great"}'
@@ -434,10 +434,10 @@ def test_one_shared_contract_under_threads_sends_the_branches_every_time() -> No
     process: a crash fails the test)."""
     import textwrap
 
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parent  # the child imports this module
     script = textwrap.dedent('''
         import asyncio, json, sys, threading
-        sys.path.insert(0, sys.argv[1])
+        sys.path[:0] = sys.argv[1:]  # this test's folder, then tests/ (openai_server)
         from openai_server import OpenAIServer
         from test_decoding_finite import Q, Rate
         good = '{"sentiment": "negative", "stars": 2, "reason": "meh"}'
@@ -472,8 +472,8 @@ def test_one_shared_contract_under_threads_sends_the_branches_every_time() -> No
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "child.py"
         path.write_text(script, encoding="utf-8")
-        done = subprocess.run([sys.executable, str(path), str(here)], capture_output=True,
-                              text=True, timeout=600, cwd=here,
+        done = subprocess.run([sys.executable, str(path), str(here), str(here.parent)],
+                              capture_output=True, text=True, timeout=600, cwd=here,
                               env={**os.environ, "PYTHONPATH": LIBRARY,
                                    "PYTHONFAULTHANDLER": "1"})
     assert done.returncode == 0 and done.stdout.strip() == "ok", \
