@@ -36,7 +36,7 @@ from hoare.agents import (
     pre,
     tool,
 )
-from hoare.agents.agent import MAX_NESTING
+from hoare.agents.actions import MAX_NESTING
 from hoare.engines import FunctionEngine, Request, Response, ToolCall
 from hoare.errors import ContractDefinitionError
 

@@ -42,7 +42,7 @@ class _CheckedFunction(Protocol):
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
-def _source(predicate: Callable[..., Any]) -> str:
+def predicate_source(predicate: Callable[..., Any]) -> str:
     """How a violation names its predicate, as cyllama shows it: a lambda's source text,
     ``lambda …`` included (told apart from other lambdas on its line, one line however
     many it spans), ``'<lambda>'`` when its source is not available (a REPL); a
@@ -90,7 +90,7 @@ class PreCondition:
 
     def __post_init__(self) -> None:
         if not self.predicate_str:
-            self.predicate_str = _source(self.predicate)
+            self.predicate_str = predicate_source(self.predicate)
 
     def check(self, args: dict[str, Any]) -> bool:
         """Does it hold? A predicate that raises does not."""
@@ -114,7 +114,7 @@ class PostCondition:
 
     def __post_init__(self) -> None:
         if not self.predicate_str:
-            self.predicate_str = _source(self.predicate)
+            self.predicate_str = predicate_source(self.predicate)
         if not self.needs_args:
             self.needs_args = len(_arity(self.predicate)) >= 2
 
