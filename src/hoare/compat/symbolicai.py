@@ -184,7 +184,7 @@ class LLMDataModel(_Base):
         return (f"\n[[Result]]\nReturn a JSON object with the following schema:\n\n"
                 f"{cls.simplify_json_schema()}\n\n{blocks}\n")
 
-    def validate(self) -> Any:  # type: ignore[override]
+    def validate(self) -> Any:  # type: ignore[override]  # SymbolicAI's hook, not pydantic's
         """SymbolicAI's custom-validation hook: nothing by default."""
         return None
 

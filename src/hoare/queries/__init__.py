@@ -48,7 +48,7 @@ from hoare.queries.parsers import (
     trim,
     yaml_as,
 )
-from hoare.queries.policies import RequestsSpent, Solution, afew_shot, few_shot, outcome_of
+from hoare.queries.policies import Solution, afew_shot, few_shot, outcome_of
 from hoare.queries.pricing import (
     KNOWN_PRICING,
     ModelPricing,
@@ -60,6 +60,7 @@ from hoare.queries.pricing import (
     standard_model,
 )
 from hoare.queries.query import Mode, Query
+from hoare.queries.settings import RequestsSpent
 from hoare.queries.templates import add_template_folder
 
 __all__ = [

@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from hoare.queries.query import Query, QueryRuntime
+from hoare.queries.query import Query, QueryRuntime, init_fields
 from hoare.queries.templates import fields_of
 
 __all__ = ["auto_example_lines", "find_example"]
@@ -31,13 +31,12 @@ def _z3_answers(query: Query[Any], runtime: QueryRuntime, near_miss: str | None
     passes every translated post-condition and, with ``near_miss``, one that fails that
     one and passes the others. Seeds only: ``find_example`` replays them for real."""
     try:
-        import dataclasses
 
         import z3
 
-        from hoare.verifier.checks.contracts import (
-            _value,
+        from hoare.verifier.checks.model import (
             contract_model,
+            model_value,
             predicate_assertions,
             type_assertions,
         )
@@ -45,8 +44,7 @@ def _z3_answers(query: Query[Any], runtime: QueryRuntime, near_miss: str | None
         from hoare.verifier.solve.context import fresh
         from hoare.verifier.solve.solver import Assertion, SolverOptions, solve
 
-        fields = {f.name: getattr(query, f.name) for f in dataclasses.fields(query)  # type: ignore[arg-type]
-                  if f.init}
+        fields = init_fields(query)
         options = SolverOptions(timeout_ms=500, rlimit=2_000_000)
         out: list[Any] = []
         with fresh():  # a context of its own: no verdict depends on this (z3_context)
@@ -66,7 +64,7 @@ def _z3_answers(query: Query[Any], runtime: QueryRuntime, near_miss: str | None
             for goal in goals:
                 found = solve(base + goal, options)
                 if found.status == "sat" and found.model is not None:
-                    out.append(_value(cm.output, found.model))
+                    out.append(model_value(cm.output, found.model))
         return out
     except Exception:  # an example is an optional help: no example rather than an error
         return []
@@ -76,7 +74,8 @@ def find_example(query: Query[Any], runtime: QueryRuntime, near_miss: str | None
                  ) -> tuple[Any, Any]:
     """(a valid answer or None, a near miss of predicate ``near_miss`` or None), as JSON
     values. ``near_miss`` must be the id of one of the query's post-conditions."""
-    from hoare.verifier.search.falsify import VERIFY_BUDGET, constants_of, find_passing, search
+    from hoare.verifier.search.candidates import constants_of
+    from hoare.verifier.search.falsify import VERIFY_BUDGET, find_passing, search
     from hoare.verifier.search.witness import call_predicate
 
     posts = list(runtime.description.post)

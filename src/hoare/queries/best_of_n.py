@@ -24,6 +24,7 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from hoare.kernel import Outcome, Phase
 
@@ -59,14 +60,14 @@ class AttemptRates:
             self.output_tokens += int(usage.get("output_tokens", 0))
 
     @classmethod
-    def from_store(cls, rows: list[dict[str, object]]) -> AttemptRates:
-        """The success counts of stored calls (``hoare.stats.store.query``): a call's
+    def from_store(cls, rows: list[dict[str, Any]]) -> AttemptRates:
+        """The success counts of stored calls (``hoare.stats.query.query``): a call's
         first attempt passed when ``first_attempt``; its later attempts are
         ``attempts - 1`` (its generations), and one of them passed when it succeeded
         otherwise."""
         rates = cls()
         for row in rows:
-            generations = int(row.get("attempts") or 0)  # type: ignore[call-overload]
+            generations = int(row.get("attempts") or 0)
             if generations < 1:
                 continue
             first = bool(row.get("first_attempt"))

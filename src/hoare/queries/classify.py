@@ -24,10 +24,13 @@ from typing import Any, Generic, TypeVar
 
 from hoare.engines.base import Options, Request, Response, TokenLogprob
 from hoare.errors import UsageError
+from hoare.kernel import Generate, Reply
 from hoare.queries.demonstrations import Selector
 from hoare.queries.parsers import Answer, ParseError, Parser
-from hoare.queries.policies import _one_call, _Session, _settings
+from hoare.queries.policies import one_call
 from hoare.queries.query import Query, answer_text
+from hoare.queries.session import Session
+from hoare.queries.settings import Settings, policy_settings
 
 __all__ = ["Classification", "NoLogprobs", "classify", "distribution_of"]
 
@@ -158,6 +161,37 @@ def _first_token(response: Response) -> Sequence[tuple[str, float]]:
                          f"token, logprob and top") from None
 
 
+class _LogprobSession(Session):
+    """A query's session whose answer is one of ``values``: the format lists them, each
+    request asks for the first answer token's log-probabilities (greedy, a few tokens,
+    no schema), and every response is kept to read them from."""
+
+    def __init__(self, query: Query[Any], engine: Any, budget: Any, settings: Settings,
+                 values: Sequence[Any], top_logprobs: int) -> None:
+        super().__init__(query, engine, budget, settings, for_run=True)
+        self.top_logprobs = top_logprobs
+        self.responses: list[Response] = []
+        self.parser = finite_parser(values)
+        self.schema = None
+        self.hint = "Answer with exactly one of: " + ", ".join(answer_text(v) for v in values)
+        self.prepare()  # again: the format changed
+
+    def next_step(self, effect: Generate) -> Reply | Request:
+        step = super().next_step(effect)
+        if isinstance(step, Request):
+            step = Request(messages=step.messages, schema=None, options=Options(
+                temperature=0.0, max_tokens=8, logprobs=True, top_logprobs=self.top_logprobs),
+                input=step.input, feedback=step.feedback, attempt=step.attempt,
+                contract=step.contract)
+        return step
+
+    def received(self, response: object) -> Reply:
+        reply = super().received(response)
+        if isinstance(response, Response):  # always: received() refuses anything else
+            self.responses.append(response)
+        return reply
+
+
 def classify(query: Query[T], engine: Any, *, top_logprobs: int = 20,
              temperature: float = 1.0, bias: tuple[T, float] | None = None,
              params: Mapping[str, Any] | None = None, examples: Any = None,
@@ -178,37 +212,14 @@ def classify(query: Query[T], engine: Any, *, top_logprobs: int = 20,
     if not isinstance(top_logprobs, int) or not 1 <= top_logprobs <= 20:
         raise UsageError(f"top_logprobs must be an integer from 1 to 20 (OpenAI's limit), "
                          f"got {top_logprobs!r}")
-    session = _Session(query, engine, budget, _settings(
+    session = _LogprobSession(query, engine, budget, policy_settings(
         query, params=params, examples=examples, select_examples=select_examples, mode=mode,
-        tries=tries), for_run=True)
-    session.parser = finite_parser(values)
-    session.schema = None
-    session.hint = "Answer with exactly one of: " + ", ".join(answer_text(v) for v in values)
-    session.prepare()  # again: the format changed
-    responses: list[Response] = []
-    send = session.next_step
-
-    def next_step(effect: Any) -> Any:
-        step = send(effect)
-        if isinstance(step, Request):
-            step = Request(messages=step.messages, schema=None, options=Options(
-                temperature=0.0, max_tokens=8, logprobs=True, top_logprobs=top_logprobs),
-                input=step.input, feedback=step.feedback, attempt=step.attempt,
-                contract=step.contract)
-        return step
-    session.next_step = next_step  # type: ignore[method-assign]
-    received = session.received
-
-    def keep(response: object) -> Any:
-        reply = received(response)
-        responses.append(response)  # type: ignore[arg-type]
-        return reply
-    session.received = keep  # type: ignore[method-assign]
-    outcome, value = _one_call(session)
+        tries=tries), values, top_logprobs)
+    outcome, value = one_call(session)
     if not outcome.success:  # the fallback's value: all its mass
         return Classification(value, {v: (1.0 if v == value else 0.0) for v in values})
-    accepted = responses[-1]
+    accepted = session.responses[-1]
     distribution = distribution_of(values, _first_token(accepted), temperature, bias)
     if not distribution:  # no alternative token names an answer: the accepted one alone
         distribution = {v: (1.0 if v == value else 0.0) for v in values}
-    return Classification(value, distribution)  # type: ignore[arg-type]
+    return Classification(value, distribution)

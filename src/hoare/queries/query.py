@@ -29,7 +29,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic import Field as PydanticField
@@ -49,6 +49,9 @@ from hoare.queries.parsers import (
     structured,
     unalias,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["Mode", "Query", "describe_query"]
 
@@ -87,7 +90,7 @@ class Query(Generic[T]):
         super().__init_subclass__(**kwargs)
         if _declared_answer(cls) is None:
             return  # a generic base (Query[T]): not a contract until T is given
-        cls.__hoare__ = _Described()  # type: ignore[attr-defined]
+        type.__setattr__(cls, "__hoare__", _Described())
 
     # -- the answer type ----------------------------------------------------------------
     @classmethod
@@ -277,7 +280,8 @@ def fields_model(cls: type) -> type[BaseModel]:
         else:
             default = ...
         fields[item.name] = (hints.get(item.name, Any), default)
-    config = ConfigDict(**getattr(cls, "__pydantic_config__", {}) or {})
+    declared: ConfigDict = getattr(cls, "__pydantic_config__", None) or ConfigDict()
+    config = ConfigDict(**declared)
     model: type[BaseModel] = create_model(cls.__name__, __config__=config,
                                           __module__=cls.__module__, **fields)
     return model
@@ -314,15 +318,21 @@ class QueryRuntime:
         self.post = tuple(_skip_wrapped(_predicate(s, None)) for s in self.description.post)
         self.input: TypeSpec = self.description.input
         self.output: TypeSpec = self.description.output
-        self.adapter: TypeAdapter[Any] = TypeAdapter(cls)
+        self.adapter: TypeAdapter[Query[Any]] = TypeAdapter(cls)
 
-    def validate(self, query: object) -> object:
+    def validate(self, query: object) -> Query[Any]:
         """The query with its fields validated by pydantic (a dataclass instance is not
         validated when it is made): the input the contract runs on."""
         if not isinstance(query, self.cls):
             raise TypeError(f"expected a {self.cls.__name__}, got {type(query).__name__}")
-        values = {f.name: getattr(query, f.name) for f in dataclasses.fields(query) if f.init}
-        return self.adapter.validate_python(values)
+        return self.adapter.validate_python(init_fields(query))
+
+
+def init_fields(query: object) -> dict[str, Any]:
+    """The values of a query's ``init`` fields, by name: what pydantic validates and the
+    verifier models. Every query class is a dataclass (``describe_query`` checks it)."""
+    instance = typing.cast("DataclassInstance", query)  # a query: a dataclass instance
+    return {f.name: getattr(query, f.name) for f in dataclasses.fields(instance) if f.init}
 
 
 def _skip_wrapped(predicate: Predicate) -> Predicate:
@@ -348,7 +358,7 @@ def runtime_of(cls: type) -> QueryRuntime:
         with _RUNTIMES_LOCK:
             found = cls.__dict__.get("__hoare_query_runtime__")
             if found is None:
-                found = QueryRuntime(cls)  # type: ignore[arg-type]
+                found = QueryRuntime(cls)
                 type.__setattr__(cls, "__hoare_query_runtime__", found)
     return typing.cast(QueryRuntime, found)
 

@@ -179,7 +179,7 @@ def has_prefix(cls: type) -> bool:
 ASSISTANT_PRIMING = "!<assistant>"
 
 
-def split_roles(text: str) -> list[tuple[str, str]]:
+def split_roles(text: str) -> list[tuple[Literal["user", "assistant"], str]]:
     """``(role, text)`` of the messages of a rendered instance prompt, as Delphyne splits
     it: at the first line that is ``!<assistant>`` (spaces around allowed), the text
     before is the user's message and the text after primes the assistant's answer;

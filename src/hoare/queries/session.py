@@ -1,0 +1,380 @@
+"""One policy run of a query (``Session``): it renders the prompt once, keeps the
+conversation and the samples of the last request, sends each ``Generate`` effect of the
+kernel through the (metered) engine, and supplies the kernel's hooks: the input check,
+the parser as the output check, the fallback, the z3 pre-flight. It also counts what the
+run spent and records each call for its query class and in the stats store.
+
+The policies (``policies.py``: ``query.run``, ``few_shot``, ``outcome_of``) and
+``classify`` each drive one session through the kernel; they differ only in how many
+calls they make and what they return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import inspect
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from hoare.contracts import configuration
+from hoare.engines.base import Message, Options, Request, Response, Usage, innermost
+from hoare.errors import FatalEngineError, RetryableEngineError, UsageError
+from hoare.kernel import (
+    ContractConfig,
+    Effect,
+    Generate,
+    Hooks,
+    Outcome,
+    Phase,
+    Policy,
+    PreflightResult,
+    Reply,
+    RetryPolicy,
+    Sleep,
+    Violation,
+)
+from hoare.queries.best_of_n import choose, stored_rates
+from hoare.queries.messages import assistant_messages, instance_messages, value_schema
+from hoare.queries.parsers import Answer, Parser, WrappedParseError, tool_spec
+from hoare.queries.query import Query, QueryRuntime, fallback_of, init_fields, runtime_of
+from hoare.queries.settings import RequestsSpent, Settings, metered, token_caps
+from hoare.queries.templates import render
+
+if TYPE_CHECKING:
+    from hoare.stats.store import StatsStore
+
+__all__ = ["Session"]
+
+logger = logging.getLogger("hoare.queries")
+
+
+class Session:
+    """One policy run: the prompt, the conversation, the pending samples, the counters.
+    Used by one thread or task at a time (a generator's consumer)."""
+
+    def __init__(self, query: Query[Any], engine: Any, budget: Any, settings: Settings,
+                 *, for_run: bool) -> None:
+        if engine is None or not callable(getattr(engine, "complete", None)):
+            raise UsageError(f"{type(query).__name__}.run needs an engine (an object with "
+                             f"complete/acomplete, e.g. hoare.queries.standard_model(...) or "
+                             f"DummyModel(...)), got {engine!r}")
+        self.runtime: QueryRuntime = runtime_of(type(query))
+        try:  # prompts show the fields as validated (the kernel checks them again)
+            query = self.runtime.validate(query)
+            valid = True
+        except Exception:
+            valid = False  # the kernel reports the input's type violation, sends nothing
+        self.query = query
+        self.settings = settings
+        self.parser: Parser[Any] = query.parser_for(settings.mode)
+        self.engine, self.meter = metered(engine, budget)
+        self.model = engine
+        self.for_run = for_run
+        self.history: list[Message] = []
+        self.pending: deque[Answer] = deque()
+        self.last_accepted: Answer | None = None
+        self.requests = self.samples = 0
+        self.usage = Usage()
+        self.exhausted = self.fatal = False
+        self.hint = ""  # an extra line of the format (classify: the possible answers)
+        self._base: tuple[Message, ...] | None = None
+        self.schema = self.parser.structured.schema if self.parser.structured else None
+        self.tools = tuple(tool_spec(t) for t in self.parser.tools)
+        self.tool_choice: Literal["required"] | None = \
+            "required" if self.tools and self.parser.force_tool else None
+        fallback = fallback_of(query) if for_run else None
+        self.fallback = fallback
+        policy = Policy.OBSERVE if (fallback is not None or not for_run) else Policy.ENFORCE
+        self.config = ContractConfig(policy=policy,
+                                     retry=RetryPolicy(tries=settings.tries, delay=0.0,
+                                                       jitter=0.0))
+        if valid:  # a prompt that cannot be rendered (a template error, a missing extra)
+            self.prepare()  # is the caller's error, raised here, not an engine failure
+        self.strategy = "fixed"
+        if settings.num_completions == 0:
+            self._choose(budget)
+
+    def _choose(self, budget: Any) -> None:
+        """``num_completions="auto"``: best-of-n or sequential repair (``best_of_n``)."""
+        caps = token_caps(budget)
+        if caps is None:
+            raise UsageError("num_completions='auto' chooses within a token budget: pass "
+                             "budget={'input_tokens': ..., 'output_tokens': ...} (or a "
+                             "Budget with max_input_tokens/max_output_tokens)")
+        prompt = sum(len(m.content.encode()) for m in (self._base or ())) / 4 + 16
+        choice = choose(self.runtime.rates, max_input_tokens=caps[0],
+                        max_output_tokens=caps[1], prompt_tokens=prompt,
+                        max_tokens=self.settings.max_tokens, tries=self.settings.tries,
+                        stored=stored_rates(self.runtime.description.name))
+        self.settings = dataclasses.replace(self.settings, num_completions=choice.n)
+        self.strategy = choice.strategy
+
+    def prepare(self) -> None:
+        """Render the prompts once before the first request, the repair and "more"
+        templates included, so that their errors reach the caller."""
+        self._base = self._base_messages()
+        render(self.query, "repair", {**self._context(None), "error": "-", "errors": []})
+        if self.settings.iterative:
+            render(self.query, "more", self._context(None))
+
+    # -- the prompt -----------------------------------------------------------------------
+    def _context(self, example: int | None) -> dict[str, Any]:
+        return {"params": self.settings.params, "format": self._format(),
+                "mode": self.settings.mode, "available_modes": self.query.query_modes(),
+                "example": example, "examples": len(self.settings.examples)}
+
+    def _format(self) -> str:
+        lines = []
+        spec = self.parser.structured
+        if spec is not None:
+            lines.append(f"Answer with one JSON value of this JSON schema:\n{spec.schema_json}")
+        else:
+            shown = self.parser.shows or self.runtime.output
+            if shown.annotation not in (Any, str):
+                where = ("the arguments of a call to the tool "
+                         f"{self.parser.tools[0].__name__}" if self.parser.force_tool
+                         and self.parser.tools else "the answer")
+                lines.append(f"The JSON schema of {where}:\n{value_schema(shown)}")
+        if self.hint:
+            lines.append(self.hint)
+        posts = [p.message for p in self.runtime.description.post]
+        if posts:
+            lines.append("The answer must satisfy:\n" + "\n".join(f"- {m}" for m in posts))
+        if self.settings.auto_examples:
+            lines.extend(_auto_examples(self))
+        return "\n\n".join(lines)
+
+    @property
+    def base(self) -> tuple[Message, ...]:
+        """The system prompt, the examples and the query, rendered at the first request."""
+        if self._base is None:
+            self._base = self._base_messages()
+        return self._base
+
+    def _base_messages(self) -> tuple[Message, ...]:
+        messages = [Message("system", render(self.query, "system", self._context(None)))]
+        cls = type(self.query)
+        for number, example in enumerate(self.settings.examples, 1):
+            instance = example.instance_of(cls)
+            messages.extend(instance_messages(instance, self._context(number)))
+            messages.extend(assistant_messages(example.text(), example.calls(),
+                                       "(recorded in the example)"))
+        messages.extend(instance_messages(self.query, self._context(None)))
+        return tuple(messages)
+
+    def _repair(self, feedback: tuple[Violation, ...]) -> str:
+        error = "\n".join(f"- {v.message}" for v in feedback)
+        return render(self.query, "repair", {**self._context(None), "error": error,
+                                             "errors": [v.message for v in feedback]})
+
+    def _messages(self, effect: Generate) -> tuple[Message, ...]:
+        previous = effect.previous if isinstance(effect.previous, Answer) else None
+        if not self.settings.iterative:
+            if previous is not None and effect.feedback:
+                return (*self.base, *assistant_messages(previous.text, previous.tool_calls),
+                        Message("user", self._repair(effect.feedback)))
+            return self.base
+        if previous is not None and effect.feedback:
+            self.history += [*assistant_messages(previous.text, previous.tool_calls),
+                             Message("user", self._repair(effect.feedback))]
+        elif self.last_accepted is not None:
+            self.history += [*assistant_messages(self.last_accepted.text,
+                                         self.last_accepted.tool_calls),
+                             Message("user", render(self.query, "more", self._context(None)))]
+        self.last_accepted = None
+        return (*self.base, *self.history)
+
+    # -- effects --------------------------------------------------------------------------
+    def next_step(self, effect: Generate) -> Reply | Request:
+        """A pending sample of the last request, else the request to send."""
+        if self.pending:
+            return Reply(self.pending.popleft())
+        limit = self.settings.max_requests
+        if limit is not None and self.requests >= limit:
+            self.exhausted = True
+            raise RequestsSpent(f"max_requests={limit} requests were sent")
+        options = Options(temperature=self.settings.temperature,
+                          max_tokens=self.settings.max_tokens, n=self.settings.num_completions)
+        return Request(messages=self._messages(effect), schema=self.schema,
+                       schema_name=self.runtime.output.model.__name__, options=options,
+                       input=self.query, feedback=tuple(v.message for v in effect.feedback),
+                       attempt=effect.attempt, contract=self.runtime.description.name,
+                       tools=self.tools, tool_choice=self.tool_choice)
+
+    def received(self, response: object) -> Reply:
+        if not isinstance(response, Response):
+            raise RetryableEngineError(f"the engine answered a {type(response).__name__}, "
+                                       f"not a Response")
+        self.requests += 1
+        self.usage = self.usage + response.usage
+        if not response.texts and not response.tool_calls:
+            raise RetryableEngineError("the engine answered with no completion")
+        texts = response.texts or ("",)
+        reasons = response.finish_reasons
+        answers = [Answer(text, response.tool_calls if i == 0 else (), self.settings.mode,
+                          reasons[i] if i < len(reasons) else None)
+                   for i, text in enumerate(texts)]
+        self.samples += len(answers)
+        self.pending.extend(answers[1:])
+        usage = {"input_tokens": response.usage.input_tokens,
+                 "output_tokens": response.usage.output_tokens, "samples": len(answers),
+                 "requests": 1}
+        return Reply(answers[0], usage)
+
+    def failed(self, error: BaseException) -> None:
+        if isinstance(error, FatalEngineError):
+            self.fatal = True
+
+    def perform(self, effect: Effect) -> object:
+        if isinstance(effect, Sleep):
+            time.sleep(effect.seconds)
+            return None
+        assert isinstance(effect, Generate)
+        step = self.next_step(effect)
+        if isinstance(step, Reply):
+            return step
+        try:
+            return self.received(self.engine.complete(step))
+        except Exception as error:
+            self.failed(error)
+            raise
+
+    async def aperform(self, effect: Effect) -> object:
+        if isinstance(effect, Sleep):
+            await asyncio.sleep(effect.seconds)
+            return None
+        assert isinstance(effect, Generate)
+        step = self.next_step(effect)
+        if isinstance(step, Reply):
+            return step
+        complete = getattr(self.engine, "acomplete", None)
+        try:
+            if complete is None:
+                response = await asyncio.to_thread(self.engine.complete, step)
+            else:
+                response = await complete(step)
+            return self.received(response)
+        except Exception as error:
+            self.failed(error)
+            raise
+
+    # -- the kernel's hooks ---------------------------------------------------------------
+    def hooks(self) -> Hooks:
+        check_input = self.runtime.validate
+
+        unwrap = self.settings.no_wrap_parse_errors
+
+        def check_output(raw: object, used: object) -> object:
+            if not isinstance(raw, Answer):
+                raise TypeError(f"expected an answer, got {type(raw).__name__}")
+            value = self.parser.parse(raw)
+            if unwrap and isinstance(value, WrappedParseError):
+                raise value.error  # Delphyne's no_wrap_parse_errors: a failed attempt
+            return value
+
+        def forward(used: object, outcome: Outcome) -> object:
+            if outcome.success:
+                return outcome.result
+            if self.fallback is not None:
+                return self.fallback(outcome)
+            return _FAILED
+
+        return Hooks(check_input, check_output, forward, self.runtime.pre, self.runtime.post,
+                     preflight=_preflight(self.runtime))
+
+    def spent(self) -> dict[str, float]:
+        if self.meter is not None:
+            found = dict(self.meter.spent())
+            if "num_requests" not in found:  # a hoare Budget's meter: its names, mapped once
+                found = {"num_requests": found.get("requests", 0),
+                         "input_tokens": found.get("input_tokens", 0),
+                         "output_tokens": found.get("output_tokens", 0),
+                         "price": found.get("cost", 0.0)}
+            found["num_completions"] = found.get("num_completions", self.samples)
+            return found
+        spent: dict[str, float] = {
+            "num_requests": self.requests, "num_completions": self.samples,
+            "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens}
+        cached = getattr(self.usage, "cached_input_tokens", 0)
+        if cached:
+            spent["cached_input_tokens"] = cached
+        pricing = getattr(self.model, "pricing", None)
+        if pricing is not None:
+            spent["price"] = pricing.as_price().cost(self.usage)
+        return spent
+
+    def record(self, outcome: Outcome, started_ns: int) -> None:
+        """Count the call for this query class (P_succ) and in the stats store."""
+        self.runtime.tracker.record(outcome)
+        self.runtime.rates.record(outcome)
+        # configuration returns the configured StatsStore (typed object there: it is
+        # imported only once a store is configured)
+        store = cast("StatsStore | None", configuration.stats_store())
+        if store is None:
+            return
+        try:
+            generations = sum(1 for a in outcome.attempts if a.phase is Phase.POST)
+            inner = innermost(self.model)
+            spent = self.spent()
+            store.record((
+                time.time(), self.runtime.description.name, _definition_hash(self.runtime),
+                configuration.label(), outcome.success, outcome.success and generations <= 1,
+                generations, max(0, generations - 1),
+                None if outcome.preflight is None else outcome.preflight.verdict.value,
+                outcome.usage.get("input_tokens"), outcome.usage.get("output_tokens"),
+                spent.get("price"), (time.perf_counter_ns() - started_ns) / 1e6,
+                type(inner).__name__, getattr(inner, "model", None), outcome.trials,
+                "query", 0))
+        except Exception:  # recording never fails a query
+            logging.getLogger("hoare.stats").debug("query not recorded", exc_info=True)
+
+
+_FAILED = object()
+
+
+def _definition_hash(runtime: QueryRuntime) -> str:
+    try:
+        text = inspect.getsource(runtime.cls)
+    except (OSError, TypeError):
+        text = runtime.description.name
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _preflight(runtime: QueryRuntime) -> Any:
+    """The z3 pre-flight of the query's post-conditions for this instance (None when it
+    cannot be built): a query no answer can satisfy costs no request."""
+    checker = runtime.__dict__.get("_preflight", False)
+    if checker is False:
+        checker = None
+        if runtime.description.post:
+            try:
+                from hoare.verifier.runtime.preflight import Preflight
+
+                checker = Preflight.for_description(
+                    dataclasses.replace(runtime.description, preflight=True))
+            except Exception as error:  # never let the optimisation break a query
+                logger.debug("pre-flight unavailable for %s: %s",
+                             runtime.description.name, error)
+        runtime.__dict__["_preflight"] = checker
+    if checker is None:
+        return None
+
+    model = runtime.input.model
+
+    def check(used: object) -> PreflightResult:
+        # the verifier models the query as its fields' model: the same values, unvalidated
+        # again (they were validated once, into ``used``)
+        fields = init_fields(used)
+        result: PreflightResult = checker.check(None, model.model_construct(**fields))
+        return result
+    return check
+
+
+def _auto_examples(session: Session) -> list[str]:
+    from hoare.queries.auto_examples import auto_example_lines
+
+    return auto_example_lines(session.query, session.runtime, session.settings.near_miss)
