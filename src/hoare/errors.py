@@ -27,7 +27,7 @@ one kind of failure::
     │                                 (``@contract(stream=True)``): a ``type`` violation
     ├── SecretRedacted                replaces a hook's exception whose text quoted a
     │                                 ``SecretStr`` of the call (spec §8.4)
-    ├── StoreError                    hoare.stats.store: the stats store cannot be used
+    ├── StoreError                    hoare.stats.schema: the stats store cannot be used
     ├── ContractTermination           hoare.agents: a violation under ENFORCE ends the run
     ├── HoareVerifyFailure            hoare.pytest_plugin: a ``hoare verify`` test failed
     ├── Unmodelled                    hoare.unmodelled: the verifier does not model

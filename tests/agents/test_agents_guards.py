@@ -437,7 +437,7 @@ def test_an_interrupted_tool_call_propagates_unchanged_and_is_not_counted(
         interrupt: BaseException, tmp_path: Any) -> None:
     import hoare
     from hoare import configure
-    from hoare.stats.store import query
+    from hoare.stats.query import query
 
     @tool
     def halt(n: int) -> int:
@@ -466,7 +466,7 @@ def test_an_interrupted_tool_call_propagates_unchanged_and_is_not_counted(
 def test_tool_stats_and_the_stats_store_agree_on_every_kind_of_call(tmp_path: Any) -> None:
     import hoare
     from hoare import configure
-    from hoare.stats.store import query
+    from hoare.stats.query import query
 
     @tool
     @pre(lambda n: n != 1, "not one")
@@ -501,7 +501,7 @@ THREADS = textwrap.dedent(r'''
     from hoare import configure
     from hoare.agents import ContractAgent, ContractPolicy, contract_assert, pre, tool
     from hoare.engines import FunctionEngine
-    from hoare.stats.store import query
+    from hoare.stats.query import query
 
     @tool
     @pre(lambda n: n % 3 != 0, "not a multiple of three")
@@ -753,7 +753,7 @@ def test_a_typed_answer_of_none_is_a_success_as_the_stats_store_records_it(
         agent_type: str, tmp_path: Any) -> None:
     import hoare
     from hoare import configure
-    from hoare.stats.store import query
+    from hoare.stats.query import query
 
     answer = '{"answer": null}' if agent_type == "constrained" else "null"
     path = str(tmp_path / "s.db")

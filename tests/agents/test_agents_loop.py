@@ -321,7 +321,7 @@ def test_agent_runs_and_tool_calls_are_recorded_in_the_stats_store(tmp_path: Any
     run (a success: it answered), beside contracted calls in the same store."""
     import hoare
     from hoare import configure
-    from hoare.stats.store import query
+    from hoare.stats.query import query
 
     path = str(tmp_path / "agents.db")
     configure(stats=path, label="agents")

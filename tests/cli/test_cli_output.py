@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 from library_under_test import LIBRARY
 
 from hoare.cli.parser import main
-from hoare.stats.store import COLUMNS, CallRecord, StatsStore
+from hoare.stats.schema import COLUMNS
+from hoare.stats.store import CallRecord, StatsStore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SOUND = str(FIXTURES / "sound")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from library_under_test import LIBRARY
 
-from hoare.stats.store import query
+from hoare.stats.query import query
 
 ROOT = Path(__file__).resolve().parents[2]
 

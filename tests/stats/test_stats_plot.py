@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from library_under_test import LIBRARY
 
-from hoare.stats.store import CallRecord, StatsStore, query
+from hoare.stats.query import query
+from hoare.stats.store import CallRecord, StatsStore
 
 mpimg = pytest.importorskip("matplotlib.image", reason="the [plots] extra is not installed")
 
@@ -101,7 +102,7 @@ def test_family_bars_are_labelled_with_the_rules_message(
     import hoare
     from hoare import Contract, LLMDataModel, Post, configure, contract
     from hoare.engines import FunctionEngine
-    from hoare.stats.store import family_messages
+    from hoare.stats.query import family_messages
 
     class Ask(LLMDataModel):
         text: str

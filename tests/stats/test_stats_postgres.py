@@ -28,7 +28,9 @@ from library_under_test import LIBRARY
 import hoare
 from hoare import Contract, LLMDataModel, Post, configure, contract
 from hoare.engines import FunctionEngine
-from hoare.stats.store import SCHEMA_VERSION, CallRecord, StatsStore, StoreError, query
+from hoare.stats.query import query
+from hoare.stats.schema import SCHEMA_VERSION, StoreError
+from hoare.stats.store import CallRecord, StatsStore
 
 sa = pytest.importorskip("sqlalchemy", reason="the [sql] extra (SQLAlchemy) is not installed")
 pytest.importorskip("psycopg", reason="the [sql] extra (psycopg) is not installed")

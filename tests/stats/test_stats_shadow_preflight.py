@@ -22,7 +22,9 @@ from hoare import Contract, Post, configure, contract
 from hoare.cli.parser import main
 from hoare.engines import FunctionEngine
 from hoare.kernel import Verdict, ViolationKind
-from hoare.stats.store import SCHEMA_VERSION, StatsStore, query
+from hoare.stats.query import query
+from hoare.stats.schema import SCHEMA_VERSION
+from hoare.stats.store import StatsStore
 
 
 class Request(BaseModel):

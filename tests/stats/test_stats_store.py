@@ -333,7 +333,8 @@ INSERT INTO calls (ts, contract, contract_hash, label, success, first_attempt, a
 def test_a_version_1_file_is_read_and_migrated(tmp_path: Path) -> None:
     """A store written by the first schema: read as it is (its calls are contracts),
     then migrated in place when a store opens it, keeping its rows."""
-    from hoare.stats.store import SCHEMA_VERSION, query
+    from hoare.stats.query import query
+    from hoare.stats.schema import SCHEMA_VERSION
 
     path = tmp_path / "v1.db"
     with sqlite3.connect(path) as connection:

@@ -22,15 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from library_under_test import LIBRARY
 
-from hoare.stats.store import (
-    COLUMNS,
-    CallRecord,
-    StatsStore,
-    StoreError,
-    _clean,
-    _SqliteBackend,
-    query,
-)
+from hoare.stats.query import query
+from hoare.stats.schema import COLUMNS, StoreError
+from hoare.stats.sqlite import SqliteBackend
+from hoare.stats.store import CallRecord, StatsStore
+from hoare.stats.values import clean_record
 
 
 def _record(label: str = "x", **changes: Any) -> CallRecord:
@@ -157,18 +153,18 @@ HOSTILE: st.SearchStrategy[object] = st.one_of(
 @given(field=st.sampled_from(range(len(COLUMNS))), value=HOSTILE)
 def test_every_cleaned_record_is_accepted_by_sqlite(tmp_path: Path, field: int,
                                                     value: object) -> None:
-    """Whatever value a field holds, ``_clean`` either skips the record (saying why)
+    """Whatever value a field holds, ``clean_record`` either skips the record (saying why)
     or gives a row SQLite stores and ``query`` reads back without a complaint."""
     path = tmp_path / f"clean-{os.getpid()}.db"
     fields = list(_record())
     fields += [0] * (len(COLUMNS) - len(fields))
     fields[field] = value
     problems: list[str] = []
-    row = _clean(tuple(fields), problems)
+    row = clean_record(tuple(fields), problems)
     if row is None:
         assert problems
         return
-    backend = _SqliteBackend(str(path))
+    backend = SqliteBackend(str(path))
     try:
         backend.write([row])
         (count,) = backend.connection.execute("SELECT count(*) FROM calls").fetchone()
@@ -211,7 +207,7 @@ def test_one_bad_record_never_loses_its_batch(tmp_path: Path, bad: dict[str, Any
 
 
 def test_a_batch_the_database_refuses_is_written_row_by_row(tmp_path: Path) -> None:
-    """The class fix beyond ``_clean``: a value it let through that the database still
+    """The class fix beyond ``clean_record``: a value it let through that the database still
     refuses (here a trigger) costs that row only."""
     path = tmp_path / "trigger.db"
     StatsStore(path).close()
@@ -359,8 +355,8 @@ def test_a_store_opened_before_fork_records_the_childs_calls(tmp_path: Path) -> 
 def test_the_fast_path_agrees_with_the_field_by_field_check(field: int,
                                                            value: object) -> None:
     """``_plain`` (exact type tests, for the records contract calls make) accepts only
-    what ``_clean``'s field-by-field check stores unchanged, and gives the same row."""
-    import hoare.stats.store as module
+    what ``clean_record``'s field-by-field check stores unchanged, and gives the same row."""
+    import hoare.stats.values as module
 
     fields = list(_record())
     fields += [0] * (len(COLUMNS) - len(fields))
@@ -374,7 +370,7 @@ def test_the_fast_path_agrees_with_the_field_by_field_check(field: int,
     original = module._plain
     try:
         module._plain = lambda item: None  # type: ignore[assignment]
-        slow = _clean(item, problems)
+        slow = clean_record(item, problems)
     finally:
         module._plain = original
     assert slow == fast and not problems

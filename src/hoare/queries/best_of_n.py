@@ -110,7 +110,7 @@ def stored_rates(name: str) -> AttemptRates | None:
     if not isinstance(target, str):
         return None
     try:
-        from hoare.stats.store import query
+        from hoare.stats.query import query
 
         rows = query(target, contract=name)
     except Exception:  # a statistic is a hint: never fail the query for it

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 __all__ = ["compare", "confidence_sequence", "quantile_sequence", "render_table",
            "verdict_status"]
@@ -135,7 +135,17 @@ def _ratio_gate(baseline: Sequence[float], candidate: Sequence[float], increase:
             "candidate_median": [lo_b, hi_b], "gate": gate}
 
 
-def _side(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+class _Side(TypedDict):
+    """One label's calls of a contract, summed up (``None`` when there are none)."""
+
+    calls: int
+    successes: int
+    p_succ: float | None
+    cost_per_success: float | None
+    latency_ms_p50: float | None
+
+
+def _side(rows: Sequence[dict[str, Any]]) -> _Side:
     successes = sum(1 for r in rows if r["success"])
     costs = [r["cost"] for r in rows if r["cost"] is not None]
     latencies = sorted(r["latency_ms"] for r in rows if r["latency_ms"] is not None)
@@ -145,19 +155,19 @@ def _side(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "latency_ms_p50": latencies[(len(latencies) - 1) // 2] if latencies else None}
 
 
-def _more_calls(a: dict[str, Any], b: dict[str, Any], alpha: float, max_drop: float
-                ) -> int | None:
+def _more_calls(a: _Side, b: _Side, alpha: float, max_drop: float) -> int | None:
     """How many more calls in all (shared as now) would settle the gate if the rates
     stayed as estimated; None when they could not (the estimate sits on the margin)."""
-    if not a["calls"] or not b["calls"]:
+    p_a, p_b = a["p_succ"], b["p_succ"]
+    if p_a is None or p_b is None:  # a side without calls
         return None
-    gap = abs(b["p_succ"] - a["p_succ"] + max_drop)
+    gap = abs(p_b - p_a + max_drop)
     if gap == 0:
         return None
     for factor in (1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024):
         n_a, n_b = math.ceil(a["calls"] * factor), math.ceil(b["calls"] * factor)
-        lo_a, hi_a = confidence_sequence(round(a["p_succ"] * n_a), n_a, alpha / 2)
-        lo_b, hi_b = confidence_sequence(round(b["p_succ"] * n_b), n_b, alpha / 2)
+        lo_a, hi_a = confidence_sequence(round(p_a * n_a), n_a, alpha / 2)
+        lo_b, hi_b = confidence_sequence(round(p_b * n_b), n_b, alpha / 2)
         if (hi_a - lo_a) / 2 + (hi_b - lo_b) / 2 < gap:
             return n_a + n_b - a["calls"] - b["calls"]
     return None
@@ -184,6 +194,7 @@ def compare(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, An
         gate = "worse"
     else:
         gate = "cannot tell yet"
+    p_a, p_b = a["p_succ"], b["p_succ"]
     better = "candidate better" if low > 0 else "baseline better" if high < 0 else \
         "cannot tell yet"
     extra: dict[str, Any] = {}
@@ -202,8 +213,8 @@ def compare(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, An
         if "cannot tell yet" in every else "not worse"
     return {"baseline": {**a, "sequence": [lo_a, hi_a]},
             "candidate": {**b, "sequence": [lo_b, hi_b]},
-            "difference": {"estimate": (b["p_succ"] - a["p_succ"])
-                           if a["calls"] and b["calls"] else None,
+            "difference": {"estimate": p_b - p_a
+                           if p_a is not None and p_b is not None else None,
                            "sequence": [low, high]},
             "max_drop": max_drop, "confidence": confidence, "gate": overall,
             "gates": {"p_succ": gate, **{name: g["gate"] for name, g in extra.items()}},

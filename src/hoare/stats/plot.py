@@ -82,9 +82,12 @@ def plot_stats(rows: Sequence[dict[str, Any]], path: str,
         over_time.plot(xs, estimates, color="tab:blue", drawstyle="steps-post",
                        label="P_succ so far")
         if by_time:
-            locator = mdates.AutoDateLocator()
+            # matplotlib.dates has no annotations (no dates.pyi): its classes are untyped
+            locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]  # no dates.pyi
             over_time.xaxis.set_major_locator(locator)
-            over_time.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+            formatter = mdates.ConciseDateFormatter(  # type: ignore[no-untyped-call]  # idem
+                locator)
+            over_time.xaxis.set_major_formatter(formatter)
         else:
             first = dt.datetime.fromtimestamp(calls[0]["ts"]).strftime("%Y-%m-%d %H:%M:%S")
             over_time.set_xlabel(f"calls so far (from {first}, in time order)")

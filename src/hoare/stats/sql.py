@@ -1,6 +1,8 @@
 """The stats store on any SQLAlchemy URL (PostgreSQL for a team's deployment):
 ``pip install 'hoare[sql]'``. The same tables and schema versions as the SQLite file
-(``hoare.stats.store``); imported only when a URL is configured."""
+(``hoare.stats.schema``, ``hoare.stats.sqlite``), the same writing side (the
+``hoare.stats.store.Backend`` protocol) and reading functions; imported only when a URL
+is configured."""
 
 from __future__ import annotations
 
@@ -14,15 +16,15 @@ except ImportError as missing:  # pragma: no cover - the [sql] extra is not inst
     raise ImportError("a stats store URL needs SQLAlchemy and a driver: "
                       "pip install 'hoare[sql]'") from missing
 
-from hoare.stats.store import (
-    _FILL,
-    _MIGRATIONS,
-    _SINCE,
+from hoare.stats.schema import (
     COLUMNS,
+    FILL,
+    MIGRATIONS,
     SCHEMA_VERSION,
+    SINCE,
     StoreError,
-    _refuse_newer,
-    _version_number,
+    refuse_newer,
+    version_number,
 )
 
 __all__ = ["SqlAlchemyBackend", "read_families", "read_rows"]
@@ -84,7 +86,7 @@ def _migrate(engine: sa.Engine) -> None:
                 if found is None:
                     _metadata.create_all(connection, checkfirst=True)
                 for step in range(version, SCHEMA_VERSION):
-                    for statement in _MIGRATIONS[step].split(";"):
+                    for statement in MIGRATIONS[step].split(";"):
                         connection.execute(sa.text(statement))
                 connection.execute(sa.delete(_meta).where(_meta.c.key == "schema_version"))
                 connection.execute(sa.insert(_meta).values(key="schema_version",
@@ -109,11 +111,11 @@ def _stored_version(connection: sa.Connection) -> int | None:
                          "hoare did not make; refused and left unmodified")
     found = connection.execute(
         sa.select(_meta.c.value).where(_meta.c.key == "schema_version")).scalar_one_or_none()
-    version = _version_number(found)
+    version = version_number(found)
     if version is None:
         raise StoreError("not a hoare stats store: its 'meta' table has no valid "
                          "schema_version; refused and left unmodified")
-    _refuse_newer(version)
+    refuse_newer(version)
     return version
 
 
@@ -163,7 +165,7 @@ def read_rows(url: str, columns: Sequence[str], contract: str | None, label: str
             if version is None:
                 raise StoreError("not a hoare stats store (no calls table)")
             statement = sa.select(*(
-                sa.literal(_FILL[name]).label(name) if _SINCE.get(name, 0) > version
+                sa.literal(FILL[name]).label(name) if SINCE.get(name, 0) > version
                 else _calls.c[name] for name in columns))
             if contract is not None:
                 statement = statement.where(_calls.c.contract == contract)

@@ -1,0 +1,281 @@
+"""The values that cross the stats store, checked both ways: a record made into a
+row every back end accepts (``clean_record``), and the checks the reader applies to
+what it reads back (``finite_number``, ``stored_integer``); text made storable
+(``storable_text``) or safe to show (``display_text``).
+
+Every value is checked before it is written, record by record (``clean_record``):
+counts beyond the column's range, NaN or infinite figures, text that is not UTF-8 (lone
+surrogates, as ``os.environ`` gives for undecodable bytes: stored escaped, ``\\xff``)
+or too long are stored sanitized, and a record that cannot be is skipped (the problems
+said, for the writer's WARNING). A record a contract call makes passes one expression of
+exact type tests (``_plain``), so the writer's cost per record stays small.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+__all__ = [
+    "INT64",
+    "TEXT_LIMIT",
+    "TRIALS_LIMIT",
+    "clean_record",
+    "display_text",
+    "finite_number",
+    "shown_value",
+    "storable_text",
+    "stored_integer",
+]
+
+_INT32 = 2**31 - 1  # the attempt and fault columns are INTEGER (32 bits) in PostgreSQL
+INT64 = 2**63 - 1  # SQLite's and BIGINT's largest integer
+TEXT_LIMIT = 4096  # characters of a name, label, engine or model kept
+TRIALS_LIMIT = 1000  # predicate families kept per record
+
+
+def _escaped_char(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, as surrogateescape gives it
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def storable_text(value: str, limit: int = TEXT_LIMIT) -> str:
+    """``value`` as text every back end stores and reads back unchanged: lone
+    surrogates (undecodable bytes of ``os.environ``) and NUL escaped (``\\xff``,
+    ``\\x00``), at most ``limit`` characters."""
+    text = str.__str__(value)  # a str subclass's own methods are not trusted
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join(_escaped_char(c) if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return text.replace("\x00", "\\x00") if "\x00" in text else text
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def display_text(value: str, limit: int = TEXT_LIMIT) -> str:
+    """``value`` safe to show in a terminal, a log or XML: control characters and
+    lone surrogates escaped."""
+    return storable_text(value, limit).translate(_CONTROL)
+
+
+def finite_number(value: object) -> float | None:
+    """A finite real number as a float, else None (NaN, infinities, huge ints, text,
+    objects: their dunders are never called)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float.__float__(value) if isinstance(value, float) else \
+            float(int.__index__(value))
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _integer(value: object, top: int) -> int | None:
+    """An integer in ``0..top`` (bool as 0/1), else None."""
+    if isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, int):
+        return None
+    number = int.__index__(value)
+    return number if 0 <= number <= top else None
+
+
+def stored_integer(value: object, top: int) -> int | None:
+    """An integer in ``0..top`` as read back: a whole float counts (a column another
+    program declared REAL gives 1.0 for 1)."""
+    if type(value) is float and value.is_integer() and 0 <= value <= top:
+        return int(value)
+    return _integer(value, top)
+
+
+def _plain(item: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The row of a record whose every value is already storable (the record a
+    contract call makes), or None: then ``clean_record`` checks it field by field. One
+    expression of exact type tests, so the writer's cost per record stays small."""
+    if type(item) is not tuple or not 19 <= len(item) <= 20:
+        return None
+    ts, name, digest, label, success, first, attempts, remedies, preflight, tokens_in, \
+        tokens_out, cost, latency, engine, model, trials, kind, faults, shadow = item[:19]
+    if not (type(ts) is float and ts - ts == 0 and type(latency) is float
+            and latency >= 0 and latency - latency == 0
+            and type(success) is bool and type(first) is bool
+            and type(attempts) is int and 0 <= attempts <= _INT32
+            and type(remedies) is int and 0 <= remedies <= _INT32
+            and type(faults) is int and 0 <= faults <= _INT32
+            and type(shadow) is int and 0 <= shadow <= _INT32
+            and (tokens_in is None or (type(tokens_in) is int and 0 <= tokens_in <= INT64))
+            and (tokens_out is None
+                 or (type(tokens_out) is int and 0 <= tokens_out <= INT64))
+            and (cost is None or (type(cost) is float and cost >= 0 and cost - cost == 0))
+            and type(name) is str and type(digest) is str and type(label) is str
+            and type(kind) is str and (preflight is None or type(preflight) is str)
+            and (engine is None or type(engine) is str)
+            and (model is None or type(model) is str)):
+        return None
+    text = name + digest + label + kind + (preflight or "") + (engine or "") + (model or "")
+    if not text.isascii() or "\x00" in text or max(
+            len(name), len(digest), len(label), len(kind), len(preflight or ""),
+            len(engine or ""), len(model or "")) > TEXT_LIMIT:
+        return None
+    encoded = _ENCODED.get(trials) if type(trials) is tuple else None
+    if encoded is None:
+        return None
+    return (ts, name, digest, label, int(success), int(first), attempts, remedies,
+            preflight, tokens_in, tokens_out, cost, latency, engine, model, encoded, kind,
+            faults, shadow)
+
+
+def clean_record(item: tuple[Any, ...], problems: list[str]) -> tuple[Any, ...] | None:
+    """``item`` (the fields of a ``CallRecord``) as a row every back end accepts, the
+    problems noted in ``problems``; None when a field that cannot be replaced (the
+    time, the names, the outcome, the latency) is unusable: the record is skipped."""
+    fast = _plain(item)
+    if fast is not None:
+        return fast
+    try:
+        fields = tuple.__getitem__(item, slice(None)) if isinstance(item, tuple) else ()
+    except Exception:
+        fields = ()
+    if len(fields) < 16:
+        problems.append("shape: not a call record")
+        return None
+    fields = fields + (("contract", 0, 0)[len(fields) - 16:] if len(fields) < 19 else ())
+    ts, name, digest, label, success, first, attempts, remedies, preflight, tokens_in, \
+        tokens_out, cost, latency, engine, model, trials, kind, faults, shadow = fields[:19]
+    row: list[Any] = []
+    moment = finite_number(ts)
+    if moment is None:
+        problems.append(f"ts: {shown_value(ts)} is not a finite time")
+        return None
+    row.append(moment)
+    for field, value in (("contract", name), ("contract_hash", digest), ("label", label)):
+        if not isinstance(value, str):
+            problems.append(f"{field}: {shown_value(value)} is not text")
+            return None
+        row.append(_sanitized_text(field, value, problems))
+    for field, value in (("success", success), ("first_attempt", first)):
+        flag = _integer(value, 1)
+        if flag is None:
+            problems.append(f"{field}: {shown_value(value)} is not a boolean")
+            return None
+        row.append(flag)
+    for field, value in (("attempts", attempts), ("remedies", remedies)):
+        row.append(_clamped(field, value, problems))
+    row.append(_optional_text("preflight", preflight, problems))
+    for field, value in (("input_tokens", tokens_in), ("output_tokens", tokens_out)):
+        count = _integer(value, INT64)
+        if count is None and value is not None:
+            problems.append(f"{field}: {shown_value(value)} is not a count in "
+                            f"0..2**63-1: stored as NULL")
+        row.append(count)
+    price = finite_number(cost)
+    if (price is None and cost is not None) or (price is not None and price < 0):
+        problems.append(f"cost: {shown_value(cost)} is not a finite amount >= 0: "
+                        f"stored as NULL")
+        price = None
+    row.append(price)
+    elapsed = finite_number(latency)
+    if elapsed is None or elapsed < 0:
+        problems.append(f"latency_ms: {shown_value(latency)} is not a finite duration")
+        return None
+    row.append(elapsed)
+    row.append(_optional_text("engine", engine, problems))
+    row.append(_optional_text("model", model, problems))
+    row.append(_trials_text(trials, problems))
+    if not isinstance(kind, str):
+        problems.append(f"kind: {shown_value(kind)} is not text: stored as 'contract'")
+        kind = "contract"
+    row.append(_sanitized_text("kind", kind, problems))
+    row.append(_clamped("provider_faults", faults, problems))
+    row.append(_clamped("shadow_refusals", shadow, problems))
+    return tuple(row)
+
+
+def shown_value(value: object) -> str:
+    """A short description of a bad value for a warning (never its dunders)."""
+    if isinstance(value, (bool, int, float)) and type(value) in (bool, int, float):
+        text = repr(value)
+        return text if len(text) <= 40 else f"an integer of {len(text)} digits"
+    if isinstance(value, str):
+        return f"text of {len(value)} character(s)"
+    return f"a {type(value).__name__}"
+
+
+def _sanitized_text(field: str, value: str, problems: list[str]) -> str:
+    text = storable_text(value)
+    if text != value:
+        problems.append(f"{field}: text that is not UTF-8, holds NUL or is longer than "
+                        f"{TEXT_LIMIT} characters: stored escaped or cut")
+    return text
+
+
+def _optional_text(field: str, value: object, problems: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        problems.append(f"{field}: {shown_value(value)} is not text: stored as NULL")
+        return None
+    return _sanitized_text(field, value, problems)
+
+
+def _clamped(field: str, value: object, problems: list[str]) -> int:
+    """A count of a NOT NULL column: out of range clamped, not a count 0."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = int.__index__(value)
+        if 0 <= number <= _INT32:
+            return number
+        problems.append(f"{field}: {shown_value(value)} out of 0..2**31-1: clamped")
+        return min(max(number, 0), _INT32)
+    count = _integer(value, _INT32)
+    if count is None:
+        problems.append(f"{field}: {shown_value(value)} is not a count: stored as 0")
+        return 0
+    return count
+
+
+def _trials_text(trials: object, problems: list[str]) -> str:
+    """The trials as JSON: the cached text of a well-formed tuple, else the pairs that
+    are (family text, passed boolean), at most ``TRIALS_LIMIT`` of them."""
+    if type(trials) is tuple and len(trials) <= TRIALS_LIMIT and all(
+            type(pair) is tuple and len(pair) == 2 and type(pair[0]) is str
+            and len(pair[0]) <= TEXT_LIMIT and type(pair[1]) is bool for pair in trials):
+        try:
+            return _encoded(trials)
+        except ValueError:
+            pass
+    kept: list[tuple[str, bool]] = []
+    try:
+        for pair in trials if isinstance(trials, (tuple, list)) else ():
+            if len(kept) == TRIALS_LIMIT:
+                break
+            if isinstance(pair, (tuple, list)) and len(pair) == 2 \
+                    and isinstance(pair[0], str) and _integer(pair[1], 1) is not None:
+                kept.append((storable_text(pair[0]), bool(_integer(pair[1], 1))))
+    except Exception:
+        pass
+    problems.append("trials: not a sequence of (family, passed) pairs of at most "
+                    f"{TRIALS_LIMIT}: the well-formed ones kept")
+    return json.dumps(kept)
+
+
+
+_ENCODED: dict[tuple[tuple[str, bool], ...], str] = {}
+
+
+def _encoded(trials: tuple[tuple[str, bool], ...]) -> str:
+    """``trials`` as JSON; the same few tuples recur call after call, so the text is
+    kept (bounded) rather than encoded again."""
+    text = _ENCODED.get(trials)
+    if text is None:
+        text = json.dumps(trials)
+        if len(_ENCODED) < 4096:
+            _ENCODED[trials] = text
+    return text
