@@ -474,6 +474,9 @@ class OpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # TCP_NODELAY: the headers and the body are two writes; with Nagle's algorithm
+            # the body waits for the client's delayed ACK of the headers (about 40 ms)
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -564,8 +567,10 @@ class OpenAIServer:
         httpd.daemon_threads = True
         httpd.block_on_close = False
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="openai-test-server",
-                                         daemon=True)
+        # serve_forever polls for shutdown() every poll_interval seconds (0.5 by default):
+        # stop() would wait up to that long, in every test that starts a server
+        self._thread = threading.Thread(target=httpd.serve_forever, args=(0.02,),
+                                         name="openai-test-server", daemon=True)
         self._thread.start()
         _forget_formats(self.url)
         return self
