@@ -49,8 +49,8 @@ def test_groups() -> None:
 
 
 def test_old_import_paths_are_the_same_classes() -> None:
+    from hoare.contracts import InvalidValue
     from hoare.contracts.configuration import EngineNotConfigured
-    from hoare.contracts.core import InvalidValue
     from hoare.declaration.description import ContractDefinitionError
 
     assert EngineNotConfigured is errors.EngineNotConfigured is hoare.EngineNotConfigured

@@ -5,8 +5,9 @@
 
 import typing as _typing
 
+from hoare.contracts.base import Contract
 from hoare.contracts.configuration import configure
-from hoare.contracts.core import Contract, contract
+from hoare.contracts.decorator import contract
 from hoare.contracts.pipeline import Pipeline
 from hoare.declaration.conditions import Post, Pre
 from hoare.declaration.models import Field, LLMDataModel

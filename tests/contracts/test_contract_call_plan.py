@@ -1,4 +1,4 @@
-"""The per-class call plan (``_Runtime``): what a contract class decides once, and that
+"""The per-class call plan (``Runtime``): what a contract class decides once, and that
 none of it weakens a call. The secret walk of a request is skipped only for an input
 of exactly a flat model (every field typed atomic) whose values are all atomic at run
 time: any nesting that can hold a model, ``Any`` or ``object`` (a subclass instance
@@ -23,13 +23,15 @@ from pydantic import (
 )
 
 from hoare import Contract, Field, LLMDataModel, contract
-from hoare.contracts.core import _call_secrets, _flat_model
+from hoare.contracts.runtime import _flat_model, call_secrets
 from hoare.declaration.models import TypeSpec, secret_values
 from hoare.engines import FunctionEngine, Request
 
 FAST = {"delay": 0, "jitter": 0, "tries": 2}
 SECRET = "hunter2-very-secret"
-contract_module = sys.modules["hoare.contracts.core"]  # the package re-exports the decorator
+# the contract layer's modules that walk values for secrets (the call plan skips the walk)
+WALKERS = [sys.modules[f"hoare.contracts.{name}"]
+           for name in ("runtime", "binding", "call", "lifecycle", "logs")]
 # an unvalidated secret in a str field makes pydantic warn when it dumps the prompt
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
 
@@ -134,7 +136,7 @@ def test_a_secret_nested_in_any_shape_is_redacted(leaf: str, wrappers: list[str]
     assert _flat_model(_spec(model)) is None, "a field that can hold a secret is walked"
     built = model.model_validate({"field": value})
     assert secret_values(built) == {SECRET}
-    assert _call_secrets(built, _flat_model(_spec(model))) == {SECRET}
+    assert call_secrets(built, _flat_model(_spec(model))) == {SECRET}
     assert not _leaks(_requests_for(model, built))
 
 
@@ -213,18 +215,20 @@ def test_the_fast_path_finds_what_the_walk_finds(text: object, ratio: object, ra
     the walk's."""
     fields = {"text": text, "ratio": ratio, "raw": raw}
     value = (FlatSub if subclass else Flat).model_construct(**fields)
-    assert _call_secrets(value, Flat) == secret_values(value)
+    assert call_secrets(value, Flat) == secret_values(value)
 
 
 def test_a_flat_valid_input_skips_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     walked: list[object] = []
-    real = contract_module.secret_values
+    real = secret_values
 
     def counting(*values: object) -> frozenset[str]:
         walked.extend(values)
         return real(*values)
 
-    monkeypatch.setattr(contract_module, "secret_values", counting)
+    for module in WALKERS:
+        assert module.secret_values is real
+        monkeypatch.setattr(module, "secret_values", counting)
     happy = _echoing_contract(Flat)(engine=FunctionEngine(lambda request: '{"value": 1}'))
     for value in (Flat(text="plain"), Flat(text="t", ratio=0.5, raw=b"r", flag=True)):
         happy(value)

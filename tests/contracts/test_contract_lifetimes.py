@@ -38,8 +38,8 @@ from hoare import Contract, ContractViolationError, LLMDataModel, Post, Pre, con
 from hoare.engines import FunctionEngine
 
 ROOT = Path(__file__).resolve().parents[2]
-# the module (``hoare.contract`` as an attribute is the decorator)
-contract_module = importlib.import_module("hoare.contracts.core")
+# the module of the collapsed warnings
+logs_module = importlib.import_module("hoare.contracts.logs")
 
 
 def run_child(script: str, *args: str) -> str:
@@ -497,7 +497,7 @@ def test_a_failure_of_another_kind_is_shown() -> None:
             records.append(record.getMessage())
     log.addHandler(Keep())
     log.propagate = False
-    quiet = contract_module.RepeatedWarnings(window=60.0, clock=lambda: 0.0)
+    quiet = logs_module.RepeatedWarnings(window=60.0, clock=lambda: 0.0)
     for _ in range(5):
         quiet.warn(log, "C", "post:a", "first %s", "kind")
         quiet.warn(log, "C", "post:b", "second %s", "kind")
@@ -523,7 +523,7 @@ def test_collapsed_warnings_lose_no_count_over_any_timing(gaps: list[float],
     log.addHandler(handler)
     log.propagate = False
     try:
-        quiet = contract_module.RepeatedWarnings(window=window, clock=lambda: now[0])
+        quiet = logs_module.RepeatedWarnings(window=window, clock=lambda: now[0])
         for gap in gaps:
             now[0] += gap
             quiet.warn(log, "C", "kind", "failed")
@@ -549,7 +549,7 @@ def test_collapsing_is_thread_safe_and_counts_every_warning() -> None:
                 shown.append(record.getMessage())
     log.addHandler(Keep())
     log.propagate = False
-    quiet = contract_module.RepeatedWarnings(window=3600.0)
+    quiet = logs_module.RepeatedWarnings(window=3600.0)
     barrier = threading.Barrier(8)
 
     def worker() -> None:
@@ -601,7 +601,7 @@ def test_held_back_warnings_are_summed_up_at_exit() -> None:
 # -- "delay": 0 means no wait ----------------------------------------------------------
 
 def test_no_delay_params_give_no_jitter_and_explicit_ones_are_kept() -> None:
-    from hoare.contracts.core import _no_wait_means_no_jitter as no_wait
+    from hoare.contracts.decorator import _no_wait_means_no_jitter as no_wait
 
     for delay in (0, 0.0, -0.0):
         assert no_wait({"delay": delay, "tries": 2}) == {"delay": delay, "tries": 2,

@@ -24,9 +24,9 @@ from library_under_test import LIBRARY
 from openai_server import OpenAIServer, stream
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
-from hoare.contracts.core import _runtime_of  # the contract's own output check
 from hoare.contracts.early_stop import EarlyStop, plan_for
 from hoare.contracts.json_text import json_candidates
+from hoare.contracts.runtime import runtime_of  # the contract's own output check
 from hoare.declaration.models import type_spec
 from hoare.engines import Response
 from hoare.errors import InvalidValue
@@ -57,7 +57,7 @@ class Label(Contract[Q, A]):
 
 PLAN = plan_for(Label.__hoare__)
 SPEC = type_spec(A)
-RUNTIME = _runtime_of(Label)
+RUNTIME = runtime_of(Label)
 
 
 def _passes(source: Any, value: object, used: Q) -> bool:
@@ -182,7 +182,7 @@ def test_a_field_that_fails_alone_is_still_stopped_when_the_object_comes_first()
 THREADS_CHILD = textwrap.dedent('''
     import json, random, sys
     from concurrent.futures import ThreadPoolExecutor
-    sys.path.insert(0, sys.argv[1])
+    sys.path[:0] = sys.argv[1:]  # the test's folder, then tests/ (its support modules)
     from test_early_stop_full_check import PLAN, Q, _passes
     from hoare.contracts.early_stop import EarlyStop
 
@@ -212,7 +212,9 @@ def test_one_plan_shared_by_many_threads_decides_as_alone() -> None:
     """A contract's plan (its one-field models) is shared by every stream of the class:
     16 threads streaming at once decide exactly as one stream at a time (in a child, so
     a crash fails the test)."""
-    child = subprocess.run([sys.executable, "-c", THREADS_CHILD, str(Path(__file__).parents[1])],
+    here = Path(__file__)
+    child = subprocess.run([sys.executable, "-c", THREADS_CHILD, str(here.parent),
+                            str(here.parents[1])],
                            capture_output=True, text=True, timeout=300,
                            env={**os.environ, "PYTHONPATH": LIBRARY})
     assert child.returncode == 0 and child.stdout.strip() == "same", child.stderr[-3000:]

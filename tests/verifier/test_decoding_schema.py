@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
-from hoare.contracts.core import _runtime_of
+from hoare.contracts.runtime import runtime_of
 from hoare.engines.openai_request import is_strict_compatible
 from hoare.verifier.runtime.decoding import compile_contract
 
@@ -56,7 +56,7 @@ class Rate(Contract[Q, Review]):
         return self.contract_result
 
 
-DESC = _runtime_of(Rate).description
+DESC = runtime_of(Rate).description
 
 
 def props(schema: dict[str, Any]) -> dict[str, Any]:
@@ -163,7 +163,7 @@ class Odd(Contract[Q, Small]):
 
 
 def test_equalities_lengths_and_what_is_dropped() -> None:
-    compiled = compile_contract(_runtime_of(Odd).description, "json_schema")
+    compiled = compile_contract(runtime_of(Odd).description, "json_schema")
     p = props(compiled.schema)
     assert p["n"]["enum"] == [3] and p["word"]["enum"] == ["hi"]
     assert (p["items"]["minItems"], p["items"]["maxItems"]) == (2, 2)

@@ -27,9 +27,9 @@ log = logging.getLogger("hoare.agents")
 
 def default_handler(violation: ContractViolation) -> None:
     """Log ``Contract violation [kind] at location: message`` at WARNING; the same
-    violation again within a minute is counted, not repeated (``hoare.contract.REPEATED``:
+    violation again within a minute is counted, not repeated (``hoare.contracts.logs.REPEATED``:
     an agent looping on one failing tool would flood the log)."""
-    from hoare.contracts.core import REPEATED
+    from hoare.contracts.logs import REPEATED
 
     try:
         where, kind = str(violation.location), f"[{violation.kind}]: {violation.message}"

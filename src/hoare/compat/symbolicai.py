@@ -25,7 +25,8 @@ from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticUndefined
 
-from hoare.contracts.core import Contract, contract
+from hoare.contracts.base import Contract
+from hoare.contracts.decorator import contract
 from hoare.declaration.models import LLMDataModel as _Base
 from hoare.declaration.models import _readable
 from hoare.errors import UsageError

@@ -1,6 +1,8 @@
-"""The contract layer: the decorator, the per-class runtime, the per-call driver that runs
-the kernel's generator, and the call's lifecycle."""
+"""The contract layer: ``@contract``, the ``Contract`` base class, and the per-class
+runtime, per-call driver and call lifecycle behind them (one module each)."""
 
-from hoare.contracts.core import Contract, InvalidValue, contract
+from hoare.contracts.base import Contract
+from hoare.contracts.decorator import contract
+from hoare.errors import InvalidValue
 
 __all__ = ["Contract", "InvalidValue", "contract"]

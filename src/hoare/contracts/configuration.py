@@ -7,10 +7,12 @@ built from the environment; else ``EngineNotConfigured`` says how to set one.
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import threading
 from collections.abc import Callable
+from typing import Final
 
 from hoare.engines.base import Engine
 from hoare.errors import EngineNotConfigured
@@ -27,18 +29,27 @@ _lock = threading.Lock()
 _configured: Engine | None = None
 _from_environment: Engine | None = None
 _cache_size = DEFAULT_CACHE_SIZE
-_KEEP: object = object()
-_stats: str | object | None = _KEEP  # _KEEP: not set, read $HOARE_STATS on first use
+
+
+class _Keep(enum.Enum):
+    """A keyword ``configure`` was not given (kept as it is), or a setting not read yet:
+    an enum member, so that a type checker narrows ``value is _KEEP``."""
+
+    KEEP = "keep"
+
+
+_KEEP: Final = _Keep.KEEP
+_stats: str | _Keep | None = _KEEP  # _KEEP: not set, read $HOARE_STATS on first use
 _label: str | None = None
-_retention: float | object | None = _KEEP  # days; _KEEP: read the environment first
-_preflight: bool | str | object = _KEEP  # True, False, "shadow"; _KEEP: [tool.hoare]
+_retention: float | _Keep | None = _KEEP  # days; _KEEP: read the environment first
+_preflight: bool | str | _Keep = _KEEP  # True, False, "shadow"; _KEEP: [tool.hoare]
 
 
-def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None = None,
-              stats: str | os.PathLike[str] | object | None = _KEEP,
-              label: str | object | None = _KEEP,
-              stats_retention_days: float | object | None = _KEEP,
-              preflight: bool | str | object | None = _KEEP) -> None:
+def configure(*, engine: Engine | _Keep | None = _KEEP, cache_size: int | None = None,
+              stats: str | os.PathLike[str] | _Keep | None = _KEEP,
+              label: str | _Keep | None = _KEEP,
+              stats_retention_days: float | _Keep | None = _KEEP,
+              preflight: bool | str | _Keep | None = _KEEP) -> None:
     """Set (or, with ``None``, clear) the engine used by contracts created without one;
     ``cache_size`` bounds each per-contract cache keyed by per-call values (the system
     prompts of a ``prompt`` property), for contracts decorated afterwards. ``stats``:
@@ -69,13 +80,13 @@ def configure(*, engine: Engine | object | None = _KEEP, cache_size: int | None 
         raise ValueError(f"cache_size must be an integer >= 1, got {cache_size!r}")
     with _lock:
         if engine is not _KEEP:
-            _configured = engine  # type: ignore[assignment]
+            _configured = engine
         if cache_size is not None:
             _cache_size = cache_size
         if stats is not _KEEP:
-            _stats = None if stats is None else os.fspath(stats)  # type: ignore[arg-type]
+            _stats = None if stats is None else os.fspath(stats)
         if label is not _KEEP:
-            _label = label  # type: ignore[assignment]
+            _label = label
         if preflight is not _KEEP:
             _preflight = _KEEP if preflight is None else preflight
         if stats_retention_days is not _KEEP:
@@ -105,10 +116,11 @@ def _retention_days() -> float | None:
         except ValueError as error:
             logging.getLogger("hoare.stats").warning("hoare stats: %s; calls are kept", error)
             _retention = None
-    return _retention  # type: ignore[return-value]
+    return _retention
 
 
-_store: tuple[object, object | None] = (_KEEP, None)  # (path, its store): per call, one read
+# (path, its store): one read per call
+_store: tuple[str | _Keep | None, object | None] = (_KEEP, None)
 
 
 def stats_store() -> object | None:
@@ -143,7 +155,7 @@ def check_preflight(value: object, what: str) -> bool | str:
     """``value`` if it is a pre-flight mode (True, False or "shadow"), else
     ``ValueError`` naming ``what``."""
     if value is True or value is False or (type(value) is str and value == "shadow"):
-        return value  # type: ignore[return-value]
+        return value
     raise ValueError(f"{what} must be True (refuse an input no output can pass), "
                      f"'shadow' (check, log, never refuse) or False, got {value!r}")
 
@@ -168,7 +180,7 @@ def preflight_mode(chosen: bool | str | None = None) -> bool | str:
             if _preflight is _KEEP:
                 _preflight = mode
             mode = _preflight
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 def preflight_hook(chosen: bool | str | None, name: str,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hoare.contracts.core import Contract
+from hoare.contracts.base import Contract
 
 __all__ = ["Pipeline"]
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic import Field as PydanticField
 
-from hoare.contracts.core import _predicate
+from hoare.contracts.binding import bind_predicate
 from hoare.declaration.conditions import Post, Pre
 from hoare.declaration.description import ContractDescription, _declared
 from hoare.declaration.models import TypeSpec, type_spec
@@ -314,8 +314,8 @@ class QueryRuntime:
         self.description = describe_query(cls)
         self.tracker = SuccessTracker()
         self.rates = AttemptRates()  # per-attempt figures for num_completions="auto"
-        self.pre = tuple(_predicate(s, None) for s in self.description.pre)
-        self.post = tuple(_skip_wrapped(_predicate(s, None)) for s in self.description.post)
+        self.pre = tuple(bind_predicate(s, None) for s in self.description.pre)
+        self.post = tuple(_skip_wrapped(bind_predicate(s, None)) for s in self.description.post)
         self.input: TypeSpec = self.description.input
         self.output: TypeSpec = self.description.output
         self.adapter: TypeAdapter[Query[Any]] = TypeAdapter(cls)

@@ -216,7 +216,8 @@ def run_eval(target: str, dataset: Path, engine: Any = None, jobs: int = 1,
     """Call the contract ``target`` on each input of ``dataset`` (``jobs`` threads,
     one shared instance); return the contract's name and what was done. The calls are
     recorded by the store configured beforehand (``hoare.configure(stats=...)``)."""
-    from hoare.contracts.core import Contract, _runtime_of
+    from hoare.contracts.base import Contract
+    from hoare.contracts.runtime import runtime_of
 
     found = resolve(target, "contract")
     if isinstance(found, type) and issubclass(found, Contract):
@@ -232,7 +233,7 @@ def run_eval(target: str, dataset: Path, engine: Any = None, jobs: int = 1,
         instance = found
     else:
         raise EvalError(f"{target!r} is not a hoare contract (a @contract class)")
-    description = _runtime_of(instance).description
+    description = runtime_of(instance).description
     run = EvalRun(started=time.time())
     inputs = list(load_dataset(dataset, description.input.validate, run))
     bar = _Progress(progress or sys.stderr, len(inputs))

@@ -1,0 +1,293 @@
+"""The per-call driver (``Call``): one call of one instance, with its extra kwargs,
+engine and budget meter. The kernel's ``run_sync``/``run_async`` hand it each effect:
+``perform``/``aperform`` build the request (prompt, schema, feedback, early stop),
+vary a re-send that would repeat an earlier one unchanged, send it through the engine
+(in a telemetry span when instrumented) and give the kernel the ``Reply``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from hoare import telemetry as _telemetry
+from hoare.contracts.binding import bind_predicate
+from hoare.contracts.logs import log_answer, log_request
+from hoare.contracts.prompts import render_messages
+from hoare.contracts.runtime import call_secrets
+from hoare.declaration.description import PredicateSource
+from hoare.declaration.models import redact, safe_repr, secret_values
+from hoare.engines.base import ONE_REQUEST, Request, Response, Usage, innermost
+from hoare.engines.budget import Budget, BudgetedEngine, Spend
+from hoare.errors import ContractDefinitionError, IdenticalResend, SecretRedacted, safe_text
+from hoare.kernel import Effect, Generate, Hooks, Outcome, Phase, Reply, Sleep
+
+if TYPE_CHECKING:
+    from hoare.contracts.base import Contract
+    from hoare.contracts.binding import Bound
+    from hoare.contracts.latest import Slot
+    from hoare.contracts.runtime import Runtime
+
+logger = logging.getLogger("hoare")
+
+
+RESEND_TEMPERATURE = 0.7
+"""The least temperature of a re-send that would otherwise repeat a request unchanged."""
+
+
+class Call:
+    """One call of one instance: its extra kwargs, its engine and budget meter, its
+    effects, and (once known) its outcome. The instance's context variable points at
+    the latest ``Call`` of the current thread or task."""
+
+    __slots__ = ("engine", "forward_error", "instance", "last_error", "outcome", "previous",
+                 "rest", "running", "runtime", "sent", "slot", "spend", "started_ns",
+                 "telemetry")
+
+    def __init__(self, instance: Contract[Any, Any], runtime: Runtime,
+                 rest: dict[str, Any]) -> None:
+        self.instance = instance
+        self.runtime = runtime
+        self.rest = rest
+        self.outcome: Outcome | None = None
+        self.forward_error: BaseException | None = None  # what the user's forward raised
+        # the latest exception a predicate, act or the engine raised in this call: what
+        # contract_exception carries as .original / __cause__ (SymbolicAI code reads it)
+        self.last_error: BaseException | None = None
+        self.running = True
+        self.started_ns = 0  # perf_counter_ns() when the call began (``begin``)
+        self.telemetry: tuple[Any, Any] | None = None  # its span, when instrumented
+        self.sent: set[tuple[object, ...]] | None = None  # what its requests quoted
+        self.previous: Call | None = None  # the call of this instance this one is inside
+        self.slot: Slot | None = None  # what the caller's context holds (``Latest``)
+        engine = instance._hoare_engine()
+        budget = instance.__dict__.get("_hoare_budget_value")
+        self.spend: Spend | None = None
+        if budget is not None:  # one meter per call, or the caller's shared meter
+            self.spend = budget.meter() if isinstance(budget, Budget) else budget
+            engine = BudgetedEngine(engine, self.spend)
+        self.engine = engine
+
+    def hooks(self, bound: Bound) -> Hooks:
+        runtime = self.runtime
+        return Hooks(
+            runtime.check_input, runtime.check_output, self.forward, bound.pre, bound.post,
+            self.act if runtime.description.act is not None else None, bound.preflight,
+            runtime.check_result, bound.handler)
+
+    def forward(self, used: object, outcome: Outcome) -> object:
+        self.outcome = outcome
+        try:
+            return self.runtime.description.forward(self.instance, used, **self.rest)
+        except BaseException as error:  # remembered so the call is recorded as failed
+            self.forward_error = error
+            raise
+
+    def act(self, accepted: object) -> object:
+        description = self.runtime.description
+        assert description.act is not None and description.act_output is not None
+        try:
+            value = description.act(self.instance, accepted, **self.rest)
+        except Exception as error:
+            secrets = secret_values(accepted)
+            text = safe_text(error) if secrets else ""
+            if secrets and redact(text, secrets) != text:
+                self.last_error = SecretRedacted(type(error).__name__, redact(text, secrets))
+                raise self.last_error from None
+            self.last_error = error
+            raise
+        if not description.act_output.is_instance(value):
+            raise TypeError(f"{description.cls.__qualname__}.act must return "
+                            f"{description.act_output.name}, got {type(value).__name__}")
+        return value
+
+    def request(self, effect: Generate) -> Request:
+        runtime, instance = self.runtime, self.instance
+        description = runtime.description
+        repair = effect.phase is Phase.PRE
+        task: Literal["generate", "repair_input"] = "repair_input" if repair else "generate"
+        spec_in = description.input if repair else description.used_input
+        target = description.input if repair else description.output
+
+        secrets = call_secrets(effect.input,
+                                runtime.flat_input if repair else runtime.flat_used_input)
+        feedback = effect.feedback
+        if feedback and (secrets or description.feedback == "messages"):
+            feedback = tuple(runtime.shown(v, secrets) for v in feedback)
+
+        def render() -> tuple[Any, ...]:
+            system = runtime.system(prompt_of(instance), task)
+            messages = render_messages(system, effect.phase, spec_in.dump_json(effect.input),
+                                       spec_in.name, feedback, effect.previous,
+                                       runtime.config.accumulate_errors, runtime.feedback_chars)
+            if secrets:  # e.g. a secret echoed back in the previous answer
+                messages = tuple(replace(m, content=redact(m.content, secrets))
+                                 for m in messages)
+            return messages
+
+        schema = target.schema if repair else runtime.decoding_schema()
+        watch = None
+        if runtime.stream and not repair:
+            plan = runtime.stop_plan()
+            if plan is not None:
+                from hoare.contracts.early_stop import EarlyStop
+
+                watch = EarlyStop(plan, self._early_check(effect.input))
+        return Request(render=render, schema=schema, schema_name=target.name,
+                       options=instance._hoare_options(), task=task, input=effect.input,
+                       feedback=tuple(v.message for v in feedback) if feedback else (),
+                       attempt=effect.attempt, contract=description.name, watch=watch)
+
+    def _early_check(self, used: object) -> Callable[[PredicateSource, object], bool]:
+        """A post-condition called on a streamed answer's complete fields, as the kernel
+        calls it (spec §3.2: it fails by raising or returning a falsy non-None value)."""
+        instance = self.instance
+
+        def passes(source: PredicateSource, partial: object) -> bool:
+            check = bind_predicate(source, instance)
+            try:
+                verdict = check.check(partial, used) if check.uses_context \
+                    else check.check(partial)
+            except Exception:
+                return False
+            return verdict is None or bool(verdict)
+        return passes
+
+    def repeated(self, effect: Generate) -> bool:
+        """Would this request repeat one this call already sent, byte for byte? Within a
+        call the prompt and input are fixed, so a request is decided by its stage, the
+        errors it quotes and the answer it quotes: a model that repeats its answer gets
+        the same request again, and at temperature 0 the same answer (a fixed point that
+        costs a call per try and fixes nothing)."""
+        if effect.attempt == 1:  # quotes nothing: no later attempt can repeat it
+            return False
+        previous = effect.previous
+        shown = previous.texts if isinstance(previous, Response) else safe_repr(previous)
+        key = (effect.phase, tuple(v.message for v in effect.feedback), shown)
+        sent = self.sent
+        if sent is None:
+            self.sent = {key}
+            return False
+        if key in sent:
+            return True
+        sent.add(key)
+        return False
+
+    def vary(self, request: Request, effect: Generate) -> Request:
+        """The re-send changed (``resend="vary"``): another seed, and a temperature of at
+        least ``RESEND_TEMPERATURE`` (never above 1), so the answer can differ; or, with
+        ``resend="stop"``, no re-send at all: the stage ends here, saying why."""
+        if self.runtime.resend == "stop":
+            raise IdenticalResend(
+                f"attempt {effect.attempt} would resend an earlier request unchanged (the "
+                f"model repeated its answer), and the same answer would come back: "
+                f"stopped (@contract(resend='stop'))")
+        options = request.options
+        base = options.temperature
+        if base is None:
+            defaults = getattr(innermost(self.engine), "default_options", None)
+            base = getattr(defaults, "temperature", None)
+        temperature = None if base is None else min(1.0, max(base, RESEND_TEMPERATURE))
+        seed = (options.seed or 0) + 7919 * effect.attempt
+        logger.info("hoare: %s attempt %d would repeat an earlier request: sent with seed %d"
+                    "%s", self.runtime.description.name, effect.attempt, seed,
+                    "" if temperature is None else f" and temperature {temperature:g}")
+        request.options = replace(options, seed=seed) if temperature is None \
+            else replace(options, seed=seed, temperature=temperature)
+        return request  # made for this attempt alone: changed in place
+
+    def perform(self, effect: Effect) -> object:
+        if isinstance(effect, Sleep):
+            time.sleep(effect.seconds)
+            return None
+        request = self.request(effect)
+        varied = self.repeated(effect)
+        if varied:
+            request = self.vary(request, effect)
+        if self.runtime.description.verbose:
+            log_request(self.runtime.description.name, request, effect)
+        span = None if self.telemetry is None else \
+            _telemetry.start_engine(self.engine, effect.attempt)
+        try:
+            response = self.engine.complete(request)
+        except Exception as error:
+            self.last_error = error
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
+            raise
+        except BaseException as error:  # an interrupt or a cancellation: the span ends too
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
+            raise
+        if span is not None:
+            _telemetry.finish_engine(span, response, None)
+        if self.runtime.description.verbose:
+            log_answer(self.runtime.description.name, response, request)
+        return self._reply(response, request, varied)
+
+    async def aperform(self, effect: Effect) -> object:
+        if isinstance(effect, Sleep):
+            await asyncio.sleep(effect.seconds)
+            return None
+        request = self.request(effect)
+        varied = self.repeated(effect)
+        if varied:
+            request = self.vary(request, effect)
+        if self.runtime.description.verbose:
+            log_request(self.runtime.description.name, request, effect)
+        span = None if self.telemetry is None else \
+            _telemetry.start_engine(self.engine, effect.attempt)
+        try:
+            response = await self.engine.acomplete(request)
+        except Exception as error:
+            self.last_error = error
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
+            raise
+        except BaseException as error:  # an interrupt or a cancellation: the span ends too
+            if span is not None:
+                _telemetry.finish_engine(span, None, error)
+            raise
+        if span is not None:
+            _telemetry.finish_engine(span, response, None)
+        if self.runtime.description.verbose:
+            log_answer(self.runtime.description.name, response, request)
+        return self._reply(response, request, varied)
+
+
+    def _reply(self, response: Response, request: Request, varied: bool) -> Reply:
+        usage = _usage(response)
+        extra: dict[str, int] = {}
+        if varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
+            extra["varied_resends"] = 1
+        if request.watch is not None and isinstance(response, Response):
+            saved = self.runtime.tokens_saved(response, request)
+            if response.stopped_early is not None:
+                extra["stopped_early"] = 1
+                extra["output_tokens_saved"] = saved
+        return Reply(response, {**usage, **extra} if extra else usage)
+
+
+_ONE_REQUEST_USAGE = MappingProxyType(ONE_REQUEST.as_dict())
+
+
+def _usage(response: Response) -> Mapping[str, int]:
+    """The usage of an answer as the kernel sums it (the common case costs no dict). A
+    malformed answer counts as one request; ``check_output`` then says what was wrong."""
+    usage = getattr(response, "usage", None)
+    if usage is ONE_REQUEST or not isinstance(usage, Usage):
+        return _ONE_REQUEST_USAGE
+    return usage.as_dict()
+
+
+def prompt_of(instance: object) -> str:
+    prompt = getattr(instance, "prompt", None)
+    if not isinstance(prompt, str):
+        raise ContractDefinitionError(
+            f"{type(instance).__qualname__}.prompt must be a string (a property or a class "
+            f"attribute describing the task), got {safe_repr(prompt)[:200]}")
+    return prompt

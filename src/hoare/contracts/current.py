@@ -1,0 +1,25 @@
+"""The call running in this thread or asyncio task (``CURRENT_CALL``), a context
+variable set around each call and reset after it, so nested contract calls stay apart.
+An instance's shared hooks find their call's ``forward`` and ``act`` through it, and a
+predicate that raises records its error on it."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import TYPE_CHECKING
+
+from hoare.kernel import Outcome
+
+if TYPE_CHECKING:
+    from hoare.contracts.call import Call
+
+
+CURRENT_CALL: contextvars.ContextVar[Call] = contextvars.ContextVar("hoare:call")
+
+
+def current_forward(used: object, outcome: Outcome) -> object:
+    return CURRENT_CALL.get().forward(used, outcome)
+
+
+def current_act(accepted: object) -> object:
+    return CURRENT_CALL.get().act(accepted)

@@ -1,0 +1,238 @@
+"""What happens around a call. ``begin`` binds the input, makes the call its
+instance's latest and creates the kernel call; ``finish`` settles it exactly once: the
+call's secrets redacted from its outcome and error, the underlying exception attached,
+then recorded (success tracker, timings, the stats store, the telemetry span), and an
+enclosing call of the same instance made the latest again (spec/pipeline.md §8.2,
+§8.3)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from hoare import telemetry as _telemetry
+from hoare.contracts import configuration
+from hoare.contracts.call import Call, prompt_of
+from hoare.contracts.current import current_act, current_forward
+from hoare.contracts.latest import Done, Slot
+from hoare.contracts.logs import log_outcome
+from hoare.contracts.runtime import runtime_of
+from hoare.declaration.description import ContractDescription
+from hoare.declaration.models import redact, secret_values
+from hoare.engines.base import innermost
+from hoare.errors import ContractCallError
+from hoare.kernel import ContractViolationError, Hooks, Outcome, Phase, Violation, run_call
+
+if TYPE_CHECKING:
+    from hoare.contracts.base import Contract
+    from hoare.contracts.binding import Bound
+
+
+def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[str, Any]
+          ) -> tuple[object, dict[str, Any]]:
+    """The canonical input: first positional argument, else the forward parameter's
+    name, else ``input=``; every other keyword is forwarded untouched."""
+    if args:
+        if len(args) > 1:
+            raise ContractCallError(f"{description.cls.__qualname__}: pass one positional argument "
+                            f"(the contract input) and everything else by keyword")
+        return args[0], kwargs
+    rest = dict(kwargs)
+    for name in (description.input_param, "input"):
+        if name in rest:
+            return rest.pop(name), rest
+    raise ContractCallError(f"{description.cls.__qualname__}: missing the contract input; pass it "
+                    f"as the first argument or as {description.input_param}=...")
+
+
+def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+           ) -> tuple[Call, Any]:
+    """Bind the input, make the call the instance's latest, and create the kernel call."""
+    started = time.perf_counter_ns()
+    runtime = runtime_of(instance)
+    raw, rest = _bind(runtime.description, args, kwargs)
+    prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
+    call = Call(instance, runtime, rest)
+    call.started_ns = started
+    run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
+    latest = instance._hoare_latest()
+    previous = latest.get()
+    if isinstance(previous, Call) and previous.running:  # a call nested in one of ours
+        call.previous = previous
+    if _telemetry.tracer is not None:  # made current: finish always follows
+        call.telemetry = _telemetry.start_call(runtime.description.name)
+    slot = call.slot = Slot(latest.forget)
+    latest.calls[slot.key] = call
+    latest.var.set(slot)  # last: nothing below can fail, so finish always follows
+    return call, run
+
+
+def _hooks_for(call: Call, bound: Bound) -> Hooks:
+    if call.rest:
+        return call.hooks(bound)
+    # Without extra kwargs the hooks differ between calls only by the call object, so the
+    # instance keeps one Hooks whose forward/act look the call up in a context variable
+    # (set by the caller, reset after the call, so nested contract calls stay apart).
+    if bound.hooks is None:
+        bound.hooks = Hooks(
+            call.runtime.check_input, call.runtime.check_output, current_forward, bound.pre,
+            bound.post, current_act if call.runtime.description.act is not None else None,
+            bound.preflight, call.runtime.check_result, bound.handler)
+    return bound.hooks
+
+
+def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) -> None:
+    """Record the call exactly once, on its own contract, and restore an enclosing
+    call of the same instance as the instance's latest (spec/pipeline.md §8.2, §8.3).
+
+    A call that raised counts as a failed call: ``forward`` (or a contract it called)
+    raised, or its value failed the result check. A ``ContractViolationError`` that
+    did not come out of ``forward`` is this call's own, carrying its outcome."""
+    call.running = False
+    if raised is None:
+        call.outcome = outcome
+    elif isinstance(raised, ContractViolationError) and raised is not call.forward_error:
+        call.outcome = raised.outcome  # this call's own failure (or its result check)
+    # else: forward (or something it called) raised; call.outcome is what forward got
+    if call.outcome is not None and call.outcome.violations:
+        _redact_secrets(call, raised)
+    _attach_original(call, raised)
+    recorded = call.outcome
+    if recorded is not None:
+        if raised is not None and recorded.success:  # forward did not return a checked value
+            recorded = recorded._replace(success=False)
+        call.runtime.tracker.record(recorded)
+        elapsed_ns = time.perf_counter_ns() - call.started_ns
+        call.instance._hoare_perf().record(recorded.clock_marks, elapsed_ns,
+                                           call.runtime.has_act)
+        faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
+            call.runtime.provider_faults(recorded)
+        store = configuration.stats_store()
+        if store is not None:
+            _store_call(store, call, recorded, elapsed_ns, faults)
+        if call.runtime.description.verbose:
+            log_outcome(call.runtime.description.name, recorded)
+    if call.telemetry is not None:
+        _end_span(call, recorded, raised)
+    latest = call.instance._hoare_latest()
+    # what the contract_* properties read, held by the instance: not the call (its engine
+    # and kwargs), and never by a context (which would keep the instance alive)
+    slot = call.slot
+    if slot is not None:
+        latest.calls[slot.key] = Done(call.outcome, call.spend)
+    previous = call.previous
+    if previous is not None and previous.running:
+        latest.var.set(previous.slot)
+
+
+def _end_span(call: Call, outcome: Outcome | None, raised: BaseException | None) -> None:
+    """Close the call's OpenTelemetry span (``hoare.telemetry``); never raises."""
+    handle, call.telemetry = call.telemetry, None
+    if handle is None:  # not instrumented (``finish`` looks first)
+        return
+    try:
+        generations = remedies = 0
+        if outcome is not None:
+            phases = [a.phase for a in outcome.attempts]
+            generations = phases.count(Phase.POST)
+            remedies = phases.count(Phase.PRE) + max(0, generations - 1)
+        _telemetry.finish_call(handle, outcome, raised, generations, remedies,
+                               configuration.label(), call.engine)
+    except Exception:  # tracing must never fail a call
+        logging.getLogger("hoare.telemetry").debug("span not closed", exc_info=True)
+
+
+def _store_call(store: Any, call: Call, outcome: Outcome, elapsed_ns: int,
+                provider_faults: int = 0) -> None:
+    """Queue the call's record for the stats store (``hoare.configure(stats=...)``):
+    a plain tuple of ``CallRecord``'s fields, values only; never raises."""
+    try:
+        runtime = call.runtime
+        engine = call.engine
+        bound = call.instance._hoare_bound()
+        fixed = bound.recorded_as
+        if fixed is None or fixed[0] is not engine:  # per engine: name, hash, engine, model
+            inner = innermost(engine)
+            fixed = bound.recorded_as = (
+                engine, runtime.description.name, runtime.definition_hash(),
+                type(inner).__name__, getattr(inner, "model", None),
+                _family_messages(runtime.description))
+        generations = remedies = 0
+        for attempt in outcome.attempts:
+            if attempt.phase is Phase.POST:
+                generations += 1
+            elif attempt.phase is Phase.PRE:
+                remedies += 1
+        if generations > 1:
+            remedies += generations - 1
+        spent = call.spend.spent() if call.spend is not None else None
+        usage = outcome.usage
+        preflight = outcome.preflight
+        store.record((
+            time.time(), fixed[1], fixed[2], configuration.label(), outcome.success,
+            outcome.success and generations <= 1, generations, remedies,
+            None if preflight is None else preflight.verdict.value,
+            usage.get("input_tokens"), usage.get("output_tokens"),
+            spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
+            fixed[3], fixed[4], outcome.trials, "contract", provider_faults,
+            int(preflight is not None
+                and preflight.reason.startswith(configuration.SHADOW_REFUSAL)), fixed[5]))
+    except Exception:  # recording must never fail a call
+        logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
+
+
+def _family_messages(description: ContractDescription) -> tuple[tuple[str, str], ...]:
+    """``(family, label)`` of the contract's predicates for the stats store: a family
+    of one predicate is labelled with its message, a shared one keeps its name."""
+    messages: dict[str, list[str]] = {}
+    for source in (*description.pre, *description.post):
+        messages.setdefault(source.family, []).append(source.message)
+    return tuple((family, texts[0] if len(set(texts)) == 1 and texts[0] else family)
+                 for family, texts in messages.items())
+
+
+def _attach_original(call: Call, raised: BaseException | None) -> None:
+    """Give the call's ``ContractViolationError`` (raised, or ``contract_exception``) the
+    underlying exception a predicate, ``act`` or the engine raised, as ``.original`` and
+    ``__cause__`` (SymbolicAI's ``contract_exception`` is that exception itself; here it
+    stays a ``ContractViolationError``, spec §3.7, and carries it)."""
+    original = call.last_error
+    outcome = call.outcome
+    for error in (raised, None if outcome is None else outcome.exception):
+        if isinstance(error, ContractViolationError) and not hasattr(error, "original"):
+            vars(error)["original"] = original  # the kernel's class declares no such field
+            if original is not None and error.__cause__ is None:
+                error.__cause__ = original
+
+
+def _redact_secrets(call: Call, raised: BaseException | None) -> None:
+    """Remove the call's ``SecretStr`` values from its outcome's texts and from the
+    ``ContractViolationError`` it raises (an answer may echo a secret, and a type
+    check quotes the answer)."""
+    outcome = call.outcome
+    if outcome is None:
+        return
+    secrets = secret_values(outcome.original_input, outcome.input_used, outcome.result)
+    if not secrets:
+        return
+
+    def clean(violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
+        return tuple(v if redact(v.message, secrets) == v.message
+                     else replace(v, message=redact(v.message, secrets)) for v in violations)
+
+    attempts = tuple(a._replace(feedback=clean(a.feedback), violations=clean(a.violations))
+                     for a in outcome.attempts)
+    handler_error = outcome.handler_error
+    call.outcome = outcome._replace(
+        violations=clean(outcome.violations), attempts=attempts,
+        handler_error=None if handler_error is None else redact(handler_error, secrets))
+    for error in (raised, outcome.exception):  # the raised error, contract_exception
+        if isinstance(error, ContractViolationError):
+            error.args = tuple(redact(a, secrets) if isinstance(a, str) else a
+                               for a in error.args)
+            if error.outcome is outcome:
+                error.outcome = call.outcome
+            elif error.outcome is not None:
+                error.outcome = error.outcome._replace(violations=clean(error.outcome.violations))
