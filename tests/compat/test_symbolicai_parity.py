@@ -51,7 +51,9 @@ class Number(LLMDataModel):
     x: int
 
 
-@contract(policy="observe")
+# Picky, Leaky and MaybeNumber fail every attempt: their remedies retry without the
+# backoff sleeps (7.5 s a call by default), which are not what these tests check
+@contract(policy="observe", remedy_retry_params={"delay": 0})
 class Picky(Contract):
     prompt = "p"
 
@@ -80,7 +82,7 @@ class Secretive(LLMDataModel):
     key: SecretStr
 
 
-@contract(policy="observe")
+@contract(policy="observe", remedy_retry_params={"delay": 0})
 class Leaky(Contract):
     prompt = "p"
 
@@ -123,7 +125,7 @@ def test_verbose_prints_prompts_and_answers_to_stderr_without_any_logging_setup(
     assert done.stdout == ""
 
 
-@contract()
+@contract(remedy_retry_params={"delay": 0})
 class MaybeNumber(Contract):
     prompt = "p"
 
