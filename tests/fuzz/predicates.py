@@ -3,7 +3,7 @@
 ``Grammar`` draws typed expressions (bool, number, str) over the fields of the
 input ``i`` and output ``o``: comparisons (chained too), arithmetic, ``and``/
 ``or``/``not``, conditional expressions, membership and identity, the calls and
-methods of the verifier's registry (``hoare.verifier.translate.calls.REGISTRY``: every
+methods of the verifier's registry (``hoare.verifier.translate.calls.registered()``: every
 registered key is a production, so coverage follows the registry), a few calls
 it does not register (which must come out opaque), comprehensions, slicing,
 formatting (f-strings, ``%``, ``format``) and module constants of every shape.
@@ -32,7 +32,8 @@ UNARY_STR_METHODS = ("isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "i
 
 def _registered(prefix: str) -> tuple[str, ...]:
     """Registry keys (``str.<method>``, ``<function>``): new entries become productions."""
-    from hoare.verifier.translate.calls import REGISTRY
+    from hoare.verifier.translate.calls import registered
+    REGISTRY = registered()
 
     if prefix:
         return tuple(sorted(k.removeprefix(prefix) for k in REGISTRY if k.startswith(prefix)))

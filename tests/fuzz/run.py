@@ -189,7 +189,8 @@ def _env_int(name: str, default: int | None, low: int) -> int | None:
 
 
 def coverage_lines(summary: Summary) -> list[str]:
-    from hoare.verifier.translate.calls import REGISTRY
+    from hoare.verifier.translate.calls import registered
+    REGISTRY = registered()
 
     lines = ["constructs covered (grammar productions and model features, by count):"]
     for key, count in sorted(summary.covered.items()):

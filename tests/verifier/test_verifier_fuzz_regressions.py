@@ -209,7 +209,8 @@ class Generated(Contract):
 
 
 def _loose_str_tests() -> list[str]:
-    from hoare.verifier.translate.calls import REGISTRY
+    from hoare.verifier.translate.calls import registered
+    REGISTRY = registered()
 
     methods = [f"o.f0.{key.removeprefix('str.')}()" for key, entry in sorted(REGISTRY.items())
                if key.startswith("str.is") and entry.precision == "over"]

@@ -36,7 +36,7 @@ from verifier_support import predicate_source, z3_verdicts
 from hoare.declaration.models import type_spec
 from hoare.verifier.search.concrete import bind
 from hoare.verifier.search.witness import call_predicate
-from hoare.verifier.translate.calls import REGISTRY, function, markdown_table, method
+from hoare.verifier.translate.calls import function, markdown_table, method, registered, reset
 from hoare.verifier.translate.predicates import Translation, translate
 from hoare.verifier.translate.types import TypeBuilder
 
@@ -201,7 +201,7 @@ def test_translation_agrees_with_python(index: int, value: V) -> None:
     translation, typed = _translation(index)
     real = call_predicate(translation.source, None, value).passed
     can_pass, can_fail = _possible(translation, typed, value)
-    if REGISTRY[CASES[index].key].precision == "exact":
+    if registered()[CASES[index].key].precision == "exact":
         assert (can_pass, can_fail) == (real, not real), (value, real)
     else:  # an over-approximation: Python's verdict is among the possible ones
         assert can_pass if real else can_fail, (value, real)
@@ -231,9 +231,9 @@ def test_every_registered_construct_has_a_differential_test() -> None:
     declared = _declared_coverage()
     assert __name__.rsplit(".", 1)[-1] in declared
     covered = frozenset().union(*declared.values())
-    untested = sorted(set(REGISTRY) - covered)
-    unknown = {name: sorted(keys - set(REGISTRY)) for name, keys in declared.items()
-               if keys - set(REGISTRY)}
+    untested = sorted(set(registered()) - covered)
+    unknown = {name: sorted(keys - set(registered())) for name, keys in declared.items()
+               if keys - set(registered())}
     assert not untested, f"registered without a differential test (COVERS): {untested}"
     assert not unknown, f"COVERS names keys that are not registered: {unknown}"
 
@@ -268,16 +268,28 @@ def test_registered_calls_used_outside_their_model_are_opaque() -> None:
 def test_the_soundness_table_lists_every_construct_once_with_its_precision() -> None:
     rows = markdown_table().splitlines()[2:]
     keys = [row.split("`")[1] for row in rows]
-    assert keys == sorted(REGISTRY) and len(set(keys)) == len(keys)
+    assert keys == sorted(registered()) and len(set(keys)) == len(keys)
     for row, key in zip(rows, keys, strict=True):
-        assert f"| {REGISTRY[key].precision} |" in row
-        assert REGISTRY[key].precision in ("exact", "over")
+        assert f"| {registered()[key].precision} |" in row
+        assert registered()[key].precision in ("exact", "over")
 
 
 def test_a_construct_cannot_be_registered_twice_or_without_a_precision() -> None:
-    before = dict(REGISTRY)
+    before = dict(registered())
     with pytest.raises(ValueError, match="registered twice"):
         function(object(), "len", precision="exact")(lambda t, call: None)  # type: ignore
     with pytest.raises(ValueError, match="precision"):
         method("str", "casefold", precision="under")(lambda t, r, call: None)  # type: ignore
-    assert REGISTRY == before
+    assert registered() == before
+
+
+def test_reset_forgets_the_registrations_and_the_next_use_registers_every_family_again() -> None:
+    before = dict(registered())
+    extra = object()
+    function(extra, "test.extra", precision="exact")(lambda t, call: None)  # type: ignore[arg-type,return-value]  # a handler is never called here
+    assert "test.extra" in registered()
+    reset()
+    typed = TypeBuilder("input").build(type_spec(V))
+    translation = translate(predicate_source(lambda v: len(v.s) > 0), [typed.value], None)
+    assert translation.opaque is None and "len" in translation.constructs  # a lookup registers
+    assert dict(registered()) == before  # the families again, without the extra handler

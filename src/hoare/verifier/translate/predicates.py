@@ -29,6 +29,7 @@ import z3
 from hoare.declaration.description import PredicateSource
 from hoare.declaration.source import SourceNotFound, function_node
 from hoare.verifier.translate.attributes import InstanceSelf, SelfModel, StaticSelf
+from hoare.verifier.translate.calls import registered
 from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
 from hoare.verifier.translate.statements import FailureCase, Translator
 from hoare.verifier.translate.values import (
@@ -69,9 +70,8 @@ class Translation:
         verify -v`` shows them: a verdict is as sound as the entries it rests on)."""
         if not self.constructs:
             return []
-        from hoare.verifier.translate.calls import REGISTRY
-
-        entries = ", ".join(f"{key} ({REGISTRY[key].precision})" if key in REGISTRY else key
+        registry = registered()
+        entries = ", ".join(f"{key} ({registry[key].precision})" if key in registry else key
                             for key in sorted(self.constructs))
         return [f"{REGISTRY_NOTE}{self.name} rests on {entries}"]
 

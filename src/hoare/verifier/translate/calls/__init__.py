@@ -5,15 +5,16 @@ how to add a handler and declare its differential coverage).
 Families: ``numeric`` (``abs``, ``int``, ``float``, ``bool``, ``math.*``),
 ``strings`` (``str()`` and ``str`` methods), ``containers`` (``len``, ``all``,
 ``any``, ``sum``, ``min``, ``max``, ``count``), ``introspection``
-(``isinstance``), ``regexes`` (``re.*``). Importing this package registers them
-all; anything not registered is opaque.
+(``isinstance``), ``regexes`` (``re.*``). Importing them registers nothing:
+``registry.register_all()`` does, where the registry is first needed; anything not
+registered is opaque.
 """
 
 from hoare.verifier.translate.calls import containers, introspection, numeric, regexes, strings
 from hoare.verifier.translate.calls.registry import (
-    REGISTRY,
     CallSite,
     Construct,
+    Family,
     Precision,
     function,
     lookup_function,
@@ -21,13 +22,16 @@ from hoare.verifier.translate.calls.registry import (
     markdown_table,
     method,
     receiver_kind,
+    register_all,
+    registered,
+    reset,
     table,
 )
 
 __all__ = [
-    "REGISTRY",
     "CallSite",
     "Construct",
+    "Family",
     "Precision",
     "containers",
     "function",
@@ -39,6 +43,9 @@ __all__ = [
     "numeric",
     "receiver_kind",
     "regexes",
+    "register_all",
+    "registered",
+    "reset",
     "strings",
     "table",
 ]

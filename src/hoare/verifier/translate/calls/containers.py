@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import z3
 
 from hoare.verifier.solve.context import true
-from hoare.verifier.translate.calls.registry import CallSite, function, method
+from hoare.verifier.translate.calls.registry import CallSite, Family
 from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
 from hoare.verifier.translate.values import SBool, SInt, SList, STruth, Sym, fresh_name, int_val
 
@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 _PAST_BOUND = "past the verifier's element bound"
 
 
-@function(len, "len", precision="over",
+FAMILY = Family("containers")
+
+
+@FAMILY.function(len, "len", precision="over",
           note=f"of a str, list, tuple, literal collection; a filtered list {_PAST_BOUND} "
                "is havoc")
 def _len(t: ExpressionTranslator, call: CallSite) -> Sym:
@@ -59,17 +62,17 @@ def _all_any(t: ExpressionTranslator, call: CallSite, is_all: bool) -> Sym:
     return SBool(result)
 
 
-@function(all, "all", precision="over", note=f"havoc {_PAST_BOUND}")
+@FAMILY.function(all, "all", precision="over", note=f"havoc {_PAST_BOUND}")
 def _all(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _all_any(t, call, True)
 
 
-@function(any, "any", precision="over", note=f"havoc {_PAST_BOUND}")
+@FAMILY.function(any, "any", precision="over", note=f"havoc {_PAST_BOUND}")
 def _any(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _all_any(t, call, False)
 
 
-@function(sum, "sum", precision="over", note=f"havoc {_PAST_BOUND}")
+@FAMILY.function(sum, "sum", precision="over", note=f"havoc {_PAST_BOUND}")
 def _sum(t: ExpressionTranslator, call: CallSite) -> Sym:
     args, keywords = call.args, call.keywords
     if not args or len(args) > 2 or set(keywords) - {"start"}:
@@ -112,12 +115,12 @@ def _min_max(t: ExpressionTranslator, call: CallSite, name: str) -> Sym:
     return t.min_max(name, values)
 
 
-@function(min, "min", precision="over", note=f"no key=; havoc {_PAST_BOUND}")
+@FAMILY.function(min, "min", precision="over", note=f"no key=; havoc {_PAST_BOUND}")
 def _min(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _min_max(t, call, "min")
 
 
-@function(max, "max", precision="over", note=f"no key=; havoc {_PAST_BOUND}")
+@FAMILY.function(max, "max", precision="over", note=f"no key=; havoc {_PAST_BOUND}")
 def _max(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _min_max(t, call, "max")
 
@@ -133,5 +136,5 @@ def _count(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
     return SInt(count)
 
 
-method("list", "count", precision="over", note=f"havoc {_PAST_BOUND}")(_count)
-method("tuple", "count", precision="over", note=f"havoc {_PAST_BOUND}")(_count)
+FAMILY.method("list", "count", precision="over", note=f"havoc {_PAST_BOUND}")(_count)
+FAMILY.method("tuple", "count", precision="over", note=f"havoc {_PAST_BOUND}")(_count)

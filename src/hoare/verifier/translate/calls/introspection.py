@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from hoare.verifier.translate.calls.registry import CallSite, function
+from hoare.verifier.translate.calls.registry import CallSite, Family
 from hoare.verifier.translate.values import (
     NONE,
     Opaque,
@@ -31,7 +31,10 @@ if TYPE_CHECKING:
     from hoare.verifier.translate.expressions import ExpressionTranslator
 
 
-@function(isinstance, "isinstance", precision="exact",
+FAMILY = Family("introspection")
+
+
+@FAMILY.function(isinstance, "isinstance", precision="exact",
           note="with a class or a tuple of classes")
 def _isinstance(t: ExpressionTranslator, call: CallSite) -> Sym:
     call.only_positional(2)

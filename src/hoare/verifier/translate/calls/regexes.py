@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from hoare.verifier.translate.calls.registry import CallSite, function
+from hoare.verifier.translate.calls.registry import CallSite, Family
 from hoare.verifier.translate.regex import translate_pattern
 from hoare.verifier.translate.values import (
     NONE,
@@ -49,19 +49,22 @@ def _regex_call(t: ExpressionTranslator, call: CallSite, mode: str) -> Sym:
     return SOpt(z3.Not(matched), SOpaque("a re.Match object", truthy=True))
 
 
-@function(re.match, "re.match", precision="over",
+FAMILY = Family("regexes")
+
+
+@FAMILY.function(re.match, "re.match", precision="over",
           note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
 def _match(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _regex_call(t, call, "match")
 
 
-@function(re.search, "re.search", precision="over",
+@FAMILY.function(re.search, "re.search", precision="over",
           note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
 def _search(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _regex_call(t, call, "search")
 
 
-@function(re.fullmatch, "re.fullmatch", precision="over",
+@FAMILY.function(re.fullmatch, "re.fullmatch", precision="over",
           note="literal pattern, no flags; exact unless it has a big Unicode class (\\w)")
 def _fullmatch(t: ExpressionTranslator, call: CallSite) -> Sym:
     return _regex_call(t, call, "fullmatch")

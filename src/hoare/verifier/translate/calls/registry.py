@@ -6,13 +6,18 @@ method call ``x.m(...)`` is looked up here, and whatever is not registered is
 handler per construct, registered once, grouped in one module per family
 (``numeric``, ``strings``, ``containers``, ``regexes``; see ``calls/__init__``).
 
-Registering a handler::
+Declaring a handler in a family module (``FAMILY = Family("strings")``)::
 
-    @function(math.isnan, "math.isnan", precision="exact")
+    @FAMILY.function(math.isnan, "math.isnan", precision="exact")
     def _isnan(t: ExpressionTranslator, call: CallSite) -> Sym: ...
 
-    @method("str", "strip", precision="exact")
+    @FAMILY.method("str", "strip", precision="exact")
     def _strip(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym: ...
+
+Importing a family registers nothing: ``register_all()`` registers every family
+(listed there) once, where the registry is first needed (a lookup, ``registered()``,
+``table()``), and ``reset()`` forgets it all for tests. A new family is added to
+``register_all``'s list.
 
 ``receiver`` is already unwrapped (``None`` raises ``AttributeError``) and a
 ``str`` enum member already replaced by its value. The receiver kinds are those
@@ -47,7 +52,8 @@ one; over: it is among the possible ones).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -68,9 +74,9 @@ if TYPE_CHECKING:
     from hoare.verifier.translate.expressions import ExpressionTranslator
 
 __all__ = [
-    "REGISTRY",
     "CallSite",
     "Construct",
+    "Family",
     "Precision",
     "function",
     "lookup_function",
@@ -78,6 +84,9 @@ __all__ = [
     "markdown_table",
     "method",
     "receiver_kind",
+    "register_all",
+    "registered",
+    "reset",
     "table",
 ]
 
@@ -131,29 +140,115 @@ class Construct:
     note: str = ""
 
 
-REGISTRY: dict[str, Construct] = {}
+_CONSTRUCTS: dict[str, Construct] = {}  # key -> entry; read it through registered()
 _FUNCTIONS: dict[int, tuple[object, Construct]] = {}  # id(fn) -> (fn kept alive, entry)
 _METHODS: dict[tuple[str, str], Construct] = {}
 
 
-def _add(entry: Construct) -> None:
+class _Registration:
+    """Whether ``register_all`` has run, and the lock that makes it run once when
+    threads (the runtime pre-flight) look calls up at the same time."""
+
+    done = False
+    lock = threading.Lock()
+
+
+def _add(entry: Construct, fn: object = None, receiver: str | None = None) -> None:
     if entry.precision not in ("exact", "over"):
         raise ValueError(f"{entry.key}: precision must be 'exact' or 'over', "
                          f"not {entry.precision!r}")
-    if entry.key in REGISTRY:
+    if entry.key in _CONSTRUCTS:
         raise ValueError(f"{entry.key} is registered twice")
-    REGISTRY[entry.key] = entry
+    _CONSTRUCTS[entry.key] = entry
+    if entry.kind == "function":
+        _FUNCTIONS[id(fn)] = (fn, entry)
+    else:
+        assert receiver is not None
+        _METHODS[(receiver, entry.key.removeprefix(f"{receiver}."))] = entry
+
+
+class Family:
+    """The handlers of one family of calls (``numeric``, ``strings``…), declared with
+    its ``function`` and ``method`` decorators. Declaring registers nothing:
+    ``register_all`` adds every family's handlers to the registry, once."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.declared: list[tuple[Construct, object, str | None]] = []  # entry, fn, receiver
+
+    def function(self, fn: object, key: str, *, precision: Precision, note: str = ""
+                 ) -> Callable[[FunctionHandler], FunctionHandler]:
+        """Declare the handler of calls to the Python object ``fn`` (a builtin, a
+        type, a module function), shown as ``key``."""
+
+        def declare(handler: FunctionHandler) -> FunctionHandler:
+            self.declared.append((Construct(key, "function", precision, handler, note),
+                                  fn, None))
+            return handler
+
+        return declare
+
+    def method(self, receiver: str, name: str, *, precision: Precision, note: str = ""
+               ) -> Callable[[MethodHandler], MethodHandler]:
+        """Declare the handler of ``x.name(...)`` for receivers of kind ``receiver``
+        (see ``receiver_kind``); the key is ``receiver.name``."""
+
+        def declare(handler: MethodHandler) -> MethodHandler:
+            self.declared.append((Construct(f"{receiver}.{name}", "method", precision,
+                                            handler, note), None, receiver))
+            return handler
+
+        return declare
+
+
+def register_all() -> None:
+    """Register the handlers of every family, once: called where the registry is
+    first needed (a lookup, ``registered()``, the table); later calls return at once."""
+    if _Registration.done:
+        return
+    # the families declare their handlers with this module's Family: imported here
+    from hoare.verifier.translate.calls import (
+        containers,
+        introspection,
+        numeric,
+        regexes,
+        strings,
+    )
+
+    with _Registration.lock:
+        if _Registration.done:
+            return
+        for family in (containers.FAMILY, introspection.FAMILY, numeric.FAMILY,
+                       regexes.FAMILY, strings.FAMILY):
+            for entry, fn, receiver in family.declared:
+                _add(entry, fn, receiver)
+        _Registration.done = True
+
+
+def reset() -> None:
+    """Forget every registration (for tests): the next use registers the families
+    again, and handlers registered by ``function``/``method`` are gone."""
+    with _Registration.lock:
+        _CONSTRUCTS.clear()
+        _FUNCTIONS.clear()
+        _METHODS.clear()
+        _Registration.done = False
+
+
+def registered() -> Mapping[str, Construct]:
+    """Every registered construct by key (the families registered first)."""
+    register_all()
+    return _CONSTRUCTS
 
 
 def function(fn: object, key: str, *, precision: Precision, note: str = ""
              ) -> Callable[[FunctionHandler], FunctionHandler]:
-    """Register the handler of calls to the Python object ``fn`` (a builtin, a
-    type, a module function), shown as ``key``."""
+    """Register now, after the families, the handler of calls to ``fn`` shown as
+    ``key`` (a construct outside the families: tests, extensions)."""
 
     def register(handler: FunctionHandler) -> FunctionHandler:
-        entry = Construct(key, "function", precision, handler, note)
-        _add(entry)
-        _FUNCTIONS[id(fn)] = (fn, entry)
+        register_all()
+        _add(Construct(key, "function", precision, handler, note), fn)
         return handler
 
     return register
@@ -161,24 +256,28 @@ def function(fn: object, key: str, *, precision: Precision, note: str = ""
 
 def method(receiver: str, name: str, *, precision: Precision, note: str = ""
            ) -> Callable[[MethodHandler], MethodHandler]:
-    """Register the handler of ``x.name(...)`` for receivers of kind ``receiver``
-    (see ``receiver_kind``); the key is ``receiver.name``."""
+    """Register now, after the families, the handler of ``x.name(...)`` for
+    receivers of kind ``receiver``; the key is ``receiver.name``."""
 
     def register(handler: MethodHandler) -> MethodHandler:
-        entry = Construct(f"{receiver}.{name}", "method", precision, handler, note)
-        _add(entry)
-        _METHODS[(receiver, name)] = entry
+        register_all()
+        _add(Construct(f"{receiver}.{name}", "method", precision, handler, note),
+             receiver=receiver)
         return handler
 
     return register
 
 
 def lookup_function(fn: object) -> Construct | None:
+    """The handler registered for calls to ``fn``, or None (the call is opaque)."""
+    register_all()
     found = _FUNCTIONS.get(id(fn))
     return found[1] if found is not None and found[0] is fn else None
 
 
 def lookup_method(kind: str | None, name: str) -> Construct | None:
+    """The handler registered for ``x.name()`` on a receiver of ``kind``, or None."""
+    register_all()
     return _METHODS.get((kind, name)) if kind is not None else None
 
 
@@ -198,7 +297,7 @@ def receiver_kind(value: Sym) -> str | None:
 def table() -> list[tuple[str, str, str, str]]:
     """(key, function/method, precision, note) of every registered construct,
     sorted: the source of the docs' soundness table."""
-    return sorted((e.key, e.kind, e.precision, e.note) for e in REGISTRY.values())
+    return sorted((e.key, e.kind, e.precision, e.note) for e in registered().values())
 
 
 def markdown_table() -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import z3
 
 from hoare.verifier.translate import unicode_classes as uc
-from hoare.verifier.translate.calls.registry import CallSite, function, method
+from hoare.verifier.translate.calls.registry import CallSite, Family
 from hoare.verifier.translate.logic import z3_or
 from hoare.verifier.translate.values import (
     SBool,
@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from hoare.verifier.translate.expressions import ExpressionTranslator
 
 
-@function(str, "str", precision="exact",
+FAMILY = Family("strings")
+
+
+@FAMILY.function(str, "str", precision="exact",
           note="of a str, int, bool or None; ValueError past sys.get_int_max_str_digits()")
 def _str(t: ExpressionTranslator, call: CallSite) -> Sym:
     value = call.one(t)
@@ -68,7 +71,7 @@ def define_stripped(t: ExpressionTranslator, s: z3.SeqRef, name: str) -> z3.SeqR
 
 
 def _stripper(name: str) -> None:
-    @method("str", name, precision="exact", note="without an argument")
+    @FAMILY.method("str", name, precision="exact", note="without an argument")
     def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         call.only_positional(0)
         assert isinstance(receiver, SStr)
@@ -80,7 +83,7 @@ for _name in ("strip", "lstrip", "rstrip"):
 
 
 def _affix_test(name: str) -> None:
-    @method("str", name, precision="exact", note="with a str or a tuple of str")
+    @FAMILY.method("str", name, precision="exact", note="with a str or a tuple of str")
     def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         call.only_positional(1)
@@ -101,7 +104,7 @@ for _name in ("startswith", "endswith"):
 
 
 def _finder(name: str) -> None:
-    @method("str", name, precision="exact", note="with one argument")
+    @FAMILY.method("str", name, precision="exact", note="with one argument")
     def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         sub = t.str_operand(call.one(t), f"str.{name}()")
@@ -118,7 +121,7 @@ for _name in ("find", "index"):
 
 
 def _remover(name: str) -> None:
-    @method("str", name, precision="exact")
+    @FAMILY.method("str", name, precision="exact")
     def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         affix = t.str_operand(call.one(t), f"str.{name}()")
@@ -140,7 +143,7 @@ def _class_test(name: str) -> None:
     exact = name in uc.EXACT_METHODS
     note = "Unicode tables" if exact else "Unicode tables exact on Latin-1, free above"
 
-    @method("str", name, precision="exact" if exact else "over", note=note)
+    @FAMILY.method("str", name, precision="exact" if exact else "over", note=note)
     def handler(t: ExpressionTranslator, receiver: Sym, call: CallSite) -> Sym:
         assert isinstance(receiver, SStr)
         call.only_positional(0)
