@@ -100,6 +100,11 @@ class UsageError(HoareError):
 class ContractDefinitionError(UsageError, TypeError):
     """A contract class is malformed (missing annotation, bad predicate, no prompt, …)."""
 
+    # where the user fixes it, when known: a predicate's own file and line (``hoare
+    # verify`` reports them)
+    file: str | None = None
+    line: int | None = None
+
 
 class ContractCallError(UsageError, TypeError):
     """A contracted call got the wrong arguments (the input missing or given twice)."""

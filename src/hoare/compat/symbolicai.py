@@ -28,7 +28,7 @@ from pydantic_core import PydanticUndefined
 from hoare.contracts.base import Contract
 from hoare.contracts.decorator import contract
 from hoare.declaration.models import LLMDataModel as _Base
-from hoare.declaration.models import _readable
+from hoare.declaration.models import readable_type
 from hoare.errors import UsageError
 
 __all__ = ["Const", "CustomConstraint", "Expression", "LLMDataModel", "LengthConstraint",
@@ -227,7 +227,7 @@ def build_dynamic_llm_datamodel(py_type: Any) -> type[LLMDataModel]:
     if py_type is Ellipsis:
         raise TypeError("build_dynamic_llm_datamodel needs a type, not ...")
     name = f"DynamicValue_{abs(hash(repr(py_type))) & 0xFFFFFFFF:X}"
-    description = f"The value of this dynamically generated data model: {_readable(py_type)}"
+    description = f"The value of this dynamically generated data model: {readable_type(py_type)}"
     try:
         return create_model(name, __base__=LLMDataModel,
                             value=(py_type, Field(..., description=description)))

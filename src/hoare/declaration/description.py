@@ -152,8 +152,9 @@ def describe(cls: type, config: ContractConfig, *, preflight: bool = True,
         act_output = _annotated_spec(act_hints, "return", act_where,
                                      "its return type (the input of the generation step)")
 
-    pre = _method_predicates(cls, "pre") + _declared(cls, "pre_conditions", Pre, "pre")
-    post = _method_predicates(cls, "post") + _declared(cls, "post_conditions", Post, "post")
+    pre = _method_predicates(cls, "pre") + declared_conditions(cls, "pre_conditions", Pre, "pre")
+    post = _method_predicates(cls, "post") + declared_conditions(cls, "post_conditions", Post,
+                                                                 "post")
     return ContractDescription(cls, name, config, preflight, verbose, forward, first.name,
                                input_spec, output_spec, act, act_input, act_output, pre, post,
                                feedback, decoding)
@@ -185,16 +186,16 @@ def _method_predicates(cls: type, phase: Literal["pre", "post"]) -> tuple[Predic
                             raise_literals(fn)),)
 
 
-def _locate(error: ContractDefinitionError, fn: object) -> None:
+def _locate(error: ContractDefinitionError, fn: Callable[..., object]) -> None:
     """Where the user fixes a predicate's definition: its own file and line, set as
     ``error.file``/``error.line`` (``hoare verify`` reports them) and as a traceback
     note, rather than this module's raise."""
     try:
-        code = getattr(inspect.unwrap(fn), "__code__", None)  # type: ignore[arg-type]
+        code = getattr(inspect.unwrap(fn), "__code__", None)
     except Exception:  # a foreign callable's __wrapped__ or __getattr__ may raise
         return
     if getattr(error, "file", None) is None and inspect.iscode(code):
-        error.file, error.line = code.co_filename, code.co_firstlineno  # type: ignore[attr-defined]
+        error.file, error.line = code.co_filename, code.co_firstlineno
         error.add_note(f"the predicate is defined at {code.co_filename}:{code.co_firstlineno}")
 
 
@@ -214,8 +215,11 @@ def _check_callable(fn: Callable[..., object], where: str, passed: int, shape: s
             f"parameters a default or use the shape {shape}")
 
 
-def _declared(cls: type, attribute: str, kind: type[Condition],
-              phase: Literal["pre", "post"]) -> tuple[PredicateSource, ...]:
+def declared_conditions(cls: type, attribute: str, kind: type[Condition],
+                        phase: Literal["pre", "post"]) -> tuple[PredicateSource, ...]:
+    """The ``Pre``/``Post`` conditions a class lists in ``attribute`` (``pre_conditions``,
+    ``post_conditions``), checked at definition: each a condition of ``kind`` with a
+    unique id and a callable shape the kernel can call (contracts and queries share it)."""
     declared = getattr(cls, attribute, ())
     if isinstance(declared, Condition) or not isinstance(declared, (list, tuple)):
         raise ContractDefinitionError(

@@ -64,7 +64,7 @@ class TypeSpec:
         """A readable name of the annotation."""
         if not self.wrapped:
             return self.model.__name__
-        return _readable(self.annotation)  # list[int], not list
+        return readable_type(self.annotation)  # list[int], not list
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -87,21 +87,21 @@ class TypeSpec:
             if isinstance(value, BaseModel) and not isinstance(value, self.model):
                 value = value.model_dump()
             return self.model.model_validate(value)
-        return self.model.model_validate({"value": value}).value  # type: ignore[attr-defined]
+        return self.model.model_validate({"value": value}).value  # type: ignore[attr-defined]  # type_spec's one field
 
     def validate_json(self, text: str) -> Any:
         """Validate an engine's JSON text; return what user code sees."""
         if not self.wrapped:
             return self.model.model_validate_json(text)
         try:
-            return self.model.model_validate_json(text).value  # type: ignore[attr-defined]
+            return self.model.model_validate_json(text).value  # type: ignore[attr-defined]  # type_spec's one field
         except ValidationError as error:
             # An LLM may answer a bare value (``42``) instead of ``{"value": 42}``.
             try:
                 bare = json.loads(text)
             except (ValueError, RecursionError):  # not JSON, or nested too deep for it:
                 raise error from None  # pydantic's error says so, by the type
-            return self.model.model_validate({"value": bare}).value  # type: ignore[attr-defined]
+            return self.model.model_validate({"value": bare}).value  # type: ignore[attr-defined]  # type_spec's one field
 
     def is_instance(self, value: object) -> bool:
         """The final result check (spec §3.7): does ``value`` have the declared type?"""
@@ -177,7 +177,7 @@ def _build(annotation: Any) -> TypeSpec:
                         f"{exception_text(error)}") from error
     # Shown to the model in the schema: a readable name ("int", "list[str]"), never a
     # repr such as "<class 'int'>" (a small model copies what it is shown)
-    readable = _readable(annotation)
+    readable = readable_type(annotation)
     name = "".join(ch for ch in readable.title() if ch.isalnum())
     model = create_model(
         f"{name or 'Native'}Answer",
@@ -187,7 +187,7 @@ def _build(annotation: Any) -> TypeSpec:
     return TypeSpec(annotation, model, wrapped=True)
 
 
-def _readable(annotation: Any) -> str:
+def readable_type(annotation: Any) -> str:
     """``int``, ``list[str]``, ``Literal['a', 'b']``: how a type is written in code."""
     if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
         return annotation.__name__
@@ -207,10 +207,10 @@ def safe_repr(value: object) -> str:
 _ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
 
 
-def _secret_text(value: object) -> str:
+def _secret_text(value: _SecretBase[object]) -> str:
     """The text a secret would show as once revealed (``SecretStr``, ``SecretBytes``,
     ``Secret[T]``)."""
-    inner = value.get_secret_value()  # type: ignore[attr-defined]
+    inner = value.get_secret_value()
     if isinstance(inner, bytes | bytearray):
         return bytes(inner).decode("utf-8", "replace")
     return inner if isinstance(inner, str) else str(inner)

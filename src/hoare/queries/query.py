@@ -36,7 +36,7 @@ from pydantic import Field as PydanticField
 
 from hoare.contracts.binding import bind_predicate
 from hoare.declaration.conditions import Post, Pre
-from hoare.declaration.description import ContractDescription, _declared
+from hoare.declaration.description import ContractDescription, declared_conditions
 from hoare.declaration.models import TypeSpec, type_spec
 from hoare.errors import ContractDefinitionError, safe_text
 from hoare.kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
@@ -248,8 +248,8 @@ def describe_query(cls: type[Query[Any]], config: ContractConfig | None = None
     def forward(self: object, query: Any) -> Any:  # what verify reads: input -> output
         raise NotImplementedError
     forward.__annotations__ = {"query": cls, "return": answer}
-    pre = _declared(cls, "pre_conditions", Pre, "pre")
-    post = _declared(cls, "post_conditions", Post, "post")
+    pre = declared_conditions(cls, "pre_conditions", Pre, "pre")
+    post = declared_conditions(cls, "post_conditions", Post, "post")
     has_fallback = callable(getattr(cls, "fallback", None))
     config = config or ContractConfig(
         policy=Policy.OBSERVE if has_fallback else Policy.ENFORCE,
