@@ -15,12 +15,12 @@
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from hoare.engines.testing import ScriptedEngine
 from hoare.errors import HoareError
 
 __all__ = ["ScriptedEngine"]
@@ -115,57 +115,11 @@ class HoareVerifyItem(pytest.Item):
         return "hoare verify", None, self.name
 
 
-class ScriptedEngine:
-    """An offline engine answering from a script, recording every request."""
-
-    def __init__(self) -> None:
-        from hoare.engines import FunctionEngine
-
-        self._answers: deque[str] = deque()
-        self.requests: list[Any] = []
-        self.exhausted = 0  # requests that found no scripted answer
-        self._engine = FunctionEngine(self._answer)
-
-    def push(self, *answers: Any) -> ScriptedEngine:
-        """Queue answers: strings as they are; models, dicts and lists as JSON."""
-        for answer in answers:
-            self._answers.append(answer if isinstance(answer, str) else _json(answer))
-        return self
-
-    @property
-    def remaining(self) -> int:
-        return len(self._answers)
-
-    def _answer(self, request: Any) -> str:
-        from hoare.errors import FatalEngineError
-
-        self.requests.append(request)
-        if not self._answers:
-            self.exhausted += 1  # the fixture fails the test at teardown
-            raise FatalEngineError(f"hoare_engine: no scripted answer left for request "
-                                   f"{len(self.requests)} (push more with "
-                                   f"hoare_engine.push(...))")
-        return self._answers.popleft()
-
-    def complete(self, request: Any) -> Any:
-        return self._engine.complete(request)
-
-    async def acomplete(self, request: Any) -> Any:
-        return await self._engine.acomplete(request)
-
-
-def _json(value: Any) -> str:
-    dump = getattr(value, "model_dump_json", None)
-    if callable(dump):
-        return str(dump())
-    return json.dumps(value)
-
-
 @pytest.fixture
 def hoare_engine() -> Iterator[ScriptedEngine]:
     """A scripted offline engine for one test (see ``ScriptedEngine``). A request it
     had no answer for ends that call's stage (a fatal engine error) and fails the test."""
-    engine = ScriptedEngine()
+    engine = ScriptedEngine(name="hoare_engine")
     yield engine
     if engine.exhausted:
         pytest.fail(f"hoare_engine: {engine.exhausted} request(s) found no scripted answer "

@@ -13,7 +13,6 @@ from hoare.engines import (
     BudgetedEngine,
     BudgetExceeded,
     EngineError,
-    FunctionEngine,
     Message,
     MissingPrice,
     Options,
@@ -23,29 +22,17 @@ from hoare.engines import (
     Spend,
     Usage,
 )
+from hoare.engines.testing import DummyEngine, FailingEngine
 
 
 def req(model: str | None = None) -> Request:
     return Request(messages=(Message("user", "hi"),), options=Options(model=model))
 
 
-class Counting:
-    """An engine that counts its calls and answers with fixed token usage."""
-
-    model = "counted"
-
-    def __init__(self, input_tokens: int = 10, output_tokens: int = 4) -> None:
-        self.calls = 0
-        self.usage = Usage(1, input_tokens, output_tokens)
-        self._lock = threading.Lock()
-
-    def complete(self, request: Request) -> Response:
-        with self._lock:
-            self.calls += 1
-        return Response(("ok",), ("stop",), self.usage, self.model)
-
-    async def acomplete(self, request: Request) -> Response:
-        return self.complete(request)
+def counting(input_tokens: int = 10, output_tokens: int = 4) -> DummyEngine:
+    """An engine that counts its calls (``calls``) and answers with fixed token usage."""
+    return DummyEngine(Response(("ok",), ("stop",), Usage(1, input_tokens, output_tokens),
+                                "counted"), model="counted")
 
 
 def test_request_cap_is_exact_and_refuses_before_sending() -> None:
@@ -78,7 +65,7 @@ def test_token_caps_refuse_once_reached() -> None:
 
 
 def test_output_token_cap() -> None:
-    inner = Counting(input_tokens=1, output_tokens=50)
+    inner = counting(input_tokens=1, output_tokens=50)
     engine = BudgetedEngine(inner, Budget(max_output_tokens=50))
     engine.complete(req())
     with pytest.raises(BudgetExceeded, match="max_output_tokens=50"):
@@ -88,7 +75,7 @@ def test_output_token_cap() -> None:
 
 def test_cost_is_priced_per_model_and_capped() -> None:
     budget = Budget(max_cost=0.01, prices={"counted": Price(1000.0, 2000.0)})
-    inner = Counting(input_tokens=3, output_tokens=2)  # 3*1000/1e6 + 2*2000/1e6 = 0.007
+    inner = counting(input_tokens=3, output_tokens=2)  # 3*1000/1e6 + 2*2000/1e6 = 0.007
     engine = BudgetedEngine(inner, budget)
     engine.complete(req())
     assert engine.spent()["cost"] == pytest.approx(0.007)
@@ -101,21 +88,21 @@ def test_cost_is_priced_per_model_and_capped() -> None:
 
 def test_unknown_model_with_cost_cap_fails_up_front() -> None:
     with pytest.raises(MissingPrice) as caught:
-        BudgetedEngine(Counting(), Budget(max_cost=1.0, prices={"other": Price(1, 1)}))
+        BudgetedEngine(counting(), Budget(max_cost=1.0, prices={"other": Price(1, 1)}))
     assert "'counted'" in str(caught.value)
     assert "Price(" in str(caught.value)
 
 
 def test_wildcard_price_and_per_request_model() -> None:
     budget = Budget(max_cost=1.0, prices={"*": Price(1.0, 1.0), "big": Price(100.0, 100.0)})
-    engine = BudgetedEngine(Counting(input_tokens=10_000, output_tokens=0), budget)
+    engine = BudgetedEngine(counting(input_tokens=10_000, output_tokens=0), budget)
     engine.complete(req())  # "counted" at the '*' price
     engine.complete(req("big"))
     assert engine.spent()["cost"] == pytest.approx(0.01 + 1.0)
 
 
 def test_unknown_request_model_with_cost_cap_is_refused_before_sending() -> None:
-    inner = Counting()
+    inner = counting()
     engine = BudgetedEngine(inner, Budget(max_cost=1.0, prices={"counted": Price(1, 1)}))
     with pytest.raises(MissingPrice, match="'mystery'"):
         engine.complete(req("mystery"))
@@ -124,14 +111,14 @@ def test_unknown_request_model_with_cost_cap_is_refused_before_sending() -> None
 
 
 def test_no_caps_means_no_refusal_and_still_metered() -> None:
-    engine = BudgetedEngine(FunctionEngine(lambda r: "x"), Budget())
+    engine = BudgetedEngine(DummyEngine("x"), Budget())
     for _ in range(20):
         engine.complete(req())
     assert engine.spent() == {"requests": 20, "input_tokens": 0, "output_tokens": 0, "cost": 0.0}
 
 
 def test_concurrent_callers_never_exceed_the_request_cap() -> None:
-    inner = Counting()
+    inner = counting()
     engine = BudgetedEngine(inner, Budget(max_requests=10))
     refused: list[BudgetExceeded] = []
     barrier = threading.Barrier(40)
@@ -155,7 +142,7 @@ def test_concurrent_callers_never_exceed_the_request_cap() -> None:
 
 
 def test_async_budget() -> None:
-    inner = Counting()
+    inner = counting()
     engine = BudgetedEngine(inner, Budget(max_requests=1))
 
     async def run() -> None:
@@ -169,7 +156,7 @@ def test_async_budget() -> None:
 
 def test_a_shared_meter_caps_several_engines_together() -> None:
     meter = Budget(max_requests=3).meter()
-    first, second = Counting(), Counting()
+    first, second = counting(), counting()
     a, b = BudgetedEngine(first, meter), BudgetedEngine(second, meter)
     a.complete(req())
     b.complete(req())
@@ -182,10 +169,7 @@ def test_a_shared_meter_caps_several_engines_together() -> None:
 
 
 def test_a_failed_call_still_counts_as_a_request() -> None:
-    def failing(request: Request) -> str:
-        raise EngineError("wire broke")
-
-    engine = BudgetedEngine(FunctionEngine(failing), Budget(max_requests=1))
+    engine = BudgetedEngine(FailingEngine(EngineError("wire broke")), Budget(max_requests=1))
     with pytest.raises(EngineError, match="wire broke"):
         engine.complete(req())
     with pytest.raises(BudgetExceeded):
@@ -205,7 +189,7 @@ def test_invalid_price_is_rejected() -> None:
 
 
 def test_a_request_an_inner_meter_refuses_is_not_counted_by_the_outer_one() -> None:
-    inner = Counting()
+    inner = counting()
     outer_spend = Spend(Budget(max_requests=10))
     engine = BudgetedEngine(BudgetedEngine(inner, Budget(max_requests=1)), outer_spend)
     engine.complete(req())
