@@ -39,7 +39,8 @@ CHILD = textwrap.dedent('''
     from hoare.errors import InvalidValue
     from hoare.contracts.json_text import extract_json, json_candidates
     from hoare.declaration.models import read_answer, type_spec
-    from hoare.queries.parsers import ParseError, last_code_block, json_as, _last_block
+    from hoare.queries.answers import ParseError
+    from hoare.queries.parsers import last_code_block, json_as, _last_block
     from hoare.contracts.early_stop import EarlyStop, plan_for
     from hoare.engines.base import Message, Request
     from hoare.engines.openai_stream import StreamReading
@@ -180,8 +181,8 @@ DEEP_CHILD = textwrap.dedent('''
     from hoare.contracts.json_text import extract_json, json_candidates
     from hoare.kernel import ViolationKind
     from hoare.declaration.models import read_answer, type_spec
-    from hoare.queries.parsers import (Answer, ParseError, final_tool_call_as, json_as,
-                                       structured_as, yaml_as)
+    from hoare.queries.answers import Answer, ParseError
+    from hoare.queries.parsers import final_tool_call_as, json_as, structured_as, yaml_as
 
     n = int(sys.argv[1])
     texts = ['{"a": ' + "[" * n + "]" * n + "}", "[" * n + "]" * n,

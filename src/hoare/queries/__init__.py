@@ -5,6 +5,14 @@ n completions, iterative repair, classification with logprobs, models and budget
     from hoare.queries import Query, few_shot, classify, DummyModel
 """
 
+from hoare.queries.answers import (
+    Answer,
+    FinalAnswer,
+    ParseError,
+    Response,
+    ToolRequests,
+    WrappedParseError,
+)
 from hoare.queries.chats import (
     AnswerPrefix,
     AnswerPrefixElement,
@@ -27,14 +35,8 @@ from hoare.queries.demonstrations import (
 )
 from hoare.queries.embeddings import EmbeddingError, closest, diverse, openai_embedder
 from hoare.queries.parsers import (
-    Answer,
-    FinalAnswer,
     GenericParser,
-    ParseError,
     Parser,
-    Response,
-    ToolRequests,
-    WrappedParseError,
     final_tool_call,
     final_tool_call_as,
     first_word,

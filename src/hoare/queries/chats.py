@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from hoare.engines.base import Message, ToolCall
-from hoare.queries.parsers import Answer
+from hoare.queries.answers import Answer
 
 __all__ = ["AnswerPrefix", "AnswerPrefixElement", "FeedbackMessage", "OracleMessage",
            "ToolResult", "prefix_messages"]

@@ -25,8 +25,9 @@ from typing import Any, Generic, TypeVar
 from hoare.engines.base import Options, Request, Response, TokenLogprob
 from hoare.errors import UsageError
 from hoare.kernel import Generate, Reply
+from hoare.queries.answers import Answer, ParseError
 from hoare.queries.demonstrations import Selector
-from hoare.queries.parsers import Answer, ParseError, Parser
+from hoare.queries.parsers import Parser
 from hoare.queries.policies import one_call
 from hoare.queries.query import Query, answer_text
 from hoare.queries.session import Session

@@ -39,8 +39,8 @@ from pydantic import TypeAdapter, ValidationError
 from hoare.declaration.models import format_validation_error
 from hoare.engines.base import Request, Response, ToolCall, Usage
 from hoare.errors import FatalEngineError, UsageError
+from hoare.queries.answers import dump_answer
 from hoare.queries.extras import require
-from hoare.queries.parsers import dump_answer
 from hoare.queries.templates import fields_of, yaml_text
 
 __all__ = [

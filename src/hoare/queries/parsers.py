@@ -15,10 +15,8 @@ it to ``T``.
 from __future__ import annotations
 
 import inspect
-import json
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -26,63 +24,23 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from hoare.contracts.json_text import fences
 from hoare.declaration.models import TypeSpec, format_validation_error, read_answer, type_spec
 from hoare.engines.base import ToolCall
-from hoare.errors import HoareError, InvalidValue
+from hoare.errors import InvalidValue
+from hoare.queries.answers import (
+    Answer,
+    FinalAnswer,
+    ParseError,
+    Response,
+    ToolRequests,
+    WrappedParseError,
+)
 from hoare.queries.extras import require
 
-__all__ = ["Answer", "FinalAnswer", "GenericParser", "ParseError", "Parser", "Response",
-           "ToolRequests", "WrappedParseError", "final_tool_call", "final_tool_call_as",
-           "first_word", "first_word_as", "get_text", "json_as", "last_code_block",
-           "response_with", "structured", "structured_as", "trim", "yaml_as"]
+__all__ = ["GenericParser", "Parser", "final_tool_call", "final_tool_call_as", "first_word",
+           "first_word_as", "get_text", "json_as", "last_code_block", "response_with",
+           "structured", "structured_as", "trim", "yaml_as"]
 
 A = TypeVar("A")
 B = TypeVar("B")
-
-
-class ParseError(HoareError, ValueError):
-    """The answer could not be read as the query's answer type. The message says why,
-    in words the model can act on (it is the corrective prompt's content)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """One completion as a parser sees it: the text, the tool calls, the answer mode."""
-
-    text: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    mode: str | None = None
-    finish_reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class WrappedParseError:
-    """A parse error returned as a value (``Parser.wrap_errors``), for answer types that
-    declare it (``T | WrappedParseError``): the caller decides what to do with it.
-    Post-conditions are not evaluated on it (there is no answer to check)."""
-
-    error: ParseError
-
-
-@dataclass(frozen=True, slots=True)
-class FinalAnswer(Generic[A]):
-    """See ``Response``: the model gave its final answer."""
-
-    final: A
-
-
-@dataclass(frozen=True, slots=True)
-class ToolRequests(Generic[A]):
-    """See ``Response``: the model asked for tool calls (parsed, in order)."""
-
-    tool_calls: tuple[A, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Response(Generic[A, B]):
-    """An answer that may be final or a request for tools: ``answer`` is the raw
-    completion (to extend a conversation), ``parsed`` its reading."""
-
-    answer: Answer
-    parsed: FinalAnswer[A] | ToolRequests[B]
 
 
 class Parser(Generic[A]):
@@ -499,11 +457,3 @@ def response_with(tools: Sequence[type], final: Parser[Any] | None = None
         return Response(answer, FinalAnswer(reader.parse(answer)))
 
     return reader._derived(parse, "response_with", tools=offered)
-
-
-def dump_answer(value: object) -> str:
-    """A value as the JSON text a structured answer would be (for demonstrations)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return json.dumps(TypeAdapter(type(value)).dump_python(value, mode="json"),
-                      ensure_ascii=False)

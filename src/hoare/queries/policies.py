@@ -38,8 +38,8 @@ from hoare.kernel import (
     run_call,
     run_sync,
 )
+from hoare.queries.answers import Answer
 from hoare.queries.demonstrations import Selector
-from hoare.queries.parsers import Answer
 from hoare.queries.query import Query
 from hoare.queries.session import Session
 from hoare.queries.settings import policy_settings, split_budget

@@ -40,15 +40,9 @@ from hoare.declaration.description import ContractDescription, declared_conditio
 from hoare.declaration.models import TypeSpec, type_spec
 from hoare.errors import ContractDefinitionError, safe_text
 from hoare.kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
+from hoare.queries.answers import Response, WrappedParseError
 from hoare.queries.best_of_n import AttemptRates
-from hoare.queries.parsers import (
-    GenericParser,
-    Parser,
-    Response,
-    WrappedParseError,
-    structured,
-    unalias,
-)
+from hoare.queries.parsers import GenericParser, Parser, structured, unalias
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

@@ -37,9 +37,10 @@ from hoare.kernel import (
     Sleep,
     Violation,
 )
+from hoare.queries.answers import Answer, WrappedParseError
 from hoare.queries.best_of_n import choose, stored_rates
 from hoare.queries.messages import assistant_messages, instance_messages, value_schema
-from hoare.queries.parsers import Answer, Parser, WrappedParseError, tool_spec
+from hoare.queries.parsers import Parser, tool_spec
 from hoare.queries.query import Query, QueryRuntime, fallback_of, init_fields, runtime_of
 from hoare.queries.settings import RequestsSpent, Settings, metered, token_caps
 from hoare.queries.templates import render
