@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("hoare")
 
-
 RESEND_TEMPERATURE = 0.7
 """The least temperature of a re-send that would otherwise repeat a request unchanged."""
 

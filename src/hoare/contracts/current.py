@@ -18,8 +18,10 @@ CURRENT_CALL: contextvars.ContextVar[Call] = contextvars.ContextVar("hoare:call"
 
 
 def current_forward(used: object, outcome: Outcome) -> object:
+    """The shared hooks' ``forward``: the current call's."""
     return CURRENT_CALL.get().forward(used, outcome)
 
 
 def current_act(accepted: object) -> object:
+    """The shared hooks' ``act``: the current call's."""
     return CURRENT_CALL.get().act(accepted)

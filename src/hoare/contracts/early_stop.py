@@ -312,7 +312,7 @@ def repeated_top_level_key(text: str) -> str | None:
     Early stop judges a top-level member when it completes; a later repetition of its key
     would replace the value the full check sees (JSON parsers keep the last). So, for a
     contract that streams with early stop, an answer repeating a top-level key is
-    malformed (``_Runtime.check_output``), and a stop on the first occurrence never
+    malformed (``Runtime.check_output``), and a stop on the first occurrence never
     rejects an answer the full check accepts (spec/pipeline.md §8.10)."""
     body = text.lstrip()
     if not body.startswith("{"):

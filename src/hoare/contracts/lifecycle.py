@@ -48,7 +48,7 @@ def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[
 
 
 def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-           ) -> tuple[Call, Any]:
+          ) -> tuple[Call, Any]:
     """Bind the input, make the call the instance's latest, and create the kernel call."""
     started = time.perf_counter_ns()
     runtime = runtime_of(instance)

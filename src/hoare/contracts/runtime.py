@@ -14,7 +14,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import annotated_types
 from pydantic import BaseModel, ValidationError
@@ -37,6 +37,10 @@ from hoare.engines.base import Options, Request, Response
 from hoare.errors import ContractDefinitionError, InvalidValue, StoppedEarly, safe_text
 from hoare.kernel import Outcome, Phase, Policy, SuccessTracker, Violation, ViolationKind
 
+if TYPE_CHECKING:  # imported where first used (the pre-flight loads z3)
+    from hoare.contracts.early_stop import Plan
+    from hoare.verifier.runtime.preflight import Preflight
+
 logger = logging.getLogger("hoare")
 
 
@@ -49,7 +53,7 @@ class Runtime:
                  resend: Literal["vary", "stop"] = "vary", stream: bool = False) -> None:
         self.description = description
         self.stream = stream
-        self._stop_plan: Any = None  # hoare.contracts.early_stop.Plan, built at the first stream
+        self._stop_plan: Plan | None = None  # built at the first stream
         self._stop_planned = False
         self._complete_answers = [0, 0]  # complete streamed answers, their output tokens
         self.config = description.config
@@ -62,7 +66,7 @@ class Runtime:
         # keyed by the prompt, which a property may change per call: bounded (LRU)
         self.systems: LRUCache[tuple[str, str], str] = LRUCache(configuration.cache_size())
         self.sources = {(Phase(p.phase), p.id): p for p in (*description.pre, *description.post)}
-        self._preflight: Any = None
+        self._preflight: Preflight | None = None
         self._decoding: dict[str, Any] | None = None
         self._decoding_lock = threading.Lock()
         self._enforced: dict[str, frozenset[str]] = {}
@@ -117,7 +121,7 @@ class Runtime:
                                    "field once")
         return _validate_answer(self.description.output, raw)
 
-    def stop_plan(self) -> Any:
+    def stop_plan(self) -> Plan | None:
         """What early stopping checks for this contract (None: it cannot be sound)."""
         if not self._stop_planned:
             from hoare.contracts.early_stop import plan_for
@@ -216,7 +220,7 @@ class Runtime:
                            safe_text(error, 300))
             return self.description.output.schema
 
-    def preflight_checker(self) -> Any:
+    def preflight_checker(self) -> Preflight | None:
         """The z3 pre-flight for this class, built on first use (None: not available)."""
         if not self._preflight_ready:
             checker = None
