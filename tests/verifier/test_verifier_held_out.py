@@ -47,8 +47,9 @@ from hoare.engines import FunctionEngine
 from hoare.kernel import Verdict
 from hoare.verifier.search.concrete import BindError, bind
 from hoare.verifier.search.witness import call_predicate
+from hoare.verifier.translate.metadata import core_schema_gaps
 from hoare.verifier.translate.predicates import Translation, translate
-from hoare.verifier.translate.types import TypeBuilder, core_schema_gaps
+from hoare.verifier.translate.types import TypeBuilder
 
 PROFILE = settings(max_examples=40, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

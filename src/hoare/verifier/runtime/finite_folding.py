@@ -44,7 +44,11 @@ from pydantic import BaseModel, ValidationError
 from hoare.declaration.description import PredicateSource
 from hoare.engines.capabilities import integer_range, integer_ranges_as_enums
 from hoare.verifier.search.witness import call_predicate
-from hoare.verifier.translate.types import core_schema_gaps, custom_behaviour, field_validator_names
+from hoare.verifier.translate.metadata import (
+    core_schema_gaps,
+    custom_behaviour,
+    field_validator_names,
+)
 
 __all__ = [
     "MAX_BRANCHES",
