@@ -146,7 +146,8 @@ class Contract(Generic[In, Out]):
         finally:
             CURRENT_CALL.reset(token)
         finish(call, outcome, None)
-        return value
+        result: Out = value  # the kernel's result check passed: of the output type
+        return result
 
     # -- per-call results (this thread / task's latest call) ----------------------------
     @property
