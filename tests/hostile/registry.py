@@ -603,7 +603,7 @@ def cli_subcommands() -> set[str]:
 
     from hoare.cli import parser as cli
 
-    parser = cli._parser()
+    parser = cli.build_parser()
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return set(action.choices)

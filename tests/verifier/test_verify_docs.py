@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hoare.cli.parser import _parser, main
+from hoare.cli.parser import build_parser, main
 from hoare.verifier.project.config import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +18,7 @@ PAGE = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
 
 def _verify_options() -> list[set[str]]:
     """The option strings of each ``hoare verify`` option (``{"-j", "--jobs"}``, ...)."""
-    parser = _parser()
+    parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command")
     verify = commands.choices["verify"]  # type: ignore[index]
     return [set(a.option_strings) for a in verify._actions

@@ -18,12 +18,15 @@ import os
 import re
 import sys
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, TypeGuard
 
 from hoare.errors import UsageError
 
-__all__ = ["DiscoveryError", "Found", "discover", "find_in_module", "load"]
+__all__ = ["DiscoveryError", "Found", "Staged", "discover", "find_in_module", "import_file",
+           "is_pipeline", "load"]
 
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"}
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -33,12 +36,20 @@ class DiscoveryError(UsageError):
     """A target could not be found or imported (the CLI exits with status 2)."""
 
 
+class Staged(Protocol):
+    """What the verifier reads of a pipeline: its contract instances, in order (a
+    ``Pipeline``, or any object ``is_pipeline`` accepts)."""
+
+    @property
+    def stages(self) -> Sequence[Any]: ...
+
+
 @dataclass
 class Found:
     """Contract classes and pipelines (name, object), in discovery order."""
 
     contracts: list[tuple[str, type]] = field(default_factory=list)
-    pipelines: list[tuple[str, object]] = field(default_factory=list)
+    pipelines: list[tuple[str, Staged]] = field(default_factory=list)
     modules: list[types.ModuleType] = field(default_factory=list)
 
     def add_module(self, module: types.ModuleType) -> None:
@@ -52,7 +63,7 @@ class Found:
         self.pipelines.extend((n, p) for n, p in pipelines if id(p) not in seen_pipelines)
 
 
-def is_pipeline(value: object) -> bool:
+def is_pipeline(value: object) -> TypeGuard[Staged]:
     from hoare.contracts.pipeline import (
         Pipeline,  # here: the library's pipeline imports the contract
     )
@@ -65,7 +76,7 @@ def is_pipeline(value: object) -> bool:
 
 
 def find_in_module(module: types.ModuleType) -> tuple[list[tuple[str, type]],
-                                                        list[tuple[str, object]]]:
+                                                        list[tuple[str, Staged]]]:
     """The contract classes ``module`` owns (``units.contract_entries``: defined in it,
     or made elsewhere and held here; each object once, named apart) and its
     module-level pipelines."""
@@ -74,7 +85,7 @@ def find_in_module(module: types.ModuleType) -> tuple[list[tuple[str, type]],
     )
 
     contracts = [(name, cls) for name, cls, _attributes in contract_entries(module)]
-    pipelines: list[tuple[str, object]] = []
+    pipelines: list[tuple[str, Staged]] = []
     for attribute, value in list(vars(module).items()):
         if isinstance(value, (type, list, tuple, dict)):
             continue
@@ -133,7 +144,7 @@ def _is_file_of(module: types.ModuleType, path: Path) -> bool:
     return False
 
 
-def _import_file(path: Path) -> types.ModuleType:
+def import_file(path: Path) -> types.ModuleType:
     from hoare.verifier.project.targets import unreadable
 
     problem = unreadable(path)  # a FIFO or device is never opened: it would block
@@ -200,11 +211,11 @@ def load(target: str) -> list[types.ModuleType]:
         reason = getattr(error, "strerror", None) or str(error)[:100]
         raise DiscoveryError(f"{target[:200]!r}: not a usable path ({reason})") from None
     if is_dir:
-        return [_import_file(f) for f in _walk(path)]
+        return [import_file(f) for f in _walk(path)]
     if is_file:
         if path.suffix != ".py":
             raise DiscoveryError(f"{target}: not a Python file")
-        return [_import_file(path)]
+        return [import_file(path)]
     if os.path.lexists(target):  # a FIFO, socket, device or broken link: say which
         from hoare.verifier.project.targets import unreadable
 

@@ -18,13 +18,14 @@ from typing import Any
 from hoare.errors import UsageError
 from hoare.verifier.project.config import ConfigError, ProjectConfig, find_pyproject, load, matches
 from hoare.verifier.project.discovery import DiscoveryError
+from hoare.verifier.project.dispatch import DEFAULT_IMPORT_TIMEOUT, Dispatch
 from hoare.verifier.project.result_cache import VerdictCache, default_directory
 from hoare.verifier.project.targets import Unit, plan
-from hoare.verifier.project.units import DEFAULT_IMPORT_TIMEOUT, Dispatch, error_result
+from hoare.verifier.project.units import error_result
 from hoare.verifier.report.model import ContractReport, ImportProblem, Report, shown
 from hoare.verifier.solve.solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, SolverOptions
 
-__all__ = ["Outcome", "VerifyError", "assemble", "run_verify"]
+__all__ = ["VerifyError", "VerifyRun", "assemble", "run_verify"]
 
 
 class VerifyError(UsageError):
@@ -32,7 +33,11 @@ class VerifyError(UsageError):
 
 
 @dataclass
-class Outcome:
+class VerifyRun:
+    """What one ``hoare verify`` run found: the report, its rendered text, the exit
+    status, lines for standard error, and how many units came from the cache or were
+    checked. (Named apart from the kernel's ``Outcome`` of one contract call.)"""
+
     report: Report
     text: str
     status: int
@@ -63,7 +68,7 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
                exclude: Sequence[str] = (), cache: bool = True,
                cache_dir: str | None = None, config: str | None = None,
                verbose: bool = False, only_affected: bool = False,
-               import_timeout: float | None = None) -> Outcome:
+               import_timeout: float | None = None) -> VerifyRun:
     """Everything ``hoare verify`` does but print. ``None``: take ``[tool.hoare]``'s
     value, else the default. ``jobs`` 0: one worker per core. ``only_affected``: the
     ``targets`` are changed files (a pre-commit hook's arguments); verify the units of
@@ -125,7 +130,7 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
     text = _render(report, chosen_format, project.root, verbose)
     # for a terminal: a file name's control characters or undecodable bytes as escapes
     messages = [shown(message, lines=True) for message in messages]
-    return Outcome(report, text, status, messages, cached, len(units) - cached)
+    return VerifyRun(report, text, status, messages, cached, len(units) - cached)
 
 
 def _config(path: str | None) -> ProjectConfig:

@@ -1,4 +1,5 @@
-"""Import one unit (a file or module), check what it holds; many units in worker processes.
+"""Import one unit (a file or module) and check what it holds (``dispatch`` runs many
+units in worker processes).
 
 A unit's result is plain JSON (``{"contracts": [...], "pipelines": [...], "errors":
 [...]}``): what a worker sends back and what the verdict cache stores, so a cached
@@ -16,20 +17,22 @@ from __future__ import annotations
 
 import inspect
 import os
-import subprocess
 import sys
-import threading
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
-from hoare.verifier.project.discovery import DiscoveryError, _import_file, is_pipeline
+from hoare.verifier.project.discovery import DiscoveryError, Staged, import_file, is_pipeline
 from hoare.verifier.project.targets import Unit
 from hoare.verifier.report.model import ContractReport, ImportProblem
 from hoare.verifier.solve.solver import SolverOptions
 
-__all__ = ["DEFAULT_IMPORT_TIMEOUT", "contracts_of", "error_result", "run_unit", "run_units"]
+__all__ = ["contract_entries", "contracts_of", "description_of", "error_result", "import_problem",
+           "run_unit", "run_unit_safely", "tools_of"]
+
+if TYPE_CHECKING:
+    from hoare.declaration.description import ContractDescription
 
 
 def run_unit(unit: Unit, options: SolverOptions,
@@ -51,7 +54,7 @@ def run_unit(unit: Unit, options: SolverOptions,
     except DiscoveryError as error:
         cause = error.__cause__ or error
         return {"contracts": [], "pipelines": [],
-                "errors": [_problem(unit, cause, str(error)).to_json()]}
+                "errors": [import_problem(unit, cause, str(error)).to_json()]}
     if on_imported is not None:
         on_imported()
     entries = contract_entries(module)
@@ -71,7 +74,7 @@ def run_unit(unit: Unit, options: SolverOptions,
     out: dict[str, Any] = {"contracts": [], "pipelines": [], "errors": []}
     with Z3_LOCK:
         for name, cls in contracts:
-            desc = cls.__hoare__  # type: ignore[attr-defined]
+            desc = description_of(cls)
             limits = (overrides or {}).get(desc.name) or (overrides or {}).get(name)
             report = check_contract(desc, replace(options, **limits) if limits else options)
             report.name = name
@@ -84,8 +87,8 @@ def run_unit(unit: Unit, options: SolverOptions,
             _locate_tool(report, tool)
             out["contracts"].append(report.to_json())
         for name, pipeline in pipelines:
-            report = check_pipeline(pipeline.stages, name, options)  # type: ignore[attr-defined]
-            stage = type(pipeline.stages[0])  # type: ignore[attr-defined]
+            report = check_pipeline(pipeline.stages, name, options)
+            stage = type(pipeline.stages[0])
             report.file, report.line = _class_location(stage)
             for check in report.checks:
                 check.file, check.line = report.file, report.line
@@ -107,7 +110,7 @@ def _import(unit: Unit) -> Any:
     import importlib
 
     if unit.module is None:
-        return _import_file(unit.path)
+        return import_file(unit.path)
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
@@ -155,7 +158,7 @@ def _same_file(first: str, second: str) -> bool:
         return False
 
 
-def _problem(unit: Unit, error: BaseException, text: str) -> ImportProblem:
+def import_problem(unit: Unit, error: BaseException, text: str) -> ImportProblem:
     """Where the import failed, where the user fixes it: a location the error carries
     (a contract definition error names the predicate's line), a syntax error's line in
     a project file, else the deepest frame in the unit's own file, else the deepest in
@@ -182,15 +185,26 @@ def _problem(unit: Unit, error: BaseException, text: str) -> ImportProblem:
     return ImportProblem(unit.target, message, file, line)
 
 
-def contracts_of(module: Any) -> tuple[list[tuple[str, type]], list[tuple[str, object]]]:
+def contracts_of(module: Any) -> tuple[list[tuple[str, type]], list[tuple[str, Staged]]]:
     """The contract classes ``module`` owns and the pipelines among its globals."""
     contracts = [(name, cls) for name, cls, _attributes in contract_entries(module)]
-    pipelines: list[tuple[str, object]] = []
+    pipelines: list[tuple[str, Staged]] = []
     for attribute, value in list(vars(module).items()):
         if not isinstance(value, (type, list, tuple, dict)) and is_pipeline(value):
             name = getattr(value, "name", None) or attribute
             pipelines.append((f"{module.__name__}:{name}", value))
     return contracts, pipelines
+
+
+def description_of(cls: type) -> ContractDescription:
+    """The ``__hoare__`` description of a contract class, read as an attribute (a
+    query class builds it on first access, through a descriptor)."""
+    from hoare.declaration.description import ContractDescription
+
+    desc = getattr(cls, "__hoare__", None)
+    if not isinstance(desc, ContractDescription):
+        raise TypeError(f"{cls.__qualname__} holds no contract description (__hoare__)")
+    return desc
 
 
 def contract_entries(module: Any) -> list[tuple[str, type, set[str]]]:
@@ -211,7 +225,7 @@ def contract_entries(module: Any) -> list[tuple[str, type, set[str]]]:
                 continue
             if not _owned(cls, module):
                 continue
-            name = cls.__hoare__.name  # type: ignore[attr-defined]
+            name = description_of(cls).name
             if name in names:
                 name = f"{module.__name__}:{attribute}" if value is cls else name
                 suffix = 2
@@ -304,7 +318,7 @@ def _class_location(cls: type) -> tuple[str | None, int | None]:
 
 def _locate(report: ContractReport, cls: type) -> None:
     """Each check's file and line: the predicate's own, else the class's."""
-    desc = cls.__hoare__  # type: ignore[attr-defined]
+    desc = description_of(cls)
     report.file, report.line = _class_location(cls)
     where: dict[str, tuple[str, int]] = {}
     for source in (*desc.pre, *desc.post):
@@ -316,276 +330,7 @@ def _locate(report: ContractReport, cls: type) -> None:
         check.file, check.line = file, line
 
 
-# -- many units --------------------------------------------------------------------------
-
-# Seconds a worker may spend importing one unit (``--import-timeout``, ``[tool.hoare]
-# import_timeout``): an import that loops or waits forever is reported as that unit's
-# import error, not waited on.
-DEFAULT_IMPORT_TIMEOUT = 60.0
-
-
-def _spawn() -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    return subprocess.Popen([sys.executable, "-m", "hoare.verifier.project.worker"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            encoding="utf-8", errors="surrogateescape", env=env,
-                            cwd=os.getcwd())
-
-
-def _finish(process: subprocess.Popen[str]) -> None:
-    if process.stdin is not None:
-        try:
-            process.stdin.close()
-        except OSError:
-            pass
-    process.wait()
-
-
-def run_units(units: Sequence[Unit], options: SolverOptions, jobs: int,
-              overrides: dict[str, dict[str, int]] | None = None,
-              import_timeout: float = DEFAULT_IMPORT_TIMEOUT, *, isolated: bool = False
-              ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(index, result)`` of every unit, in ``units`` order. ``jobs`` > 1 or
-    ``isolated``: in worker processes that each import their own units, so a module
-    that exits or hangs at import is that unit's error, not the caller's end. Else in
-    this process (the caller vouches for the code it imports)."""
-    if isolated and units:
-        yield from _subprocesses(units, options, max(1, min(jobs, len(units))), overrides,
-                                 import_timeout)
-        return
-    if jobs <= 1 or len(units) <= 1:
-        for index, unit in enumerate(units):
-            yield index, _safe_run(unit, options, overrides)
-        return
-    yield from _subprocesses(units, options, min(jobs, len(units)), overrides,
-                             import_timeout)
-
-
-def _subprocesses(units: Sequence[Unit], options: SolverOptions, workers: int,
-                  overrides: dict[str, dict[str, int]] | None, import_timeout: float
-                  ) -> Iterator[tuple[int, dict[str, Any]]]:
-    dispatch = Dispatch(units, options, workers, overrides, import_timeout)
-    for index in range(len(units)):
-        dispatch.send(index)
-    dispatch.close()
-    for index in range(len(units)):
-        yield index, dispatch.result(index)
-    dispatch.join()
-
-
-_SIGNALS = {-int(s): s.name for s in __import__("signal").Signals}
-
-
-def _ended(status: int | None) -> str:
-    """How a worker process ended, for the unit's error."""
-    if status is None:
-        return "closed its result channel"
-    if status < 0:
-        return f"was killed by {_SIGNALS.get(status, f'signal {-status}')}"
-    return f"exited with status {status}"
-
-
-def _well_formed(found: object) -> TypeGuard[dict[str, Any]]:
-    """A worker's answer has the shape of a unit result (a module that writes to the
-    result channel cannot pass garbage off as a verdict)."""
-    return isinstance(found, dict) and set(found) == {"contracts", "pipelines", "errors"} \
-        and all(isinstance(found[k], list) and all(isinstance(v, dict) for v in found[k])
-                for k in found)
-
-
-class _Worker:
-    """One ``python -m hoare.verifier.project.worker`` process and a thread reading its answers
-    into a queue, so the parent can wait for one with a time bound."""
-
-    def __init__(self) -> None:
-        import queue
-
-        self.process = _spawn()
-        self.lines: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self.ready = False
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        stream = self.process.stdout
-        assert stream is not None
-        try:
-            for line in stream:
-                self.lines.put(line)
-        except (OSError, ValueError):
-            pass
-        self.lines.put("")  # end of stream
-
-    def next(self, timeout: float | None) -> str | None:
-        """The next answer line; "" at the end of the stream; None on timeout."""
-        import queue
-
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def kill(self) -> None:
-        try:
-            self.process.kill()
-        except OSError:
-            pass
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover - unkillable
-            pass
-
-
-class Dispatch:
-    """Units sent to ``python -m hoare.verifier.project.worker`` processes one at a time, as
-    the caller finds them (it may still be looking: a unit is checked while the next
-    one's cache key is made); each result is collected by the unit's index.
-
-    Plain subprocesses rather than a fork pool: safe when the caller runs threads,
-    never re-imports the caller's ``__main__``, and a unit's import cannot end or
-    hijack ``hoare verify``: a worker that exits (``os._exit``, ``sys.exit`` from a
-    thread, a signal, a crash in native code) or closes its result channel costs only
-    the unit it was on, reported as that unit's error; an import that takes longer than
-    ``import_timeout`` seconds is killed and reported the same way."""
-
-    def __init__(self, units: Sequence[Unit], options: SolverOptions, workers: int,
-                 overrides: dict[str, dict[str, int]] | None,
-                 import_timeout: float = DEFAULT_IMPORT_TIMEOUT) -> None:
-        import queue
-
-        self._units = units
-        self._options = options
-        self._overrides = overrides or {}
-        self._import_timeout = import_timeout
-        self._todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
-        self._results: dict[int, dict[str, Any]] = {}
-        self._done = threading.Condition()
-        self._threads: list[threading.Thread] = []
-        self._closed = False
-        self.grow(workers)
-
-    def grow(self, workers: int) -> None:
-        """Run ``workers`` worker processes in all (more units found than expected)."""
-        if self._closed:
-            return
-        while len(self._threads) < workers:
-            thread = threading.Thread(target=self._feed, daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def send(self, index: int) -> None:
-        self._todo.put(index)
-
-    def close(self) -> None:
-        """No more units: each feeding thread stops when the queue is empty."""
-        self._closed = True
-        for _thread in self._threads:
-            self._todo.put(None)
-
-    def result(self, index: int) -> dict[str, Any]:
-        with self._done:
-            while index not in self._results:
-                if not any(t.is_alive() for t in self._threads):
-                    raise RuntimeError("hoare verify: every worker process stopped")
-                self._done.wait(0.5)
-            return self._results.pop(index)
-
-    def join(self) -> None:
-        for thread in self._threads:
-            thread.join()
-
-    def _answer(self, worker: _Worker, index: int) -> tuple[dict[str, Any], bool]:
-        """The unit's result, and whether the worker can take another unit."""
-        import json
-        from dataclasses import asdict
-
-        from hoare.verifier.project.worker import IMPORTED, READY, encode_unit
-
-        process = worker.process
-        unit = self._units[index]
-        assert process.stdin is not None
-        if not worker.ready:  # its start is not the unit's import: not time-bound
-            first = worker.next(None)
-            worker.ready = first is not None and first.strip() == json.dumps(READY)
-            if not worker.ready:
-                start_status = process.wait()
-                return error_result(unit, f"the worker process died while starting (it "
-                                          f"{_ended(start_status)}); nothing in it was checked"), \
-                    False
-        request = {"unit": encode_unit(unit), "options": asdict(self._options),
-                   "overrides": self._overrides}
-        try:
-            process.stdin.write(json.dumps(request) + "\n")
-            process.stdin.flush()
-        except (OSError, ValueError):
-            pass  # a dead worker: its end of stream says so below
-        importing = True
-        while True:
-            line = worker.next(self._import_timeout if importing else None)
-            if line is None:
-                worker.kill()
-                return error_result(unit, f"import did not finish within "
-                                          f"{self._import_timeout:g} s (a loop or a wait at "
-                                          f"import time?); set --import-timeout or "
-                                          f"[tool.hoare] import_timeout to allow more"), False
-            if not line:
-                try:
-                    status: int | None = process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
-                    status = None
-                when = "importing" if importing else "checking"
-                return error_result(unit, f"the worker process died while {when} it (it "
-                                          f"{_ended(status)}); nothing in it was checked"), False
-            try:
-                found = json.loads(line)
-            except ValueError:
-                found = None
-            if importing and found == IMPORTED:
-                importing = False
-                continue
-            if not _well_formed(found):
-                worker.kill()
-                return error_result(unit, "the worker process sent a malformed result "
-                                          "(something wrote to its result channel); "
-                                          "nothing in it was checked"), False
-            return found, True
-
-    def _feed(self) -> None:
-        """Run units until told to stop; a worker that dies is replaced, and the unit
-        it died on is reported as that unit's error."""
-        while True:
-            worker = _Worker()
-            try:
-                while True:
-                    index = self._todo.get()
-                    if index is None:
-                        return
-                    try:
-                        result, alive = self._answer(worker, index)
-                    except Exception as error:  # never lose a unit to a parent-side bug
-                        result, alive = error_result(
-                            self._units[index],
-                            f"internal error: {type(error).__name__}: {error}"), False
-                    with self._done:
-                        self._results[index] = result
-                        self._done.notify_all()
-                    if not alive:
-                        break
-            finally:
-                if worker.process.poll() is None and not self._closed_worker(worker):
-                    worker.kill()
-
-    @staticmethod
-    def _closed_worker(worker: _Worker) -> bool:
-        """Ask a healthy worker to stop (end of its input) and wait for it."""
-        try:
-            _finish(worker.process)
-        except OSError:
-            return False
-        return True
-
-
-def _safe_run(unit: Unit, options: SolverOptions,
+def run_unit_safely(unit: Unit, options: SolverOptions,
               overrides: dict[str, dict[str, int]] | None = None,
               on_imported: Callable[[], None] | None = None) -> dict[str, Any]:
     """A worker never dies of one unit: an unexpected error is that unit's error."""

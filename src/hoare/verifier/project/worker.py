@@ -46,7 +46,7 @@ def main() -> int:
     os.close(null)
     sys.stdout = sys.stderr
     sys.stdin = open(os.devnull, encoding="utf-8")
-    from hoare.verifier.project.units import _problem, _safe_run
+    from hoare.verifier.project.units import import_problem, run_unit_safely
     from hoare.verifier.solve.solver import SolverOptions
 
     def send(message: object) -> None:
@@ -67,12 +67,12 @@ def main() -> int:
         request = json.loads(line)
         unit = decode_unit(request["unit"])
         try:
-            result = _safe_run(unit, SolverOptions(**request["options"]),
+            result = run_unit_safely(unit, SolverOptions(**request["options"]),
                                request.get("overrides") or None, lambda: send(IMPORTED))
         except BaseException as error:  # KeyboardInterrupt raised by the module itself
             text = f"import failed: {type(error).__name__}: {error}"
             result = {"contracts": [], "pipelines": [],
-                      "errors": [_problem(unit, error, text).to_json()]}
+                      "errors": [import_problem(unit, error, text).to_json()]}
         send(result)
     # Done: exit now. A verified module may have started threads that would keep a
     # normal interpreter exit waiting (a server's background thread, a timer).
