@@ -90,8 +90,8 @@ def test_the_sentiment_contract_goes_out_as_branches_covering_exactly_the_accept
 
 
 def test_hoare_schema_reports_the_equivalence_as_enforced_for_both_dialects() -> None:
-    here = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": LIBRARY}
+    here = Path(__file__).resolve().parent  # tests/verifier: this module; tests/: its support
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([LIBRARY, str(here.parent)])}
     for dialect in ("json_schema", "llama_cpp"):
         done = subprocess.run([sys.executable, "-m", "hoare", "schema",
                                "test_decoding_finite:Rate", "--dialect", dialect, "--json"],

@@ -147,8 +147,8 @@ def test_hoare_schema_prints_the_schema_and_the_proofs() -> None:
     import sys
     from pathlib import Path
 
-    here = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": LIBRARY}
+    here = Path(__file__).resolve().parent  # tests/verifier: this module; tests/: its support
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([LIBRARY, str(here.parent)])}
     done = subprocess.run([sys.executable, "-m", "hoare", "schema",
                            "test_decoding_runtime:Folded", "--dialect", "llama_cpp", "--json"],
                           cwd=here, capture_output=True, text=True, timeout=300, env=env)

@@ -272,7 +272,9 @@ def _replaced_field(cls: type, attribute: str) -> str | None:
     """Why field ``attribute`` of ``cls`` may hold something else than exactly its
     annotated class (a validator or annotation metadata of its own), or None."""
     try:
-        info = cls.model_fields[attribute]  # type: ignore[attr-defined]
+        if not issubclass(cls, BaseModel):
+            raise TypeError(f"{cls!r} is not a pydantic model")  # (as the lookup would)
+        info = cls.model_fields[attribute]
         if info.metadata:
             return f"field {attribute!r} has validators or constraints that may replace it"
         decorators = getattr(cls, "__pydantic_decorators__", None)

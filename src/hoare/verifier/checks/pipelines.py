@@ -22,10 +22,12 @@ make it ``unknown``.
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import z3
 
@@ -377,8 +379,8 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
             return link.inexact(f"{where}: B transforms strings")
         link.defs.append(a.e == b.e)
         return true()
-    if type(a) is type(b) and isinstance(a, (SInt, SBool)):
-        link.defs.append(a.e == b.e)  # type: ignore[attr-defined]
+    if type(a) is type(b) and isinstance(a, (SInt, SBool)) and isinstance(b, (SInt, SBool)):
+        link.defs.append(a.e == b.e)
         return true()
     if isinstance(a, SFloat) and isinstance(b, SFloat):
         link.defs.append(z3.And(a.tag == b.tag, a.r == b.r))
@@ -418,7 +420,7 @@ def _convert(a: Sym, b: Sym, link: _Link, where: str, ctx: _Ctx) -> z3.BoolRef:
             return z3.BoolVal(False)  # Python-mode strict wants a member
         conds = []
         for index, member in enumerate(b.members):
-            same = a.e == const_to_sym(member.value).e  # type: ignore[attr-defined]
+            same = a.e == cast(SStr, const_to_sym(member.value)).e  # (a str member: an SStr)
             link.defs.append(z3.Implies(same, b.idx == index))
             conds.append(same)
         return z3_or(*conds)
@@ -573,14 +575,14 @@ def check_pipeline(stages: Sequence[object], name: str, options: SolverOptions
     models = []
     try:
         for index, stage in enumerate(stages):
-            desc = type(stage).__hoare__  # type: ignore[attr-defined]
+            desc = type(stage).__hoare__  # type: ignore[attr-defined]  # set by @contract
             models.append(contract_model(desc, stage, prefix=f"s{index}."))
     except Exception as error:
         report.checks.append(CheckResult("composition", "unknown", f"internal error: "
                                          f"{type(error).__name__}: {error}"))
         return report
     for index in range(len(models) - 1):
-        report.checks.append(guarded("composition", lambda i=index: _pipeline_pair(  # type: ignore[misc]
-            models[i], models[i + 1], options, i)))
+        report.checks.append(guarded("composition", functools.partial(
+            _pipeline_pair, models[index], models[index + 1], options, index)))
     return report
 

@@ -218,6 +218,7 @@ def function_of(lambda_node: ast.Lambda, filename: str, scope: dict[str, Any]
     source = ast.unparse(lambda_node)
     for node in ast.walk(lambda_node):  # one line, as the source linecache holds
         if "lineno" in node._attributes:
+            # (a node listing lineno in _attributes has all four; ast.AST declares none)
             node.lineno = node.end_lineno = 1  # type: ignore[attr-defined]
             node.col_offset, node.end_col_offset = 0, len(source)  # type: ignore[attr-defined]
     tree = ast.Expression(body=lambda_node)

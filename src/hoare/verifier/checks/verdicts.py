@@ -22,15 +22,19 @@ __all__ = ["assumptions_of", "guarded", "notes_of", "opaque_of", "opaque_text", 
 
 
 def opaque_of(translations: Sequence[Translation]) -> list[Translation]:
+    """The opaque ones: left out of every query, so a witness cannot vouch for them."""
     return [t for t in translations if t.opaque is not None]
 
 
 def opaque_text(translations: Sequence[Translation]) -> str:
+    """Why a check resting on these opaque predicates is ``unknown``."""
     return "; ".join(f"{t.name} is opaque ({t.opaque})" for t in translations)
 
 
-def notes_of(cm: ContractModel, *typed: TypedValue, translations: Sequence[Translation] = ()
-           ) -> list[str]:
+def notes_of(cm: ContractModel, *typed: TypedValue,
+             translations: Sequence[Translation] = ()) -> list[str]:
+    """What the check's queries leave out or model loosely, and the registry entries
+    they rest on (each once, in order)."""
     notes: list[str] = []
     for tv in typed:
         notes.extend(f"not translated: {d}" for d in tv.dropped)
@@ -41,6 +45,7 @@ def notes_of(cm: ContractModel, *typed: TypedValue, translations: Sequence[Trans
 
 
 def assumptions_of(*typed: TypedValue, translations: Sequence[Translation] = ()) -> list[str]:
+    """What the types and translations assume of every value (each once, in order)."""
     out: list[str] = []
     for tv in typed:
         out.extend(tv.assumptions)
@@ -49,19 +54,17 @@ def assumptions_of(*typed: TypedValue, translations: Sequence[Translation] = ())
     return list(dict.fromkeys(out))
 
 
-def unknown_result(kind: str, query: QueryResult, notes: list[str], predicate: str | None = None
-             ) -> CheckResult:
+def unknown_result(kind: str, query: QueryResult, notes: list[str],
+                   predicate: str | None = None) -> CheckResult:
+    """``unknown``: z3 could not decide ``query`` (its reason is the message)."""
     return CheckResult(kind, "unknown", query.reason, notes=notes, predicate=predicate)
-
-
-# -- falsification of negative verdicts ----------------------------------------------------
 
 
 _Checked = TypeVar("_Checked", CheckResult, CheckResult | None)
 
 
 def guarded(kind: str, run: Callable[[], _Checked], predicate: str | None = None
-             ) -> _Checked | CheckResult:
+            ) -> _Checked | CheckResult:
     """A check that hits a bug or an unexpected z3 error is ``unknown``, never fatal."""
     try:
         return run()

@@ -279,7 +279,7 @@ class Sampler:
         longest = max(len(v) for _, v in columns)
         produced = 0
         for k in range(longest):
-            yield _row(columns, lambda vs, k=k: vs[k % len(vs)])  # type: ignore[misc]
+            yield _row(columns, _kth(k))
             produced += 1
             if produced >= limit:
                 return
@@ -328,7 +328,7 @@ def _accepted(columns: list[tuple[str, list[Any]]], probe: Callable[[dict[str, A
     valid k-th row (all of them when no k-th row is valid, or none of a field's is)."""
     base = None
     for k in range(longest):
-        row = _row(columns, lambda vs, k=k: vs[k % len(vs)])  # type: ignore[misc]
+        row = _row(columns, _kth(k))
         if probe(row):
             base = row
             break
@@ -348,6 +348,11 @@ def replaced(row: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     else:
         out[key] = value
     return out
+
+
+def _kth(k: int) -> Callable[[list[Any]], Any]:
+    """A column's ``k``-th value, wrapping round (``_row``'s pick)."""
+    return lambda values: values[k % len(values)]
 
 
 def _row(columns: list[tuple[str, list[Any]]], pick: Callable[[list[Any]], Any]

@@ -305,8 +305,8 @@ class Extractor:
                 return exact
             return sequence
         if isinstance(sym, SModel):
-            fields = [(name, self._build(field_sym)) for name, field_sym in sym.fields.items()]
-            fields = [(name, f) for name, f in fields if f is not None]
+            built = [(name, self._build(field_sym)) for name, field_sym in sym.fields.items()]
+            fields = [(name, f) for name, f in built if f is not None]
             cls = sym.cls
             if not fields:
                 return None
@@ -316,7 +316,7 @@ class Extractor:
                     raise BindError(f"expected {cls.__name__}, got {type(value).__name__}")
                 exact = True
                 for name, extract in fields:
-                    exact = extract(getattr(value, name), env) and exact  # type: ignore[misc]
+                    exact = extract(getattr(value, name), env) and exact
                 return exact
             return model
         raise BindError(f"cannot bind a {sym.kind}")

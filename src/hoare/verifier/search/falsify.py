@@ -3,12 +3,14 @@
 ``fail``, ``warn`` and ``unsatisfiable`` claim that *no* value exists; a bug in
 the z3 translation makes such a claim false. Before one is reported, this
 module looks for a value refuting it: candidates built from the typed domain
-(types, bounds, ``Literal``/enum members, simple patterns, defaults, the
-field's ``examples``, every numeric constant of the constraints and predicates
-±1, IEEE edge values, non-ASCII and astral strings, strings built from the
+(``candidates.Sampler``: types, bounds, ``Literal``/enum members, simple patterns,
+defaults, the field's ``examples``, every numeric constant of the constraints and
+predicates ±1, IEEE edge values, non-ASCII and astral strings, strings built from the
 predicates' string constants) and from seeds the caller passes (z3's models of
 nearby queries), each validated by the real pydantic model and checked by the
-real predicates, exactly as ``witness.call_predicate`` replays a witness.
+real predicates, exactly as ``witness.call_predicate`` replays a witness. Here: the
+budget (``SearchBudget``, ``Clock``), validation as the kernel validates, and the
+searches.
 
 Deterministic (a fixed seed, a candidate budget; the time budget only guards
 against slow user code) and only run on the rare negative path. Hypothesis is

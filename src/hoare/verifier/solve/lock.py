@@ -96,7 +96,7 @@ def _guard(finalizer: Callable[[Any], None]) -> Callable[[Any], None]:
         else:  # keeps `self` alive until the holder runs the real finalizer
             lock.pending.append(lambda: finalizer(self))
 
-    __del__.__wrapped__ = finalizer  # type: ignore[attr-defined]
+    __del__.__wrapped__ = finalizer  # type: ignore[attr-defined]  # a function takes attributes
     return __del__
 
 
@@ -110,7 +110,7 @@ def _install() -> None:
         finalizer = value.__dict__.get("__del__")
         if finalizer is None or hasattr(finalizer, "__wrapped__"):
             continue
-        value.__del__ = _guard(finalizer)  # type: ignore[attr-defined]
+        value.__del__ = _guard(finalizer)  # type: ignore[attr-defined]  # z3 classes, patched once
 
 
 _install()
