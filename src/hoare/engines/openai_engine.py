@@ -176,8 +176,9 @@ class OpenAIEngine:
             self._credentials = userinfo
             self._api_key = key
         secret_key = None if self._api_key == PLACEHOLDER_API_KEY else self._api_key
-        self._redact = Redactor(secret_key, configured_key, *(userinfo or ()),
-                                ":".join(userinfo) if userinfo else None)
+        # masks the key and the password in every text the engine shows
+        self.redact = Redactor(secret_key, configured_key, *(userinfo or ()),
+                               ":".join(userinfo) if userinfo else None)
         # what the server's decoder enforces: pinned, probed (hoare probe) or built in
         self.capabilities = capabilities.BUILT_IN
         if structured == "auto":
@@ -199,7 +200,7 @@ class OpenAIEngine:
                                                     openai.AsyncOpenAI, object]] = OrderedDict()
 
     def __repr__(self) -> str:  # never shows the key or a password
-        return self._redact(f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, "
+        return self.redact(f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, "
                             f"structured={self.structured!r}, format_in_use={self._format!r})")
 
     def __enter__(self) -> OpenAIEngine:
@@ -237,7 +238,7 @@ class OpenAIEngine:
                                              max_retries=0, http_client=http)
             return self._client
 
-    async def _aclient(self) -> openai.AsyncOpenAI:
+    async def async_client(self) -> openai.AsyncOpenAI:
         """The async client of the running event loop: an async HTTP pool belongs to the
         loop that opened it, so each loop gets its own (unless one was given), closed
         when that loop shuts down its async generators (``asyncio.run`` does)."""
@@ -320,10 +321,11 @@ class OpenAIEngine:
         return chat_params(request, options, self.model, self._token_param,
                            response_format(request, fmt or self._format, self.capabilities))
 
-    def _where(self, params: Mapping[str, Any]) -> str:
-        return self._redact(f"{params['model']} at {self.base_url}")
+    def where(self, params: Mapping[str, Any]) -> str:
+        """Who answers ``params`` (model and server), for messages: secrets masked."""
+        return self.redact(f"{params['model']} at {self.base_url}")
 
-    def _classifier(self, params: Mapping[str, Any]) -> Callable[[BaseException],
+    def classifier(self, params: Mapping[str, Any]) -> Callable[[BaseException],
                                                                   Failure | None]:
         """``classify_openai_error`` for this request: a 5xx that names the
         ``response_format`` we sent rejects the request's shape (no retry), and
@@ -336,8 +338,8 @@ class OpenAIEngine:
                 return None
             if sent_format and failure.kind == "server" and names_format(failure.message):
                 failure = dataclasses.replace(failure, kind="rejected")
-            if self._redact.leaks(failure.message) or self._redact.leaks(error_text(error)):
-                failure = dataclasses.replace(failure, message=self._redact(failure.message))
+            if self.redact.leaks(failure.message) or self.redact.leaks(error_text(error)):
+                failure = dataclasses.replace(failure, message=self.redact(failure.message))
                 try:
                     # read by TransportRetry: the error's own text holds the secret
                     setattr(error, "hoare_redact", True)  # noqa: B010
@@ -356,13 +358,13 @@ class OpenAIEngine:
                     learn_format(self.base_url, self._format)
                     log.warning("%s rejected response_format %r (%s); using %r from now on "
                                 "(for every engine on this server)",
-                                self._redact(self.base_url), fmt,
+                                self.redact(self.base_url), fmt,
                                 error.server_message[:200], self._format)
                 return True
             if self._token_param == "max_tokens" and is_max_tokens_rejection(error):
                 self._token_param = "max_completion_tokens"
                 log.warning("%s wants max_completion_tokens instead of max_tokens; switching",
-                            self._redact(self.base_url))
+                            self.redact(self.base_url))
                 return True
         return False
 
@@ -383,7 +385,7 @@ class OpenAIEngine:
                 completion = self.transport.call(
                     functools.partial(watched_send, create,
                                       float(params["timeout"]) + WATCHDOG_GRACE, params),
-                    self._classifier(params), where=self._where(params))
+                    self.classifier(params), where=self.where(params))
             except RequestRejected as error:
                 if self._adapt(error, fmt):
                     continue
@@ -391,7 +393,7 @@ class OpenAIEngine:
             if params.get("stream"):
                 return self._read_stream(completion, params, request)
             return self._response(completion, params, request)
-        raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
+        raise RetryableEngineError(f"{self.where(params)}: the server kept rejecting the request")
 
     async def acomplete(self, request: Request) -> Response:
         if self.api_type == "responses":
@@ -403,14 +405,14 @@ class OpenAIEngine:
             params = self.params(request, fmt)
             if should_stream(request, params):
                 params = streaming_params(params)
-            client = await self._aclient()
+            client = await self.async_client()
             create = (client.chat.completions.create if params.get("stream")
                       else client.chat.completions.with_raw_response.create)
             send = functools.partial(bounded_send, create,
                                      float(params["timeout"]) + WATCHDOG_GRACE, params)
             try:
                 completion = await self.transport.acall(
-                    send, self._classifier(params), where=self._where(params))
+                    send, self.classifier(params), where=self.where(params))
             except RequestRejected as error:
                 if self._adapt(error, fmt):
                     continue
@@ -418,7 +420,7 @@ class OpenAIEngine:
             if params.get("stream"):
                 return await self._aread_stream(completion, params, request)
             return self._response(completion, params, request)
-        raise RetryableEngineError(f"{self._where(params)}: the server kept rejecting the request")
+        raise RetryableEngineError(f"{self.where(params)}: the server kept rejecting the request")
 
     # -- streams: read as they arrive, cancelled when ``request.watch`` says so --------------
     def _read_stream(self, stream: Any, params: Mapping[str, Any],
@@ -432,7 +434,7 @@ class OpenAIEngine:
             raise self._broken_stream(params, reading, error) from error
         finally:
             stream.close()  # an early stop closes the connection: no more tokens are read
-        return self._vouched(reading.response(params, self._where(params), self._redact))
+        return self._vouched(reading.response(params, self.where(params), self.redact))
 
     async def _aread_stream(self, stream: Any, params: Mapping[str, Any],
                             request: Request) -> Response:
@@ -445,23 +447,23 @@ class OpenAIEngine:
             raise self._broken_stream(params, reading, error) from error
         finally:
             await stream.close()
-        return self._vouched(reading.response(params, self._where(params), self._redact))
+        return self._vouched(reading.response(params, self.where(params), self.redact))
 
     def _broken_stream(self, params: Mapping[str, Any], reading: StreamReading,
                        error: Exception) -> RetryableEngineError:
         """The error of a stream that broke while being read (secrets masked)."""
-        return RetryableEngineError(f"{self._where(params)}: the stream broke after "
+        return RetryableEngineError(f"{self.where(params)}: the stream broke after "
                                     f"{reading.chunks} chunk(s): {type(error).__name__}: "
-                                    f"{self._redact(error_text(error))[:300]}")
+                                    f"{self.redact(error_text(error))[:300]}")
 
     def _response(self, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
         """The answer of a non-streamed send, read from the body the server sent (not from
         the client's unvalidated model): whatever it sent, either a ``Response`` whose
         every field has been checked or an engine error naming the server and quoting,
         escaped and cut short, what it sent."""
-        where = self._where(params)
+        where = self.where(params)
         return self._vouched(parse_completion(getattr(raw, "http_response", raw), params,
-                                               request, where, self._redact))
+                                               request, where, self.redact))
 
     def _vouched(self, response: Response) -> Response:
         """``response.decoding`` kept only for a dialect this server's capability table

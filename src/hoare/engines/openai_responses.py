@@ -24,7 +24,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hoare.engines.base import (
     EngineAnswerError,
@@ -46,6 +46,9 @@ from hoare.engines.openai_config import (
 from hoare.engines.openai_request import Format, response_format
 from hoare.engines.openai_sending import bounded_send, watched_send
 from hoare.errors import EngineError
+
+if TYPE_CHECKING:
+    from hoare.engines.openai_engine import OpenAIEngine
 
 __all__ = ["ReasoningMemory", "parse_response", "responses_params"]
 
@@ -246,7 +249,7 @@ def merged(responses: Sequence[Response]) -> Response:
                     usage=usage, model=first.model, tool_calls=first.tool_calls)
 
 
-def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
+def _prepared(engine: OpenAIEngine, request: Request) -> tuple[dict[str, Any], int]:
     options = merge_options(engine.default_options, request.options)
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
     chosen = getattr(engine, "structured", "auto")  # "text": no schema is sent
@@ -261,19 +264,19 @@ def _prepared(engine: Any, request: Request) -> tuple[dict[str, Any], int]:
     return params, options.n
 
 
-def _read(engine: Any, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
-    where = engine._where(params)
+def _read(engine: OpenAIEngine, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
+    where = engine.where(params)
     try:
         return parse_response(body_of(getattr(raw, "http_response", raw), where), params,
                               request, where, engine.reasoning_memory)
     except EngineError as error:
         text = str(error)
-        if engine._redact(text) != text:  # a server echoing the key in what it sent
-            error.args = (engine._redact(text),)
+        if engine.redact(text) != text:  # a server echoing the key in what it sent
+            error.args = (engine.redact(text),)
         raise
 
 
-def complete(engine: Any, request: Request) -> Response:
+def complete(engine: OpenAIEngine, request: Request) -> Response:
     """``OpenAIEngine.complete`` on the Responses API."""
     params, n = _prepared(engine, request)
     create = engine.client.responses.with_raw_response.create
@@ -281,20 +284,20 @@ def complete(engine: Any, request: Request) -> Response:
     for _ in range(n):
         raw = engine.transport.call(
             functools.partial(watched_send, create, float(params["timeout"]) + WATCHDOG_GRACE,
-                              params), engine._classifier(params), where=engine._where(params))
+                              params), engine.classifier(params), where=engine.where(params))
         answers.append(_read(engine, raw, params, request))
     return merged(answers)
 
 
-async def acomplete(engine: Any, request: Request) -> Response:
+async def acomplete(engine: OpenAIEngine, request: Request) -> Response:
     """``OpenAIEngine.acomplete`` on the Responses API."""
     params, n = _prepared(engine, request)
-    client = await engine._aclient()
+    client = await engine.async_client()
     create = client.responses.with_raw_response.create
     answers = []
     for _ in range(n):
         raw = await engine.transport.acall(
             functools.partial(bounded_send, create, float(params["timeout"]) + WATCHDOG_GRACE,
-                              params), engine._classifier(params), where=engine._where(params))
+                              params), engine.classifier(params), where=engine.where(params))
         answers.append(_read(engine, raw, params, request))
     return merged(answers)
