@@ -30,8 +30,9 @@ from pydantic import (
 from hoare.declaration.conditions import Post, Pre
 from hoare.declaration.description import describe
 from hoare.kernel import ContractConfig
+from hoare.verifier.checks.handoff import Link, handoff
 from hoare.verifier.checks.model import contract_model, predicate_assertions, type_assertions
-from hoare.verifier.checks.pipelines import _handoff, _Link, _pipeline_pair
+from hoare.verifier.checks.pipelines import check_pair
 from hoare.verifier.search.concrete import BindError, assign
 from hoare.verifier.solve.solver import Assertion, SolverOptions, solve
 from hoare.verifier.translate.logic import z3_not
@@ -54,9 +55,9 @@ def stage(input_type: Any, output_type: Any, pre: tuple[Pre, ...] = (),
 def translation_claims_acceptance(a: Any, b: Any) -> bool:
     """Does the translated hand-off alone prove that B's type accepts every output
     of A (no reason for a rejection is satisfiable)?"""
-    link = _Link()
+    link = Link()
     with Z3_LOCK, naming("handoff."):
-        accepted = _handoff(a, b, link)
+        accepted = handoff(a, b, link)
     if not link.exact:
         return False
     base = type_assertions(a.output) + predicate_assertions(a.post) + [
@@ -73,7 +74,7 @@ def translation_claims_acceptance(a: Any, b: Any) -> bool:
 
 
 def verdict(a: Any, b: Any) -> str:
-    return _pipeline_pair(a, b, OPTIONS, 0).status
+    return check_pair(a, b, OPTIONS, 0).status
 
 
 def really_rejects(b_model: type[BaseModel], a_value: BaseModel) -> None:
@@ -339,9 +340,9 @@ def test_the_handoff_translation_admits_the_real_outcome(generated: Any) -> None
 
     a_model, b_model, rows = generated
     a, b = stage(str, a_model), stage(b_model, str)
-    link = _Link()
+    link = Link()
     with Z3_LOCK, naming("handoff.diff."):
-        accepted = _handoff(a, b, link)
+        accepted = handoff(a, b, link)
     b_types = z3.And(*[c.expr for c in b.input.constraints if c.kind == "type"])
     for row in rows:
         try:
