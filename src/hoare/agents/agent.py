@@ -50,7 +50,7 @@ from hoare.agents.text import text_of, type_name, validation_text
 from hoare.agents.tool import Tool, tool
 from hoare.agents.violation import ContractTermination, ContractViolation, Kind, ViolationHandler
 from hoare.contracts.json_text import extract_json
-from hoare.engines.base import Engine, Message, Request
+from hoare.engines.base import Engine, Message, Request, Response
 from hoare.errors import ContractDefinitionError
 
 __all__ = ["ContractAgent"]
@@ -137,7 +137,7 @@ class ContractAgent:
         # how its runs are named and told apart in the stats store
         self._name = f"agent:{agent_type}[{','.join(t.name for t in self.tools)}]"
 
-    def _complete(self, request: Request) -> Any:
+    def _complete(self, request: Request) -> Response:
         """One engine call, in a ``chat`` span when traced (``hoare.telemetry``)."""
         span = None if telemetry.tracer is None else \
             telemetry.start_engine(self.engine, request.attempt)
