@@ -78,7 +78,6 @@ from hoare.engines.cache_files import (
 )
 from hoare.engines.cache_format import (
     CacheFileError,
-    Malformed,
     Slot,
     Span,
     digest,
@@ -278,7 +277,7 @@ class CachedEngine:
         try:
             entry = json.loads(data.decode("utf-8"), parse_constant=no_constant)
             return entry_response(entry)
-        except (Malformed, ValueError, TypeError, RecursionError):
+        except (ValueError, TypeError, RecursionError):  # a malformed entry is a ValueError
             return None  # changed under us without a new signature: index again
 
     def _resolve(self, request: Request) -> tuple[dict[str, Any], str, bool]:

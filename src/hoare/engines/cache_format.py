@@ -33,7 +33,7 @@ class CacheFileError(FatalEngineError, ValueError):
     """The cache file cannot be read as a cache."""
 
 
-class Malformed(ValueError):
+class _Malformed(ValueError):
     """What is wrong with one part of a cache file (wrapped in ``CacheFileError``)."""
 
     def __reduce__(self) -> tuple[object, ...]:
@@ -67,7 +67,7 @@ def make_entry(key: dict[str, Any], index: int, response: Response) -> dict[str,
     """The file's entry for an answer, checked to read back as the same answer (a NaN, a
     negative count or a non-text would make the whole file unreadable later)."""
     if not isinstance(response, Response) or not isinstance(response.texts, tuple | list):
-        raise Malformed(f"the answer's texts are {_kind(getattr(response, 'texts', None))}, "
+        raise _Malformed(f"the answer's texts are {_kind(getattr(response, 'texts', None))}, "
                          "not a tuple of str")
     entry = {
         "key": digest(key)[:16],
@@ -97,12 +97,12 @@ def make_entry(key: dict[str, Any], index: int, response: Response) -> dict[str,
 
 def no_constant(name: str) -> Any:
     """``parse_constant`` of the file's JSON: NaN and the infinities are not numbers."""
-    raise Malformed(f"{name} is not a JSON number")
+    raise _Malformed(f"{name} is not a JSON number")
 
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise Malformed(f"{what} must be text, not {_kind(value)}")
+        raise _Malformed(f"{what} must be text, not {_kind(value)}")
     return value
 
 
@@ -112,13 +112,13 @@ def _kind(value: Any) -> str:
 
 def _list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
-        raise Malformed(f"{what} must be a list, not {_kind(value)}")
+        raise _Malformed(f"{what} must be a list, not {_kind(value)}")
     return value
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise Malformed(f"{what} must be an object, not {_kind(value)}")
+        raise _Malformed(f"{what} must be an object, not {_kind(value)}")
     return value
 
 
@@ -126,26 +126,26 @@ def _count(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
         shown = repr(value) if isinstance(value, int | float) and len(repr(value)) < 40 \
             else _kind(value)
-        raise Malformed(f"{what} must be a whole number in 0..{MAX_COUNT}, not {shown}")
+        raise _Malformed(f"{what} must be a whole number in 0..{MAX_COUNT}, not {shown}")
     return value
 
 
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) \
             or not math.isfinite(float(value)):
-        raise Malformed(f"{what} must be a finite number, not {_kind(value)}")
+        raise _Malformed(f"{what} must be a finite number, not {_kind(value)}")
     return float(value)
 
 
 def _pair(value: Any, what: str) -> tuple[str, float]:
     items = _list(value, what)
     if len(items) != 2:
-        raise Malformed(f"{what} must be [token, logprob]")
+        raise _Malformed(f"{what} must be [token, logprob]")
     return _text(items[0], f"{what}[0]"), _number(items[1], f"{what}[1]")
 
 
 def _check_entry(entry: Any) -> tuple[dict[str, Any], int, Response]:
-    """An entry's request, index and answer, every field checked (``Malformed`` names the
+    """An entry's request, index and answer, every field checked (``_Malformed`` names the
     first one that is wrong)."""
     entry = _object(entry, "the entry")
     request = _object(entry.get("request"), "'request'")
@@ -161,7 +161,7 @@ def _check_entry(entry: Any) -> tuple[dict[str, Any], int, Response]:
               for name, default in (("requests", 1), ("input_tokens", 0), ("output_tokens", 0),
                                     ("cached_input_tokens", 0))]
     if counts[3] > counts[1]:
-        raise Malformed("'response.usage.cached_input_tokens' exceeds input_tokens")
+        raise _Malformed("'response.usage.cached_input_tokens' exceeds input_tokens")
     calls = []
     for i, call in enumerate(_list(data.get("tool_calls", []), "'response.tool_calls'")):
         where = f"'response.tool_calls[{i}]'"
@@ -184,7 +184,7 @@ def _check_entry(entry: Any) -> tuple[dict[str, Any], int, Response]:
             where = f"'response.logprobs[{i}][{j}]'"
             item = _list(item, where)
             if len(item) != 3:
-                raise Malformed(f"{where} must be [token, logprob, alternatives]")
+                raise _Malformed(f"{where} must be [token, logprob, alternatives]")
             token, value = _pair(item[:2], where)
             top = tuple(_pair(a, f"{where}[2][{k}]")
                         for k, a in enumerate(_list(item[2], f"{where}[2]")))
@@ -199,7 +199,7 @@ def _check_entry(entry: Any) -> tuple[dict[str, Any], int, Response]:
 
 
 def entry_response(entry: dict[str, Any]) -> Response:
-    """The answer an entry holds, every field checked (``Malformed`` otherwise)."""
+    """The answer an entry holds, every field checked (``_Malformed`` otherwise)."""
     return _check_entry(entry)[2]
 
 
@@ -248,7 +248,7 @@ def _scan(data: bytes, path: Path) -> list[tuple[dict[str, Any], int, int]]:
 
     def entries(i: int) -> int:
         if i >= len(text) or text[i] != "[":
-            raise Malformed("'entries' must be a list")
+            raise _Malformed("'entries' must be a list")
         i = skip(i + 1)
         if i < len(text) and text[i] == "]":
             return i + 1
@@ -260,11 +260,11 @@ def _scan(data: bytes, path: Path) -> list[tuple[dict[str, Any], int, int]]:
             if i < len(text) and text[i] == ",":
                 i = skip(i + 1)
                 if i < len(text) and text[i] == "]":
-                    raise Malformed(f"a trailing ',' at character {i}")
+                    raise _Malformed(f"a trailing ',' at character {i}")
                 continue
             if i < len(text) and text[i] == "]":
                 return i + 1
-            raise Malformed(f"expected ',' or ']' at character {i}")
+            raise _Malformed(f"expected ',' or ']' at character {i}")
 
     try:
         i = skip(0)
@@ -277,37 +277,37 @@ def _scan(data: bytes, path: Path) -> list[tuple[dict[str, Any], int, int]]:
             while i < len(text) and text[i] != "}":
                 name, i = value(i)
                 if not isinstance(name, str):
-                    raise Malformed("an object key must be text")
+                    raise _Malformed("an object key must be text")
                 i = skip(i)
                 if i >= len(text) or text[i] != ":":
-                    raise Malformed(f"expected ':' at character {i}")
+                    raise _Malformed(f"expected ':' at character {i}")
                 i = skip(i + 1)
                 if name == "entries":
                     i, seen = entries(i), True
                 else:
                     member, i = value(i)
                     if name == "format" and member != FORMAT:
-                        raise Malformed(f"'format' is {member!r}, not {FORMAT!r}")
+                        raise _Malformed(f"'format' is {member!r}, not {FORMAT!r}")
                     if name == "version" and (type(member) is not int or member != VERSION):
-                        raise Malformed(f"'version' {member!r} is not {VERSION} (written by "
+                        raise _Malformed(f"'version' {member!r} is not {VERSION} (written by "
                                          "another hoare version?)")
                 i = skip(i)
                 if i < len(text) and text[i] == ",":
                     i = skip(i + 1)
                     if i < len(text) and text[i] == "}":
-                        raise Malformed(f"a trailing ',' at character {i}")
+                        raise _Malformed(f"a trailing ',' at character {i}")
                 elif i < len(text) and text[i] != "}":
-                    raise Malformed(f"expected ',' or '}}' at character {i}")
+                    raise _Malformed(f"expected ',' or '}}' at character {i}")
             if i >= len(text):
-                raise Malformed("the top-level object is not closed")
+                raise _Malformed("the top-level object is not closed")
             i += 1
             if not seen:
-                raise Malformed("it has no 'entries' list")
+                raise _Malformed("it has no 'entries' list")
         else:
-            raise Malformed("the top level must be an object with 'entries'")
+            raise _Malformed("the top level must be an object with 'entries'")
         if skip(i) != len(text):
-            raise Malformed(f"extra data after the top level at character {skip(i)}")
-    except (Malformed, ValueError, RecursionError) as error:
+            raise _Malformed(f"extra data after the top level at character {skip(i)}")
+    except (_Malformed, ValueError, RecursionError) as error:
         reason = "nested too deep" if isinstance(error, RecursionError) else str(error)[:200]
         raise CacheFileError(f"{path} is not a hoare engine cache ({reason}); fix or delete "
                              "it, or point CachedEngine at another file") from None
@@ -324,7 +324,7 @@ def index_entries(data: bytes, path: Path) -> dict[Slot, Span]:
             request, index, _ = _check_entry(entry)
             slot = (digest(request), index)
             loose = digest(_loose(request))
-        except (Malformed, ValueError, TypeError, RecursionError) as error:
+        except (_Malformed, ValueError, TypeError, RecursionError) as error:
             raise CacheFileError(f"{path} is not a hoare engine cache (entry {number}: "
                                  f"{str(error)[:200]}); fix or delete it, or point "
                                  "CachedEngine at another file") from None
