@@ -69,8 +69,10 @@ def install(wheel: Path, work: Path) -> Path:
 
 # The suite runs in two phases: everything not marked ``serial`` spread over the
 # machine's cores by pytest-xdist, then the ``serial`` tests (servers, process pools,
-# many threads: tests/conftest.py marks them) one at a time.
-PARALLEL = ["-n", "auto", "-m", "not serial"]
+# many threads: tests/conftest.py marks them) one at a time. ``worksteal``: a worker that
+# runs out of tests takes half of another's queue, so one long test near the end of a
+# queue does not leave the other cores idle (``--dist load`` fixes the queues up front).
+PARALLEL = ["-n", "auto", "--dist", "worksteal", "-m", "not serial"]
 SERIAL = ["-m", "serial", "-p", "no:xdist"]
 
 

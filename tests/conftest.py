@@ -79,12 +79,30 @@ SERIAL_FILES = frozenset({
 })
 
 
+# Files whose tests take the longest (a minute or more of one core between them: z3
+# under the sanitizer, hypothesis over the pre-flight, child processes): they run first,
+# so the parallel phase does not end with one core busy on them and the other idle
+# (with ``--dist worksteal`` the shorter tests fill in around them).
+LONGEST_FIRST = (
+    "test_verifier_fuzz_regressions.py",
+    "test_verifier_z3_context.py",
+    "test_hostile_api.py",
+    "test_verify_isolation.py",
+    "test_linear_readers.py",
+    "test_verify_cache.py",
+    "test_stats_compare.py",
+    "test_decoding_capabilities.py",
+    "test_early_stop.py",
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the serial files' tests before ``-m`` selects by marker; refuse a test id that
-    holds a memory address (``<object object at 0x...>`` from ``ids=repr``): pytest-xdist
-    collects in every worker and stops when the ids differ, so an id must be the same
-    in every process (tests/against_wheel.py also fixes PYTHONHASHSEED, for set order)."""
+    """Mark the serial files' tests before ``-m`` selects by marker, and put the longest
+    files first; refuse a test id that holds a memory address (``<object object at
+    0x...>`` from ``ids=repr``): pytest-xdist collects in every worker and stops when the
+    ids differ, so an id must be the same in every process (tests/against_wheel.py also
+    fixes PYTHONHASHSEED, for set order)."""
     unstable = [item.nodeid for item in items if _ADDRESS.search(item.nodeid)]
     if unstable:
         raise pytest.UsageError("test ids that differ from process to process (a memory "
@@ -92,6 +110,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.name in SERIAL_FILES:
             item.add_marker(pytest.mark.serial)
+    # the longest files first (LONGEST_FIRST), the same order in every process; the
+    # order within a file and of the other files is unchanged (a stable sort)
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
