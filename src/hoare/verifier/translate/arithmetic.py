@@ -63,6 +63,7 @@ class ArithmeticSemantics(ComparisonSemantics):
             return a
         if op == "*" and (isinstance(a, SStr) or isinstance(b, SStr)):
             text, count = (a, b) if isinstance(a, SStr) else (b, a)
+            assert isinstance(text, SStr)  # one side is a str (the condition above)
             if isinstance(count, SInt) and z3.is_int_value(count.e) and \
                     count.e.as_long() <= 16:
                 k = count.e.as_long()

@@ -22,6 +22,7 @@ import ast
 import inspect
 import types
 import typing
+from collections.abc import Callable
 
 import z3
 
@@ -163,10 +164,10 @@ class _Dynamic(Unmodelled):
 _DYNAMIC_CALLS = {"setattr", "delattr", "vars", "__setattr__", "__delattr__"}
 
 
-def _functions(klass: type) -> list[object]:
+def _functions(klass: type) -> list[Callable[..., object]]:
     """The functions defined in ``klass``'s body (methods, static/class methods,
     property accessors)."""
-    out: list[object] = []
+    out: list[Callable[..., object]] = []
     for value in klass.__dict__.values():
         if isinstance(value, (staticmethod, classmethod)):
             value = value.__func__

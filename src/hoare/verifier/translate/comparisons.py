@@ -87,10 +87,10 @@ class ComparisonSemantics(FloatSemantics):
                             x.tag == y.tag, z3_or(z3_not(tag_is(x.tag, FIN)), x.r == y.r))
             return self.int_expr(a) == self.int_expr(b)
         if isinstance(a, SStr) and isinstance(b, SStr):
-            for x, y in ((a, b), (b, a)):
-                if isinstance(x, SStripped) and not isinstance(y, SStripped) and \
-                        z3.is_string_value(y.e) and y.e.as_string() == "":
-                    return z3_not(self.has_non_space(x.source))
+            for s, t in ((a, b), (b, a)):
+                if isinstance(s, SStripped) and not isinstance(t, SStripped) and \
+                        z3.is_string_value(t.e) and t.e.as_string() == "":
+                    return z3_not(self.has_non_space(s.source))
             return a.e == b.e
         if isinstance(a, (SList, SColl)) and isinstance(b, (SList, SColl)):
             return self.seq_eq(a, b)
@@ -98,6 +98,7 @@ class ComparisonSemantics(FloatSemantics):
             if isinstance(a, SModel) and isinstance(b, SModel):
                 raise Opaque("equality of pydantic models")
             model = a if isinstance(a, SModel) else b
+            assert isinstance(model, SModel)  # one side is a model (the condition above)
             if model.open:  # a subclass's __eq__ may say anything
                 raise Opaque(f"`==` with {open_model_reason(model)}")
             return false()
@@ -154,14 +155,13 @@ class ComparisonSemantics(FloatSemantics):
         if isinstance(value, (SModel, SOpaque, SObj, STruth)):
             raise Opaque(f"hashing a {value.kind}")
 
-    def seq_eq(self, a: Sym, b: Sym) -> z3.BoolRef:
+    def seq_eq(self, a: SList | SColl, b: SList | SColl) -> z3.BoolRef:
         if isinstance(a, SColl) and isinstance(b, SList):
             a, b = b, a
         family = {"list": "list", "tuple": "tuple", **{name: "set" for name in SETS}}
-        if family.get(a.container, a.container) != family.get(  # type: ignore[attr-defined]
-                b.container, b.container):  # type: ignore[attr-defined]
+        if family.get(a.container, a.container) != family.get(b.container, b.container):
             return false()  # [1] != (1,) != {1}
-        if family.get(a.container) == "set":  # type: ignore[attr-defined]
+        if family.get(a.container) == "set":
             raise Opaque("equality of sets (unordered, by hash)")
         if isinstance(a, SColl) and isinstance(b, SColl):
             if len(a.items) != len(b.items):

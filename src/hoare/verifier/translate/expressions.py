@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import enum
+import functools
 import inspect
 import math
 import sys
@@ -207,12 +208,12 @@ class ExpressionTranslator(Semantics):
                 value = cell.cell_contents
             except ValueError:
                 raise Opaque(f"{name} is not bound yet") from None
-            self.reads.append((lambda c=cell: _cell(c), value))
+            self.reads.append((functools.partial(_cell, cell), value))
             return self.global_value(value, name)
         module_globals = getattr(self.fn, "__globals__", {})
         if name in module_globals:
             value = module_globals[name]
-            self.reads.append((lambda g=module_globals, n=name: g.get(n, _MISSING), value))
+            self.reads.append((functools.partial(module_globals.get, name, _MISSING), value))
             return self.global_value(value, name)
         if hasattr(builtins, name):
             return self.global_value(getattr(builtins, name), name)
@@ -251,11 +252,11 @@ class ExpressionTranslator(Semantics):
             if isinstance(target, types.ModuleType):
                 if target is math and attr in ("inf", "nan", "pi", "e", "tau"):
                     return const_to_sym(getattr(math, attr))
-                value = getattr(target, attr, _MISSING)
-                if value is _MISSING:
+                found = getattr(target, attr, _MISSING)
+                if found is _MISSING:
                     raise Opaque(f"{target.__name__}.{attr} not found")
-                self.reads.append((lambda m=target, a=attr: getattr(m, a, _MISSING), value))
-                return self.global_value(value, attr)
+                self.reads.append((functools.partial(_attribute, target, attr), found))
+                return self.global_value(found, attr)
             if isinstance(target, type):
                 try:
                     static = inspect.getattr_static(target, attr)
@@ -263,8 +264,7 @@ class ExpressionTranslator(Semantics):
                     raise Opaque(f"{target.__name__}.{attr} not found") from None
                 if issubclass(target, enum.Enum) and attr in target.__members__:
                     return const_to_sym(target.__members__[attr])
-                self.reads.append((lambda t=target, a=attr: inspect.getattr_static(
-                    t, a, _MISSING), static))
+                self.reads.append((functools.partial(_static_attribute, target, attr), static))
                 if is_plain_data(static):
                     return const_to_sym(static)
                 return SObj(static)
@@ -340,10 +340,10 @@ class ExpressionTranslator(Semantics):
             self.error(true(), "TypeError")  # sets are not subscriptable
             return SInt(int_val(0))
         if isinstance(container, (SStr, SList, SColl)):
-            index = self.index_operand(index, "an index")
-            if index is None:
+            operand = self.index_operand(index, "an index")
+            if operand is None:
                 return SInt(int_val(0))
-            i = self.int_expr(index)
+            i = self.int_expr(operand)
             length = self.length(container).e
             position = z3.If(i < 0, length + i, i)
             self.error(z3.Or(position < 0, position >= length), "IndexError")
@@ -520,6 +520,16 @@ def _function_name(fn: object) -> str:
 
 
 _MISSING = object()
+
+
+def _attribute(obj: object, attr: str) -> object:
+    """``obj.attr`` now, or ``_MISSING`` (a ``reads`` getter: has it changed?)."""
+    return getattr(obj, attr, _MISSING)
+
+
+def _static_attribute(cls: type, attr: str) -> object:
+    """``cls.attr`` as stored, without running descriptors, or ``_MISSING``."""
+    return inspect.getattr_static(cls, attr, _MISSING)
 
 
 def _cell(cell: Any) -> object:

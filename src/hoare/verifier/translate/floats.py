@@ -23,6 +23,7 @@ Constant operands are computed by Python itself (exact).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import z3
@@ -92,7 +93,7 @@ def _python_number(value: Sym) -> int | float | None:
     if isinstance(value, SBool) and (is_true(value.e) or is_false(value.e)):
         return is_true(value.e)
     if isinstance(value, SInt) and z3.is_int_value(value.e):
-        return value.e.as_long()
+        return int(value.e.as_long())
     if isinstance(value, SFloat) and not isinstance(value, SNumber) and \
             z3.is_int_value(value.tag):
         tag = value.tag.as_long()
@@ -298,6 +299,7 @@ class FloatSemantics(ValueViews):
             safe = z3_if(y.r == 0, real_val(1), y.r)
             ratio = x.r / safe
             floor = z3.ToReal(z3.ToInt(ratio))
+            exact: Sym
             if op == "%":
                 # fmod is exact; Python adds the divisor when the signs differ (rounded)
                 exact = self.rounded(x.r - safe * floor)
@@ -307,7 +309,7 @@ class FloatSemantics(ValueViews):
                 small = z3_and(ratio < 2**50, ratio > -2**50)
                 exact = SFloat(int_val(FIN), floor)
                 if not is_true(small):
-                    exact = self.ite(small, exact, self.havoc_float(  # type: ignore[assignment]
+                    exact = self.ite(small, exact, self.havoc_float(
                         "float `//` with a quotient of 2**50 or more"))
             if is_true(both):
                 return exact
@@ -350,9 +352,11 @@ class FloatSemantics(ValueViews):
         if x is None or y is None:
             return None
         try:
-            result = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
-                      "/": lambda: x / y, "//": lambda: x // y, "%": lambda: x % y,
-                      "**": lambda: x ** y}[op]()
+            operations: dict[str, Callable[[], int | float]] = {
+                "+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
+                "/": lambda: x / y, "//": lambda: x // y, "%": lambda: x % y,
+                "**": lambda: x ** y}
+            result = operations[op]()
         except (ZeroDivisionError, OverflowError, ValueError) as error:
             self.error(true(), type(error).__name__)
             return SFloat(int_val(FIN), real_val(0))

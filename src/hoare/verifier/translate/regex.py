@@ -349,8 +349,9 @@ def _alternative_re(node: _Node, mode: str, side: str) -> z3.ReRef:
         items.pop(0)
         start = True
     ends: list[str] = []
-    while items and isinstance(items[-1], _Anchor) and items[-1].kind in ("end", "dollar"):
-        ends.append(items.pop().kind)  # type: ignore[union-attr]
+    while items and isinstance(last := items[-1], _Anchor) and last.kind in ("end", "dollar"):
+        items.pop()
+        ends.append(last.kind)
     everything = z3.Full(z3.ReSort(z3.StringSort()))
     if mode == "fullmatch" or "end" in ends:
         tail = _empty_word()

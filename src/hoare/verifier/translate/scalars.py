@@ -10,8 +10,11 @@ its reason (the modelled set grows, so refutations stay sound).
 
 from __future__ import annotations
 
+import decimal
 import enum
+import numbers
 import operator
+import re
 import typing
 from dataclasses import dataclass
 from fractions import Fraction
@@ -41,10 +44,10 @@ from hoare.verifier.translate.values import (
     SOpt,
     SStr,
     Sym,
-    const_to_sym,
     fresh_name,
     int_val,
     real_val,
+    str_val,
 )
 
 __all__ = ["Constraint", "ScalarTypes", "implies"]
@@ -66,13 +69,17 @@ def implies(guard: z3.BoolRef, expr: z3.BoolRef) -> z3.BoolRef:
 
 
 def _number(value: object) -> Fraction | None:
+    """A bound as an exact rational; None for a bool, a nan or an infinity, or what
+    ``Fraction`` does not take (it takes rationals, floats, decimals and strings)."""
+    if not isinstance(value, (numbers.Rational, float, decimal.Decimal, str)):
+        return None
     try:
         if isinstance(value, bool):
             return None
         if isinstance(value, float) and (value != value or value in (float("inf"),
                                                                      float("-inf"))):
             return None
-        return Fraction(value)  # type: ignore[arg-type]
+        return Fraction(value)
     except (TypeError, ValueError):
         return None
 
@@ -149,7 +156,7 @@ class ScalarTypes:
                            constraints: list[Constraint], config: dict[str, Any]) -> None:
         engine = config.get("regex_engine", "rust-regex")
         lengths: list[tuple[str, int]] = []
-        patterns: list[str] = []
+        patterns: list[str | re.Pattern[str]] = []
         transforms = [k for k in ("str_strip_whitespace", "str_to_lower", "str_to_upper")
                       if config.get(k)]
         for item in items:
@@ -192,10 +199,12 @@ class ScalarTypes:
             expr = length >= bound if key == "min_length" else length <= bound
             constraints.append(Constraint(f"{key}={bound} ({owner})", implies(guard, expr)))
         for pattern in patterns:
-            compiled = not isinstance(pattern, str)
-            label = f"pattern={(pattern.pattern if compiled else pattern)!r} ({owner})"
-            translation = field_pattern(pattern.pattern, "python-re", pattern.flags) \
-                if compiled else field_pattern(pattern, engine)
+            if isinstance(pattern, str):
+                label = f"pattern={pattern!r} ({owner})"
+                translation = field_pattern(pattern, engine)
+            else:  # a compiled re.Pattern runs on Python's re
+                label = f"pattern={pattern.pattern!r} ({owner})"
+                translation = field_pattern(pattern.pattern, "python-re", pattern.flags)
             if translation.regex is None:
                 self.dropped.append(f"{label}: {translation.reason}")
                 continue
@@ -248,9 +257,8 @@ class ScalarTypes:
             expr = z3.Or(*[sym.e == v for v in values])
         elif kinds == {str}:
             sym = SStr(z3.String(fresh_name(path)))
-            expr = z3.Or(*[sym.e == const_to_sym(v).e for v in values])  # type: ignore[attr-defined]
-        elif len(kinds) == 1 and issubclass(next(iter(kinds)), enum.Enum):
-            cls = next(iter(kinds))
+            expr = z3.Or(*[sym.e == str_val(v) for v in values])  # const_to_sym of a str
+        elif len(kinds) == 1 and issubclass(cls := next(iter(kinds)), enum.Enum):
             members = list(cls)
             sym = SEnum(cls, z3.Int(fresh_name(path)))
             expr = z3.Or(*[sym.idx == members.index(v) for v in values])
@@ -279,7 +287,7 @@ class ScalarTypes:
         self.leaves += 1
         if config.get("use_enum_values"):
             values = [m.value for m in members]
-            literal = Literal[tuple(values)]  # type: ignore[valid-type]
+            literal = Literal[tuple(values)]  # type: ignore[valid-type]  # built at run time
             return self.literal(literal, path, owner, guard, constraints)
         idx = z3.Int(fresh_name(path))
         constraints.append(Constraint(f"{cls.__name__} ({owner})",
@@ -298,7 +306,7 @@ def _bound(sym: SInt | SFloat, op: str, bound: Fraction) -> z3.BoolRef:
     if isinstance(sym, SInt):
         x: z3.ArithRef = sym.e if bound.denominator == 1 else z3.ToReal(sym.e)
         b = int_val(int(bound)) if bound.denominator == 1 else real_val(bound)
-        return _COMPARE[op](x, b)  # type: ignore[no-any-return]
+        return _COMPARE[op](x, b)
     finite = sym.tag == FIN
     b = real_val(bound)
     compare = _COMPARE[op](sym.r, b)

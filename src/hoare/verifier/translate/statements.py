@@ -11,6 +11,7 @@ environment; a ``for`` over a list is unrolled over its slots. Expressions are
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from dataclasses import dataclass
 
@@ -77,6 +78,11 @@ def _template(node: ast.expr | None) -> str | None:
 
 
 
+def _defaults(fn: object) -> object:
+    """``fn``'s default values now (a ``reads`` getter: have they changed?)."""
+    return getattr(fn, "__defaults__", None)
+
+
 class Translator(ExpressionTranslator):
     """The predicate translator: statements and paths over ``ExpressionTranslator``."""
 
@@ -122,7 +128,7 @@ class Translator(ExpressionTranslator):
                 default = defaults[index - first_default]
                 env[name] = plain(default, f"the default of {name}")
                 # the translation bakes the default in: a cache must see it change
-                self.reads.append((lambda fn=self.fn: getattr(fn, "__defaults__", None),
+                self.reads.append((functools.partial(_defaults, self.fn),
                                    getattr(self.fn, "__defaults__", None)))
             else:
                 raise Opaque(f"parameter {name} has no value")

@@ -130,9 +130,9 @@ class TypeBuilder(ScalarTypes):
         name = owner or (self.role if spec.wrapped else spec.model.__name__)
         root = self.model(spec.model, self.role, name, z3.BoolVal(True), constraints, 0,
                           wrapped=spec.wrapped)
-        value = root.fields.get("value", root) if spec.wrapped else root
         if isinstance(root, SOpaque):  # pragma: no cover - models are always built
             raise TypeError(root.reason)
+        value: Sym = root.fields.get("value", root) if spec.wrapped else root
         opaque = self.opaque_models.get(spec.model)
         if opaque is not None and not spec.wrapped:
             value = SOpaque(opaque)  # witnesses still come from ``root``
@@ -145,7 +145,8 @@ class TypeBuilder(ScalarTypes):
 
     # -- models -------------------------------------------------------------------------
     def model(self, cls: type[BaseModel], path: str, owner: str, guard: z3.BoolRef,
-              constraints: list[Constraint], depth: int, *, wrapped: bool = False) -> Any:
+              constraints: list[Constraint], depth: int, *, wrapped: bool = False
+              ) -> SModel | SOpaque:
         if depth > MAX_DEPTH:
             return SOpaque(f"{cls.__name__} nested too deeply to model")
         config = dict(cls.model_config)
@@ -269,7 +270,7 @@ class TypeBuilder(ScalarTypes):
             if factory not in (list, tuple, str, int, float, bool):
                 return SOpaque(f"{owner}: its default_factory is not evaluated"), [], \
                     _NO_DEFAULT
-            default: object = factory()  # type: ignore[call-arg]
+            default: object = factory()
         else:
             default = info.default
         if default is None and not isinstance(sym, (SOpt, SNone)):

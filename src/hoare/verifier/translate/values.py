@@ -87,7 +87,7 @@ def tag_is(tag: z3.ArithRef, k: int) -> z3.BoolRef:
     known finite)."""
     if z3.is_int_value(tag):
         return bool_val(tag.as_long() == k)
-    return tag == k  # type: ignore[no-any-return]  # z3's == builds a BoolRef (untyped)
+    return tag == k
 
 
 def fresh_name(base: str) -> str:
@@ -167,6 +167,11 @@ class SStripped(SStr):
     ``define``, when its value is used otherwise.
     """
 
+    source: z3.SeqRef
+    mode: str
+    _define: Callable[[z3.SeqRef, str], z3.SeqRef]
+    _value: z3.SeqRef | None
+
     def __init__(self, source: z3.SeqRef, mode: str,
                  define: Callable[[z3.SeqRef, str], z3.SeqRef]) -> None:
         object.__setattr__(self, "source", source)
@@ -174,11 +179,13 @@ class SStripped(SStr):
         object.__setattr__(self, "_define", define)
         object.__setattr__(self, "_value", None)
 
-    @property  # type: ignore[override]
+    @property
     def e(self) -> z3.SeqRef:
-        if self._value is None:
-            object.__setattr__(self, "_value", self._define(self.source, self.mode))
-        return self._value  # type: ignore[return-value]
+        value = self._value
+        if value is None:
+            value = self._define(self.source, self.mode)
+            object.__setattr__(self, "_value", value)
+        return value
 
 
 class SNone(Sym):
@@ -248,7 +255,7 @@ class SEnum(Sym):
 
     @property
     def members(self) -> list[enum.Enum]:
-        return list(self.cls)  # type: ignore[arg-type]
+        return list(self.cls)
 
 
 SETS = ("set", "frozenset", "setlit")  # SColl containers that are sets ("setlit": a display)
@@ -403,8 +410,8 @@ def _has_nan(value: object) -> bool:
     verifier does not model."""
     if type(value) is float:
         return value != value
-    if type(value) in _SEQUENCES:
-        return any(_has_nan(item) for item in value)  # type: ignore[attr-defined]
+    if type(value) in _SEQUENCES and isinstance(value, _SEQUENCES):
+        return any(_has_nan(item) for item in value)
     return False
 
 
@@ -431,18 +438,18 @@ def _const(value: object, depth: int) -> Sym:
         return SEnum(type(value), int_val(members.index(value)))
     if kind is bool:
         return SBool(bool_val(bool(value)))
-    if kind is int:
+    if kind is int and isinstance(value, int):
         try:
-            return SInt(int_val(value))  # type: ignore[arg-type]
+            return SInt(int_val(value))
         except Unrepresentable:
             return SObj(value)
-    if kind is float:
-        return float_const(value)  # type: ignore[arg-type]
-    if kind is str:
-        return SStr(str_val(value))  # type: ignore[arg-type]
-    if kind in _SEQUENCES and depth < _MAX_DEPTH and len(value) <= _MAX_ITEMS \
-            and not _has_nan(value):  # type: ignore[arg-type]
-        items = list(value)  # type: ignore[call-overload]
+    if kind is float and isinstance(value, float):
+        return float_const(value)
+    if kind is str and isinstance(value, str):
+        return SStr(str_val(value))
+    if kind in _SEQUENCES and isinstance(value, _SEQUENCES) and depth < _MAX_DEPTH \
+            and len(value) <= _MAX_ITEMS and not _has_nan(value):
+        items = list(value)
         if kind in (set, frozenset):
             if not all(type(item) in _SCALARS for item in items):
                 return SObj(value)

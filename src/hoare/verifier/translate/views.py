@@ -12,9 +12,11 @@ doubles), ``comparisons`` (``==``, ``is``, ``<``, ``in``), ``arithmetic`` and
 
 from __future__ import annotations
 
+import enum
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import z3
 
@@ -57,7 +59,7 @@ _OPERATORS = ("__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__g
 
 
 @functools.lru_cache(maxsize=256)
-def _mixin_data_is_value(cls: type, mixin: type) -> bool:
+def _mixin_data_is_value(cls: type[enum.Enum], mixin: type) -> bool:
     """Does every member of the mixin enum ``cls`` hold exactly its ``.value`` as its
     ``mixin`` data, with ``mixin``'s operators (none redefined below it)?"""
     for klass in cls.__mro__:
@@ -73,10 +75,11 @@ def _mixin_data_is_value(cls: type, mixin: type) -> bool:
             if getattr(function, "__module__", None) != "enum" and not any(
                     function is getattr(b, name, None) for b in (str, int, float, object)):
                 return False  # written by the user (the enum machinery copies its own)
-    data = {str: str.__str__, int: int.__index__, float: float.__float__}[mixin]
+    readers: dict[type, Callable[[Any], object]] = {  # a member is a `mixin` instance
+        str: str.__str__, int: int.__index__, float: float.__float__}
+    data = readers[mixin]
     try:
-        return all(type(m.value) is mixin and data(m) == m.value  # type: ignore[operator]
-                   for m in cls)  # type: ignore[attr-defined]
+        return all(type(m.value) is mixin and data(m) == m.value for m in cls)
     except Exception:  # a member's own code may raise anything
         return False
 
@@ -340,16 +343,17 @@ class ValueViews:
         """Errors recorded inside raise only when ``cond`` also holds."""
         had_own = "error" in self.__dict__
         outer = self.error
+        guard = cond
 
-        def error(c: z3.BoolRef, exc: str) -> None:
-            outer(z3_and(cond, c), exc)
+        def error(cond: z3.BoolRef, exc: str) -> None:
+            outer(z3_and(guard, cond), exc)
 
-        self.error = error  # type: ignore[method-assign,assignment]
+        self.error = error  # type: ignore[method-assign]  # the hook, wrapped for the block
         try:
             yield
         finally:
             if had_own:
-                self.error = outer  # type: ignore[method-assign]
+                self.error = outer  # type: ignore[method-assign]  # the instance's own hook
             else:
                 del self.error
 

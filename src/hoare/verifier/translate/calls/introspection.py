@@ -49,10 +49,11 @@ def isinstance_of(t: ExpressionTranslator, value: Sym, type_node: ast.expr, call
         classes: tuple[type, ...] = (target.obj,)
     elif isinstance(target, SObj) and isinstance(target.obj, tuple) and \
             all(isinstance(c, type) for c in target.obj):
-        classes = target.obj
+        classes = tuple(c for c in target.obj if isinstance(c, type))
     elif isinstance(target, SColl) and target.container == "tuple" and all(
             isinstance(c, SObj) and isinstance(c.obj, type) for c in target.items):
-        classes = tuple(c.obj for c in target.items if isinstance(c, SObj))
+        classes = tuple(c.obj for c in target.items
+                        if isinstance(c, SObj) and isinstance(c.obj, type))
     else:
         raise call.unsupported("with a type that is not a class")
 
