@@ -1,39 +1,27 @@
 """Expressions of predicate code → symbolic values.
 
 ``ExpressionTranslator`` evaluates one expression over an environment of ``Sym``s:
-names (locals, closure cells, module globals, builtins: every value read from
-outside is recorded in ``reads`` so that a cache sees it change), attributes,
-``and``/``or``/``not`` with Python's value semantics, arithmetic and comparisons
-(``Semantics``), subscripts and string slices, comprehensions over the modelled
-elements of a list, and calls, which go to the ``calls`` registry. An expression
-that may raise records the condition with ``error`` under the current guards
-(``guarded``: the short-circuit and ``if``-expression conditions that reach it);
-``statements.Translator`` turns those into failure cases of the path.
+names and attributes (``names.NameResolver``), ``and``/``or``/``not`` with
+Python's value semantics, arithmetic and comparisons (``Semantics``), subscripts
+and string slices, comprehensions over the modelled elements of a list, and
+calls, which go to the ``calls`` registry (its handlers receive the
+``ExpressionTranslator``). An expression that may raise records the condition
+with ``error`` under the current guards (``guarded``: the short-circuit and
+``if``-expression conditions that reach it); ``statements.Translator`` turns
+those into failure cases of the path.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
-import enum
-import functools
-import inspect
-import math
 import sys
-import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import z3
 
-from hoare.declaration.description import PredicateSource
-from hoare.declaration.source import FunctionNode
 from hoare.verifier.solve.context import true
-from hoare.verifier.translate.attributes import SelfModel
 from hoare.verifier.translate.calls import CallSite, lookup_function, lookup_method, receiver_kind
 from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
-from hoare.verifier.translate.semantics import Semantics
+from hoare.verifier.translate.names import NameResolver
 from hoare.verifier.translate.values import (
     SETS,
     Opaque,
@@ -46,8 +34,6 @@ from hoare.verifier.translate.values import (
     SModel,
     SNone,
     SObj,
-    SOpaque,
-    SOpt,
     SSelf,
     SStr,
     STruth,
@@ -55,22 +41,9 @@ from hoare.verifier.translate.values import (
     const_to_sym,
     fresh_name,
     int_val,
-    is_plain_data,
 )
 
 __all__ = ["BINOPS", "ExpressionTranslator", "source_text"]
-
-
-def _custom_truth(cls: type) -> bool:
-    """Does a class (below pydantic's BaseModel, Enum and the builtins) define its own
-    truth value?"""
-    for klass in cls.__mro__:
-        if klass.__module__ in ("builtins", "enum") or klass.__module__.startswith("pydantic"):
-            continue
-        if "__bool__" in vars(klass) or "__len__" in vars(klass):
-            return True
-    return False
-
 
 
 def source_text(node: ast.AST, limit: int = 60) -> str:
@@ -79,71 +52,9 @@ def source_text(node: ast.AST, limit: int = 60) -> str:
 
 
 
-class ExpressionTranslator(Semantics):
-    """The expression half of the predicate translator: the ``Semantics`` hooks, the
-    guards, and one method per kind of expression; the call handlers of ``calls``
-    receive it."""
-
-    def __init__(self, source: PredicateSource, node: FunctionNode,
-                 self_model: SelfModel | None) -> None:
-        self.source = source
-        self.node = node
-        self.fn = inspect.unwrap(source.fn)
-        self.self_model = self_model
-        self.defs: list[z3.BoolRef] = []
-        self.havocs: list[str] = []
-        self.errs: list[tuple[z3.BoolRef, str, str]] = []
-        self.guards: list[z3.BoolRef] = []
-        self.current = ""
-        self.uses_float = False
-        closure = getattr(self.fn, "__closure__", None) or ()
-        freevars = self.fn.__code__.co_freevars
-        self.cells: dict[str, Any] = dict(zip(freevars, closure, strict=False))
-        # Python's compiler knows which names are local: reading one that this path has
-        # not bound raises UnboundLocalError (it never falls back to a global).
-        code = self.fn.__code__
-        self.locals = frozenset((*code.co_varnames, *code.co_cellvars))
-        self.reads: list[tuple[Callable[[], object], object]] = []
-        self.constructs: set[str] = set()  # registry keys of the calls translated
-
-    # -- hooks of Semantics -----------------------------------------------------------
-    def truthy(self, value: Sym) -> z3.BoolRef:
-        """Python's truth, but a model or enum whose class defines ``__bool__`` or
-        ``__len__`` is opaque (the base semantics takes such values as always true)."""
-        cls = value.cls if isinstance(value, (SModel, SEnum)) else None
-        if cls is not None and _custom_truth(cls):
-            raise Opaque(f"{cls.__name__} defines its own truth (__bool__ or __len__)")
-        return super().truthy(value)
-
-    def error(self, cond: z3.BoolRef, exc: str) -> None:
-        self.errs.append((z3_and(*self.guards, cond), exc, self.current))
-
-    def define(self, constraint: z3.BoolRef) -> None:
-        self.defs.append(constraint)
-
-    def havoc_note(self, reason: str) -> None:
-        if reason not in self.havocs:
-            self.havocs.append(reason)
-
-    @contextmanager
-    def guarded(self, cond: z3.BoolRef) -> Iterator[None]:
-        self.guards.append(cond)
-        try:
-            yield
-        finally:
-            self.guards.pop()
-
-    # -- labels -------------------------------------------------------------------------
-    @property
-    def message(self) -> str:
-        return self.source.message
-
-    @property
-    def owner(self) -> str:
-        """The predicate in labels: a method's name, a condition's quoted message."""
-        if self.source.is_method:
-            return getattr(self.source.fn, "__qualname__", self.source.id)
-        return f'"{self.message}"'
+class ExpressionTranslator(NameResolver):
+    """The expression half of the predicate translator: one method per kind of
+    expression; the call handlers of ``calls`` receive it."""
 
     # -- expressions --------------------------------------------------------------------
     def expr(self, node: ast.expr, env: dict[str, Sym]) -> Sym:
@@ -196,79 +107,6 @@ class ExpressionTranslator(Semantics):
             raise Opaque(f"`{type(node).__name__}` expression `{source_text(node)}`")
         finally:
             self.current = previous
-
-    def name(self, name: str, env: dict[str, Sym]) -> Sym:
-        if name in env:
-            return env[name]
-        if name in self.locals:
-            raise Opaque(f"local {name} may be read before it is assigned")
-        if name in self.cells:
-            cell = self.cells[name]
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                raise Opaque(f"{name} is not bound yet") from None
-            self.reads.append((functools.partial(_cell, cell), value))
-            return self.global_value(value, name)
-        module_globals = getattr(self.fn, "__globals__", {})
-        if name in module_globals:
-            value = module_globals[name]
-            self.reads.append((functools.partial(module_globals.get, name, _MISSING), value))
-            return self.global_value(value, name)
-        if hasattr(builtins, name):
-            return self.global_value(getattr(builtins, name), name)
-        raise Opaque(f"unknown name {name}")
-
-    @staticmethod
-    def global_value(value: object, name: str) -> Sym:
-        if is_plain_data(value):
-            return const_to_sym(value)
-        return SObj(value)
-
-    def attribute(self, obj: Sym, attr: str) -> Sym:
-        if isinstance(obj, SSelf):
-            return obj.resolve(attr)
-        if isinstance(obj, SOpt):
-            self.error(obj.none, "AttributeError")
-            return self.attribute(obj.inner, attr)
-        if isinstance(obj, SNone):
-            self.error(true(), "AttributeError")
-            raise Opaque("attribute of None")
-        if isinstance(obj, SModel):
-            if attr in obj.fields:
-                value = obj.fields[attr]
-                if isinstance(value, SOpaque) and value.truthy is None:
-                    raise Opaque(value.reason)
-                return value
-            raise Opaque(f"{obj.cls.__name__}.{attr} is not a field")
-        if isinstance(obj, SEnum):
-            if attr == "value":
-                return self.enum_value(obj)
-            if attr == "name":
-                return self.enum_name(obj)
-            raise Opaque(f"enum attribute {attr}")
-        if isinstance(obj, SObj):
-            target = obj.obj
-            if isinstance(target, types.ModuleType):
-                if target is math and attr in ("inf", "nan", "pi", "e", "tau"):
-                    return const_to_sym(getattr(math, attr))
-                found = getattr(target, attr, _MISSING)
-                if found is _MISSING:
-                    raise Opaque(f"{target.__name__}.{attr} not found")
-                self.reads.append((functools.partial(_attribute, target, attr), found))
-                return self.global_value(found, attr)
-            if isinstance(target, type):
-                try:
-                    static = inspect.getattr_static(target, attr)
-                except AttributeError:
-                    raise Opaque(f"{target.__name__}.{attr} not found") from None
-                if issubclass(target, enum.Enum) and attr in target.__members__:
-                    return const_to_sym(target.__members__[attr])
-                self.reads.append((functools.partial(_static_attribute, target, attr), static))
-                if is_plain_data(static):
-                    return const_to_sym(static)
-                return SObj(static)
-        raise Opaque(f"attribute .{attr} of a {obj.kind}")
 
     def boolop(self, node: ast.BoolOp, env: dict[str, Sym]) -> Sym:
         is_and = isinstance(node.op, ast.And)
@@ -519,29 +357,9 @@ def _function_name(fn: object) -> str:
     return name
 
 
-_MISSING = object()
-
-
-def _attribute(obj: object, attr: str) -> object:
-    """``obj.attr`` now, or ``_MISSING`` (a ``reads`` getter: has it changed?)."""
-    return getattr(obj, attr, _MISSING)
-
-
-def _static_attribute(cls: type, attr: str) -> object:
-    """``cls.attr`` as stored, without running descriptors, or ``_MISSING``."""
-    return inspect.getattr_static(cls, attr, _MISSING)
-
-
-def _cell(cell: Any) -> object:
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return _MISSING
 
 
 BINOPS: dict[type, str] = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
     ast.Mod: "%", ast.Pow: "**",
 }
-
-
