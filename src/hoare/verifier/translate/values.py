@@ -5,7 +5,7 @@ distinctions that z3 does not have: ``None`` is a separate case of an
 ``Optional`` (a tag, never a magic number), a ``float`` (an IEEE-754 double) is
 a tag for finite/``nan``/``+inf``/``-inf`` *plus* its value as a real (pydantic
 accepts ``nan``/``inf`` unless a bound or ``allow_inf_nan=False`` excludes them;
-rounding is modelled by ``semantics.Semantics.rounded``), a ``list`` is a symbolic length with a
+rounding is modelled by ``floats.FloatSemantics.rounded``), a ``list`` is a symbolic length with a
 bounded number of element slots (elements past the slots are *havoc*: fresh
 unconstrained values, which keeps every refutation sound).
 
