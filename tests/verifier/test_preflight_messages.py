@@ -9,7 +9,7 @@ import pytest
 
 from hoare import Contract, ContractDefinitionError, LLMDataModel, contract
 from hoare.engines import FunctionEngine
-from hoare.verifier.runtime.preflight import fill_placeholders
+from hoare.verifier.runtime.placeholders import fill_placeholders
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import review_pipeline
