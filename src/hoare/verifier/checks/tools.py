@@ -219,8 +219,9 @@ def function_of(lambda_node: ast.Lambda, filename: str, scope: dict[str, Any]
     for node in ast.walk(lambda_node):  # one line, as the source linecache holds
         if "lineno" in node._attributes:
             # (a node listing lineno in _attributes has all four; ast.AST declares none)
-            node.lineno = node.end_lineno = 1  # type: ignore[attr-defined]
-            node.col_offset, node.end_col_offset = 0, len(source)  # type: ignore[attr-defined]
+            for attribute, value in (("lineno", 1), ("end_lineno", 1), ("col_offset", 0),
+                                     ("end_col_offset", len(source))):
+                setattr(node, attribute, value)
     tree = ast.Expression(body=lambda_node)
     code = compile(tree, filename, "eval", dont_inherit=True)
     (inner,) = [c for c in code.co_consts if isinstance(c, types.CodeType)]
