@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import z3
+from pydantic import BaseModel
 
 from hoare.verifier.checks.model import (
     ContractModel,
@@ -243,7 +244,8 @@ def _from_dump(a: SModel, b: SModel, link: Link, where: str) -> z3.BoolRef:
     by_name = bool(config.get("validate_by_name") or config.get("populate_by_name"))
     consumed: set[str] = set()
     conds: list[z3.BoolRef] = []
-    for name, info in b.cls.model_fields.items():  # type: ignore[attr-defined]
+    model = cast("type[BaseModel]", b.cls)  # a model's value: its class is a pydantic model
+    for name, info in model.model_fields.items():
         candidates: list[str] = []
         if by_alias:
             alias = info.validation_alias
