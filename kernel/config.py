@@ -88,7 +88,7 @@ class RetryPolicy:
             raise ValueError(
                 f"unknown remedy_retry_params key(s) {unknown}: valid keys are {sorted(known)}"
             )
-        return cls(**params)  # type: ignore[arg-type]
+        return cls(**params)  # type: ignore[arg-type]  # the keys were checked just above
 
 
 @dataclass(frozen=True, slots=True)

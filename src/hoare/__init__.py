@@ -28,7 +28,7 @@ from hoare.errors import (
 from hoare.kernel import Outcome, Policy
 
 if _typing.TYPE_CHECKING:  # imported on first use only: the verifier loads z3
-    from hoare.verifier.report.model import Report
+    from hoare.verifier.report import Report
 
 __version__ = "0.2.0"  # kept equal to pyproject.toml's by tests/test_public_api.py
 
@@ -44,7 +44,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """``Report`` (what ``verify`` returns) on first use: the verifier loads z3."""
     if name == "Report":
-        from hoare.verifier.report.model import Report
+        from hoare.verifier.report import Report
 
         return Report
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

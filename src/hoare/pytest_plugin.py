@@ -56,7 +56,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def _verify_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
-    from hoare.verifier.project.run import VerifyError, run_verify
+    from hoare.verifier.project import VerifyError, run_verify
 
     targets = list(config.getoption("--hoare-verify-target"))
     try:

@@ -20,7 +20,7 @@ from hoare.cli.schema import schema_command
 from hoare.cli.stats import stats_command
 from hoare.cli.verify import verify_command
 from hoare.errors import UsageError
-from hoare.verifier.project.config import FORMATS, seconds_argument
+from hoare.verifier.project import FORMATS, seconds_argument
 
 __all__ = ["COMMANDS", "CommandUsageError", "build_parser", "main", "run"]
 

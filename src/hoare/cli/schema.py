@@ -17,7 +17,7 @@ def schema_command(args: argparse.Namespace) -> int:
     from hoare.contracts.base import Contract
     from hoare.contracts.runtime import runtime_of
     from hoare.stats.evaluation import EvalError, resolve
-    from hoare.verifier.runtime.decoding import compile_contract
+    from hoare.verifier.runtime import compile_contract
 
     try:
         found = resolve(args.contract, "contract")

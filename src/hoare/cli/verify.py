@@ -18,8 +18,8 @@ __all__ = ["verify_command"]
 def verify_command(args: argparse.Namespace) -> int:
     """Run ``hoare verify``; return the exit status (0: nothing fails, 1: a check fails,
     2: a usage, configuration or import error)."""
-    from hoare.verifier.project.run import VerifyError, run_verify
-    from hoare.verifier.report.formats import write_report
+    from hoare.verifier.project import VerifyError, run_verify
+    from hoare.verifier.report import write_report
 
     try:
         # what the verified modules print must not corrupt a JSON/SARIF/JUnit report

@@ -229,7 +229,7 @@ def _project_setting(key: str) -> object:
     file cannot be read, which is warned about: it must not fail a call)."""
     import tomllib
 
-    from hoare.verifier.project.config import find_pyproject
+    from hoare.verifier.project import find_pyproject
 
     try:
         found = find_pyproject()

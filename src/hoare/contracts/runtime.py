@@ -39,7 +39,7 @@ from hoare.kernel import Outcome, Phase, Policy, SuccessTracker, Violation, Viol
 
 if TYPE_CHECKING:  # imported where first used (the pre-flight loads z3)
     from hoare.contracts.early_stop import Plan
-    from hoare.verifier.runtime.preflight import Preflight
+    from hoare.verifier.runtime import Preflight
 
 logger = logging.getLogger("hoare")
 
@@ -175,7 +175,7 @@ class Runtime:
                 found = self._enforced.get(dialect)
                 if found is None:
                     try:
-                        from hoare.verifier.runtime.decoding import compile_contract
+                        from hoare.verifier.runtime import compile_contract
 
                         found = frozenset(compile_contract(self.description, dialect).enforced)
                     except Exception:
@@ -209,7 +209,7 @@ class Runtime:
 
     def _compile_decoding(self) -> dict[str, Any]:
         try:
-            from hoare.verifier.runtime.decoding import compile_contract, has_candidates
+            from hoare.verifier.runtime import compile_contract, has_candidates
 
             if not has_candidates(self.description):
                 return self.description.output.schema
@@ -226,7 +226,7 @@ class Runtime:
             checker = None
             if self.description.preflight and self.config.policy is not Policy.IGNORE:
                 try:
-                    from hoare.verifier.runtime.preflight import Preflight
+                    from hoare.verifier.runtime import Preflight
                     checker = Preflight.for_description(self.description)
                 except Exception as error:  # never let the optimisation break a call
                     logger.warning("hoare: pre-flight disabled for %s: %s",

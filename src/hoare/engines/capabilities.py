@@ -199,7 +199,7 @@ def save(table: CapabilityTable, path: Path) -> None:
 def pinned_path() -> Path | None:
     """``[tool.hoare] server_capabilities`` of the nearest pyproject.toml, resolved from
     its directory (None: not set; a bad value is a ``CapabilityError``)."""
-    from hoare.verifier.project.config import find_pyproject
+    from hoare.verifier.project import find_pyproject
 
     found = find_pyproject()
     if found is None:

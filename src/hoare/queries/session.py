@@ -353,7 +353,7 @@ def _preflight(runtime: QueryRuntime) -> Any:
         checker = None
         if runtime.description.post:
             try:
-                from hoare.verifier.runtime.preflight import Preflight
+                from hoare.verifier.runtime import Preflight
 
                 checker = Preflight.for_description(
                     dataclasses.replace(runtime.description, preflight=True))
