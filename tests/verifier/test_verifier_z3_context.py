@@ -164,7 +164,8 @@ def test_no_term_is_used_outside_the_context_it_was_built_in(tmp_path: Path) -> 
                                           os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "kernel_support.z3_sanitizer", "-q",
-         "-p", "no:cacheprovider", *(str(ROOT / "tests" / "verifier" / name) for name in SANITIZED)],
+         "-p", "no:cacheprovider",
+         *(str(ROOT / "tests" / "verifier" / name) for name in SANITIZED)],
         capture_output=True, text=True, timeout=1500, cwd=ROOT, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = json.loads(report.read_text())
