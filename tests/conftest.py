@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, settings
 # load is the same run; HOARE_NIGHTLY=1 draws fresh examples (and tests read it to draw
 # more of them) to keep searching. No clock decides a result: no per-example deadline,
 # no "too slow" health check (the machines are shared and noisy).
-_UNTIMED = {"deadline": None, "database": None, "suppress_health_check": [HealthCheck.too_slow]}
-settings.register_profile("ci", derandomize=True, **_UNTIMED)
-settings.register_profile("nightly", derandomize=False, **_UNTIMED)
+settings.register_profile("ci", derandomize=True, deadline=None, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("nightly", derandomize=False, deadline=None, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("nightly" if os.environ.get("HOARE_NIGHTLY") else "ci")
 
 # `hoare verify` keeps a verdict cache; tests never read or write the checkout's own.
