@@ -28,12 +28,12 @@ VENV = ROOT / ".venv-wheel"
 EXTRAS = "test,dev,plots,otel,sql,queries,docs"
 
 
-def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(command, text=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(command, text=True, capture_output=True)
     if done.returncode != 0:
         sys.exit(f"against_wheel: {' '.join(command)} failed (exit {done.returncode}):\n"
                  f"{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    return done  # type: ignore[no-any-return]
+    return done
 
 
 def build_wheel(work: Path) -> Path:

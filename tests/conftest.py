@@ -47,12 +47,12 @@ def _loopback_only(address: object) -> None:
 
 def _guarded_connect(self: socket.socket, address: object) -> None:
     _loopback_only(address)
-    _real_connect(self, address)  # type: ignore[arg-type]
+    _real_connect(self, address)  # type: ignore[arg-type]  # a test's address, as given
 
 
 def _guarded_connect_ex(self: socket.socket, address: object) -> int:
     _loopback_only(address)
-    return _real_connect_ex(self, address)  # type: ignore[arg-type]
+    return _real_connect_ex(self, address)  # type: ignore[arg-type]  # a test's address, as given
 
 
 @pytest.fixture(autouse=True)
