@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from hoare import ContractViolationError, Post, Pre
 from hoare.engines import FunctionEngine
 from hoare.engines.base import Request, Response, ToolCall, Usage
+from hoare.engines.testing import DummyEngine
 from hoare.errors import FatalEngineError
 from hoare.kernel import Phase, ViolationKind
 from hoare.queries import (
@@ -285,18 +286,8 @@ def test_tools_are_offered_with_the_request() -> None:
         question: str
         __parser__ = final_tool_call_as(Final)
 
-    class ToolEngine:
-        requests: list[Request] = []
-
-        def complete(self, request: Request) -> Response:
-            self.requests.append(request)
-            return Response(texts=("",), tool_calls=(
-                ToolCall("x", "Final", '{"answer": "42"}'),))
-
-        async def acomplete(self, request: Request) -> Response:
-            return self.complete(request)
-
-    engine = ToolEngine()
+    engine = DummyEngine(Response(texts=("",), tool_calls=(
+        ToolCall("x", "Final", '{"answer": "42"}'),)))
     assert Ask("?").run(engine) == Final(answer="42")
     assert engine.requests[0].tools[0]["function"]["name"] == "Final"
 

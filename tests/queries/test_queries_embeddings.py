@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from openai_server import OpenAIServer, Reply, embeddings_reply
 
 from hoare.engines import OpenAIEngine
+from hoare.engines.base import Response, Usage
+from hoare.engines.testing import DummyEngine
 from hoare.queries import Example, Query, few_shot, load_demonstrations
 from hoare.queries.embeddings import (
     EmbeddingError,
@@ -77,21 +79,8 @@ def test_selectors_in_few_shot_and_each_text_embedded_once() -> None:
         seen.extend(texts)
         return fake_embed(texts)
 
-    class Echo:
-        def __init__(self) -> None:
-            self.requests: list[Any] = []
-
-        def complete(self, request: Any) -> Any:
-            from hoare.engines.base import Response, Usage
-
-            self.requests.append(request)
-            return Response(texts=("ok",), usage=Usage(1, 1, 1))
-
-        async def acomplete(self, request: Any) -> Any:
-            return self.complete(request)
-
     examples = _examples("dog", "cat", "bus")
-    engine = Echo()
+    engine = DummyEngine(Response(texts=("ok",), usage=Usage(1, 1, 1)))
     selector = closest(1, counting)
     for _ in range(3):
         list(few_shot(Describe("cat"), engine, examples=examples,

@@ -22,7 +22,8 @@ from pydantic import BaseModel
 from typing_extensions import TypeAliasType
 
 from hoare.engines import OpenAIEngine
-from hoare.engines.base import Request, Response, ToolCall, Usage
+from hoare.engines.base import Request, Response, TokenLogprob, ToolCall, Usage
+from hoare.engines.testing import DummyEngine
 from hoare.queries import (
     Answer,
     AnswerPrefix,
@@ -383,18 +384,10 @@ def test_a_type_alias_of_a_literal_is_a_finite_answer_set(cls: type) -> None:
     query = cls("buy now")
     assert query.finite_answer_set() == ["spam", "ham"]
 
-    class Logprobs:
-        def complete(self, request: Request) -> Response:
-            from hoare.engines.base import TokenLogprob
-
-            top = (("spam", -0.1), ("ham", -2.5))
-            return Response(texts=("spam",), usage=Usage(1, 1, 1),
-                            logprobs=((TokenLogprob("spam", -0.1, top),),))
-
-        async def acomplete(self, request: Request) -> Response:
-            return self.complete(request)
-
-    result = classify(query, Logprobs())
+    top = (("spam", -0.1), ("ham", -2.5))
+    logprobs = DummyEngine(Response(texts=("spam",), usage=Usage(1, 1, 1),
+                                    logprobs=((TokenLogprob("spam", -0.1, top),),)))
+    result = classify(query, logprobs)
     assert result.value == "spam" and set(result.distribution) == {"spam", "ham"}
 
 
