@@ -5,7 +5,6 @@ malformed actions, max iterations, events and stats."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from hoare.agents import (
     tool,
 )
 from hoare.engines import FunctionEngine, Request
+from hoare.engines.testing import ScriptedEngine
 
 
 @tool
@@ -41,18 +41,6 @@ def shout(text: str) -> str:
     return text.upper()
 
 
-def scripted(*answers: Any) -> tuple[FunctionEngine, list[Request]]:
-    seen: list[Request] = []
-    queue: Iterator[Any] = iter(answers)
-
-    def answer(request: Request) -> str:
-        seen.append(request)
-        item = next(queue)
-        return item if isinstance(item, str) else json.dumps(item)
-
-    return FunctionEngine(answer), seen
-
-
 def constrained(engine: Any, **options: Any) -> ContractAgent:
     """The JSON-action agent (the scripted engines answer actions as text)."""
     return ContractAgent(engine, agent_type="constrained", **options)
@@ -63,21 +51,21 @@ def types(events: list[Any]) -> list[str]:
 
 
 def test_a_tool_call_then_an_answer() -> None:
-    engine, seen = scripted({"tool": "divide", "args": {"a": 6, "b": 4}}, {"answer": "1.5"})
+    engine = ScriptedEngine({"tool": "divide", "args": {"a": 6, "b": 4}}, {"answer": "1.5"})
     agent = constrained(engine, tools=[divide, shout])
     result = agent.run("What is 6 / 4?")
     assert result.success and result.answer == "1.5" and result.error is None
     assert types(result.events) == ["thought", "action", "observation", "thought", "answer"]
     observation = result.events[2]
     assert observation.metadata["raw_result"] == 1.5  # the typed value, not "1.5"
-    assert "Observation: 1.5" in seen[1].messages[-1].content
-    assert "divide: Divide a by b." in seen[0].messages[0].content
+    assert "Observation: 1.5" in engine.requests[1].messages[-1].content
+    assert "divide: Divide a by b." in engine.requests[0].messages[0].content
     assert result.stats["iterations"] == 2 and result.stats["tool_calls"] == 1
     assert agent.list_tools() == ["divide", "shout"]
 
 
 def test_enforce_stops_before_the_tool_runs_and_asks_no_more() -> None:
-    engine, seen = scripted({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "x"})
+    engine = ScriptedEngine({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "x"})
     handled: list[ContractViolation] = []
     agent = constrained(engine, tools=[divide], violation_handler=handled.append)
     result = agent.run("divide by zero")
@@ -85,12 +73,12 @@ def test_enforce_stops_before_the_tool_runs_and_asks_no_more() -> None:
     assert types(result.events) == ["thought", "action", "contract_violation", "error"]
     violation = result.events[2].metadata["violation"]
     assert (violation.kind, violation.location) == ("pre", "divide")
-    assert len(seen) == 1 and len(handled) == 1  # the model is not asked again
+    assert len(engine.requests) == 1 and len(handled) == 1  # the model is not asked again
     assert agent.get_contract_stats()["violations"] == 1
 
 
 def test_observe_reports_and_carries_on() -> None:
-    engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "done"})
+    engine = ScriptedEngine({"tool": "divide", "args": {"a": 1, "b": 0}}, {"answer": "done"})
     agent = constrained(engine, tools=[divide], policy=ContractPolicy.OBSERVE,
                           violation_handler=lambda v: None)
     result = agent.run("divide by zero")
@@ -100,7 +88,7 @@ def test_observe_reports_and_carries_on() -> None:
 
 
 def test_contract_assert_in_a_tool_reports_to_the_calling_agent() -> None:
-    engine, _ = scripted({"tool": "shout", "args": {"text": "x" * 30}}, {"answer": "ok"})
+    engine = ScriptedEngine({"tool": "shout", "args": {"text": "x" * 30}}, {"answer": "ok"})
     seen: list[ContractViolation] = []
     agent = constrained(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
                           violation_handler=seen.append)
@@ -111,30 +99,30 @@ def test_contract_assert_in_a_tool_reports_to_the_calling_agent() -> None:
 
 
 def test_malformed_actions_cost_one_request_each_and_max_iterations_bound() -> None:
-    engine, seen = scripted("not json", {"tool": "nope"}, {"tool": "divide", "args": {"a": 1}},
-                            {"answer": "fine"})
+    engine = ScriptedEngine("not json", {"tool": "nope"},
+                            {"tool": "divide", "args": {"a": 1}}, {"answer": "fine"})
     result = constrained(engine, tools=[divide]).run("t")
-    assert result.success and len(seen) == 4
+    assert result.success and len(engine.requests) == 4
     errors = [e.content for e in result.events if e.type is EventType.ERROR]
     assert errors[0] == "not a JSON object" and "unknown tool 'nope'" in errors[1]
     assert "missing argument(s) ['b']" in errors[2]
-    engine, _ = scripted(*["junk"] * 3)
+    engine = ScriptedEngine(*["junk"] * 3)
     result = constrained(engine, tools=[divide], max_iterations=3).run("t")
     assert not result.success and "max_iterations=3" in (result.error or "")
 
 
 def test_task_answer_and_iteration_contracts() -> None:
-    engine, seen = scripted({"answer": "x"})
+    engine = ScriptedEngine({"answer": "x"})
     result = constrained(engine, task_precondition=lambda t: len(t) > 10).run("short")
-    assert not result.success and seen == []  # refused before any request
+    assert not result.success and engine.requests == []  # refused before any request
     assert result.events[0].metadata["violation"].kind == "task_pre"
     assert result.events[0].metadata["violation"].location == "agent"
-    engine, _ = scripted({"answer": ""}, {"answer": "again"})
+    engine = ScriptedEngine({"answer": ""}, {"answer": "again"})
     result = constrained(engine, answer_postcondition=lambda a: len(a) > 0,
                            policy=ContractPolicy.OBSERVE,
                            violation_handler=lambda v: None).run("a long enough task")
     assert result.success and "contract_violation" in types(result.events)
-    engine, _ = scripted({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
+    engine = ScriptedEngine({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
     result = constrained(engine, tools=[shout],
                            iteration_invariant=lambda s: s.iterations < 2).run("t")
     assert not result.success and \
@@ -144,7 +132,7 @@ def test_task_answer_and_iteration_contracts() -> None:
 
 
 def test_an_unknown_agent_type_is_refused() -> None:
-    engine, _ = scripted()
+    engine = ScriptedEngine()
     with pytest.raises(ValueError, match="constrained"):
         ContractAgent(engine, agent_type="plan-and-execute")
 
@@ -213,17 +201,17 @@ class Quote(LLMDataModel):
 
 
 def test_a_typed_answer_is_validated_and_repaired() -> None:
-    engine, seen = scripted({"answer": {"item": "kettle", "price": -1}},
+    engine = ScriptedEngine({"answer": {"item": "kettle", "price": -1}},
                             {"answer": {"item": "kettle", "price": 20.0}})
     result = constrained(engine, answer_type=Quote).run("quote a kettle")
     assert result.success and result.answer == Quote(item="kettle", price=20.0)
     (error,) = [e for e in result.events if e.type is EventType.ERROR]
     assert "not a valid Quote" in error.content and "price" in error.content
-    assert "not a valid Quote" in seen[1].messages[-1].content  # fed back to the model
+    assert "not a valid Quote" in engine.requests[1].messages[-1].content  # fed back to the model
 
 
 def test_plural_hooks_report_each_failing_entry_with_its_index() -> None:
-    engine, _ = scripted({"answer": "x"})
+    engine = ScriptedEngine({"answer": "x"})
     result = constrained(engine, policy=ContractPolicy.OBSERVE,
                            violation_handler=lambda v: None,
                            task_preconditions=[lambda t: True, lambda t: False,
@@ -234,9 +222,9 @@ def test_plural_hooks_report_each_failing_entry_with_its_index() -> None:
 
 
 def test_statistics_per_tool() -> None:
-    engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 2}},
-                         {"tool": "divide", "args": {"a": 1, "b": 0}},
-                         {"tool": "divide", "args": {"a": 3, "b": 1}}, {"answer": "done"})
+    engine = ScriptedEngine({"tool": "divide", "args": {"a": 1, "b": 2}},
+                            {"tool": "divide", "args": {"a": 1, "b": 0}},
+                            {"tool": "divide", "args": {"a": 3, "b": 1}}, {"answer": "done"})
     agent = constrained(engine, tools=[divide, shout], policy=ContractPolicy.OBSERVE,
                           violation_handler=lambda v: None)
     assert agent.run("t").success
@@ -257,7 +245,7 @@ def test_statistics_per_tool() -> None:
 def test_the_agents_context_is_not_bound_for_the_caller_between_events() -> None:
     from hoare.agents import ContractTermination, current_context
 
-    engine, _ = scripted({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
+    engine = ScriptedEngine({"tool": "shout", "args": {"text": "a"}}, {"answer": "b"})
     agent = constrained(engine, tools=[shout], policy=ContractPolicy.OBSERVE,
                           violation_handler=lambda v: None)
     for _event in agent.stream("t"):
@@ -294,14 +282,14 @@ def test_react_contracts_and_malformed_calls() -> None:
                     Response(texts=("",), tool_calls=(ToolCall("c2", "divide",
                                                                '{"a": 1, "b": 0}'),)),
                     Response(texts=("never asked",))])
-    seen: list[Request] = []
-    engine = FunctionEngine(lambda r: seen.append(r) or next(answers))
+    engine = ScriptedEngine(*answers)
     result = ContractAgent(engine, tools=[divide]).run("t")
     assert not result.success and "no division by zero" in (result.error or "")
     errors = [e.content for e in result.events if e.type is EventType.ERROR]
     assert errors[0] == "args must be a JSON object"  # malformed: fed back as a tool message
-    assert seen[1].messages[-1].role == "tool" and seen[1].messages[-1].tool_call_id == "c1"
-    assert len(seen) == 2  # the enforced pre-condition ended the run: not asked again
+    second = engine.requests[1].messages[-1]
+    assert second.role == "tool" and second.tool_call_id == "c1"
+    assert len(engine.requests) == 2  # the enforced pre-condition ended the run: not asked again
 
 
 def test_tool_calls_are_recorded_and_replayed_by_the_cache(tmp_path: Any) -> None:
@@ -326,12 +314,12 @@ def test_agent_runs_and_tool_calls_are_recorded_in_the_stats_store(tmp_path: Any
     path = str(tmp_path / "agents.db")
     configure(stats=path, label="agents")
     try:
-        engine, _ = scripted({"tool": "divide", "args": {"a": 6, "b": 4}},
-                             {"tool": "shout", "args": {"text": "x" * 30}},
-                             {"answer": "1.5"})
+        engine = ScriptedEngine({"tool": "divide", "args": {"a": 6, "b": 4}},
+                                {"tool": "shout", "args": {"text": "x" * 30}},
+                                {"answer": "1.5"})
         agent = constrained(engine, tools=[divide, shout], policy=ContractPolicy.OBSERVE)
         assert agent.run("6 / 4, then shout").success
-        engine, _ = scripted({"tool": "divide", "args": {"a": 1, "b": 0}})
+        engine = ScriptedEngine({"tool": "divide", "args": {"a": 1, "b": 0}})
         assert not constrained(engine, tools=[divide]).run("divide by zero").success
         assert hoare.flush_stats()
     finally:
