@@ -23,6 +23,7 @@ from hoare import (
     contract,
 )
 from hoare.engines import FunctionEngine, Request
+from hoare.engines.testing import DummyEngine, ScriptedEngine
 
 FAST = {"delay": 0, "jitter": 0}
 
@@ -34,15 +35,6 @@ class Item(LLMDataModel):
 
 class Out(LLMDataModel):
     value: int = Field(description="the value")
-
-
-def always(text: str, log: list[Request] | None = None) -> FunctionEngine:
-    def answer(request: Request) -> str:
-        if log is not None:
-            log.append(request)
-        return text
-
-    return FunctionEngine(answer)
 
 
 OK = json.dumps({"value": 5})
@@ -60,7 +52,7 @@ def test_forward_that_raises_counts_as_a_failure() -> None:
                 raise RuntimeError("forward broke")
             return self.contract_result  # type: ignore[no-any-return]
 
-    component = Flaky(engine=always(OK))
+    component = Flaky(engine=DummyEngine(OK))
     for n in range(4):
         if n % 2:
             with pytest.raises(RuntimeError, match="forward broke"):
@@ -86,7 +78,7 @@ def test_async_calls_count_like_sync_calls() -> None:
                 raise RuntimeError("forward broke")
             return self.contract_result  # type: ignore[no-any-return]
 
-    component = FlakyAsync(engine=always(OK))
+    component = FlakyAsync(engine=DummyEngine(OK))
     assert asyncio.run(component.acall(Item(name="x", n=0))) == Out(value=5)
     with pytest.raises(RuntimeError):
         asyncio.run(component.acall(Item(name="x", n=1)))
@@ -116,7 +108,7 @@ def test_result_type_error_counts_as_a_failure() -> None:
             return "not an Out"  # type: ignore[return-value]
 
     with pytest.raises(ContractViolationError):
-        WrongType(engine=always(OK))(Item(name="x"))
+        WrongType(engine=DummyEngine(OK))(Item(name="x"))
     stats = WrongType.contract_stats()
     assert (stats["calls"], stats["successes"]) == (1, 0)
 
@@ -132,7 +124,7 @@ def test_nested_enforce_failure_is_recorded_on_the_inner_contract_only() -> None
         def forward(self, item: Item) -> Out:
             return self.contract_result  # type: ignore[no-any-return]
 
-    inner = Inner(engine=always(OK))
+    inner = Inner(engine=DummyEngine(OK))
 
     @contract(remedy_retry_params=FAST)
     class Outer(Contract):
@@ -141,7 +133,7 @@ def test_nested_enforce_failure_is_recorded_on_the_inner_contract_only() -> None
         def forward(self, item: Item) -> Out:
             return inner(item)  # type: ignore[no-any-return]
 
-    outer = Outer(engine=always(OK))
+    outer = Outer(engine=DummyEngine(OK))
     with pytest.raises(ContractViolationError) as caught:
         outer(Item(name="x"))
     assert caught.value.outcome is not None and caught.value.outcome.success is False
@@ -162,7 +154,7 @@ def test_nested_enforce_failure_is_recorded_on_the_inner_contract_only() -> None
 def test_reentrant_predicate_call_does_not_corrupt_per_call_state() -> None:
     """Invariant isolation-nested-calls: a predicate calling its own instance leaves the
     enclosing call's outcome and result intact, and each call is counted once."""
-    answers = iter([json.dumps({"value": 7}), json.dumps({"value": 1})])
+    answers = [json.dumps({"value": 7}), json.dumps({"value": 1})]
 
     @contract(remedy_retry_params=FAST)
     class Reentrant(Contract):
@@ -177,7 +169,7 @@ def test_reentrant_predicate_call_does_not_corrupt_per_call_state() -> None:
         def forward(self, item: Item) -> Out:
             return self.contract_result  # type: ignore[no-any-return]
 
-    component = Reentrant(engine=FunctionEngine(lambda request: next(answers)))
+    component = Reentrant(engine=ScriptedEngine(*answers))
     result = component(Item(name="outer"))
     assert result == Out(value=7)
     assert component.contract_result == Out(value=7)
@@ -222,7 +214,7 @@ def test_predicate_returning_a_coroutine_fails_instead_of_passing() -> None:
         def forward(self, item: Item) -> Out:
             return Out(value=-1) if not self.contract_successful else self.contract_result
 
-    component = Sneaky(engine=always(OK))
+    component = Sneaky(engine=DummyEngine(OK))
     assert component(Item(name="x")) == Out(value=-1)
     outcome = component.contract_outcome
     assert outcome is not None and not outcome.success
@@ -282,7 +274,7 @@ def test_hostile_exceptions_from_every_hook_become_violations() -> None:
             return Out(value=0)
 
     with pytest.raises(ContractViolationError, match="pre message") as caught:
-        HostilePre(engine=always(OK))(Item(name="x"))
+        HostilePre(engine=DummyEngine(OK))(Item(name="x"))
     assert caught.value.violations[0].error_type == "Hostile"
 
 
@@ -298,7 +290,7 @@ def test_hostile_act_and_preflight_texts_become_violations() -> None:
             return Out(value=0)
 
     with pytest.raises(ContractViolationError, match=r"Hostile \(its str\(\) raised\)"):
-        HostileAct(engine=always(OK))(Item(name="x"))
+        HostileAct(engine=DummyEngine(OK))(Item(name="x"))
 
 
 # -- definition and usage errors raise; they are never retries ------------------------------
@@ -312,7 +304,7 @@ def test_missing_prompt_is_a_definition_error_at_decoration() -> None:
 
 
 def test_prompt_set_by_init_is_accepted_and_checked_at_the_first_call() -> None:
-    calls: list[Request] = []
+    engine = DummyEngine(OK)
 
     @contract
     class LatePrompt(Contract):
@@ -323,11 +315,11 @@ def test_prompt_set_by_init_is_accepted_and_checked_at_the_first_call() -> None:
         def forward(self, item: Item) -> Out:
             return Out(value=0)
 
-    assert LatePrompt("task", engine=always(OK, calls))(Item(name="x")) == Out(value=0)
-    assert len(calls) == 1
+    assert LatePrompt("task", engine=engine)(Item(name="x")) == Out(value=0)
+    assert engine.calls == 1
     with pytest.raises(ContractDefinitionError, match="prompt"):
-        LatePrompt(None, engine=always(OK, calls))(Item(name="x"))
-    assert len(calls) == 1  # no engine call was spent on it
+        LatePrompt(None, engine=engine)(Item(name="x"))
+    assert engine.calls == 1  # no engine call was spent on it
     assert LatePrompt.contract_stats()["calls"] == 1
 
 
@@ -386,7 +378,7 @@ def test_wrong_call_arguments_raise_a_usage_error_naming_the_fix() -> None:
         def forward(self, item: Item) -> Out:
             return Out(value=0)
 
-    component = Plain(engine=always(OK))
+    component = Plain(engine=DummyEngine(OK))
     with pytest.raises(ContractCallError, match="first argument"):
         component()
     with pytest.raises(TypeError, match="one positional argument"):
@@ -401,7 +393,7 @@ def test_wrong_input_type_reaches_forward_with_a_message_naming_the_fix() -> Non
         def forward(self, item: Item) -> Out:
             return Out(value=-1)
 
-    component = Typed(engine=always(OK))
+    component = Typed(engine=DummyEngine(OK))
     assert component(42) == Out(value=-1)  # type: ignore[arg-type]
     outcome = component.contract_outcome
     assert outcome is not None
@@ -415,7 +407,6 @@ def _user_text(request: Request) -> str:
 
 
 def test_huge_rejected_answer_is_truncated_in_the_corrective_prompt() -> None:
-    log: list[Request] = []
     huge = "x" * 10_000_000
 
     @contract(remedy_retry_params={**FAST, "tries": 2})
@@ -425,14 +416,14 @@ def test_huge_rejected_answer_is_truncated_in_the_corrective_prompt() -> None:
         def forward(self, item: Item) -> Out:
             return Out(value=0)
 
-    Big(engine=always(huge, log))(Item(name="x"))
-    second = _user_text(log[1])
+    engine = DummyEngine(huge)
+    Big(engine=engine)(Item(name="x"))
+    second = _user_text(engine.requests[1])
     assert len(second) < 20_000
     assert "[truncated: " in second and " of 10000000 characters shown]" in second
 
 
 def test_accumulated_errors_are_bounded() -> None:
-    log: list[Request] = []
     long_message = "m" * 3000
 
     @contract(accumulate_errors=True, remedy_retry_params={**FAST, "tries": 8},
@@ -444,11 +435,12 @@ def test_accumulated_errors_are_bounded() -> None:
         def forward(self, item: Item) -> Out:
             return Out(value=0)
 
-    Acc(engine=always(OK, log))(Item(name="x"))
-    sizes = [len(_user_text(r)) for r in log]
-    assert len(log) == 8
+    engine = DummyEngine(OK)
+    Acc(engine=engine)(Item(name="x"))
+    sizes = [len(_user_text(r)) for r in engine.requests]
+    assert len(engine.requests) == 8
     assert max(sizes) < 12_000
-    assert "[truncated: " in _user_text(log[-1])
+    assert "[truncated: " in _user_text(engine.requests[-1])
 
 
 def test_system_prompt_cache_is_bounded() -> None:
@@ -479,7 +471,7 @@ def test_finished_calls_do_not_keep_their_instances_alive() -> None:
         def forward(self, item: Item) -> Out:
             return self.contract_result  # type: ignore[no-any-return]
 
-    engine = always(OK)
+    engine = FunctionEngine(lambda request: OK)  # records no request: each holds its instance
     refs = []
     for index in range(50):
         component = Short(engine=engine)
@@ -508,9 +500,9 @@ def test_cache_size_and_feedback_chars_are_configurable() -> None:
     finally:
         configure(cache_size=DEFAULT_CACHE_SIZE)
     assert Small.__hoare_runtime__.systems.maxsize == 3
-    log: list[Request] = []
-    Small(engine=always("y" * 500, log))(Item(name="x"))
-    assert "[truncated: 50 of 500 characters shown]" in _user_text(log[1])
+    engine = DummyEngine("y" * 500)
+    Small(engine=engine)(Item(name="x"))
+    assert "[truncated: 50 of 500 characters shown]" in _user_text(engine.requests[1])
     with pytest.raises(ValueError, match="feedback_chars"):
         contract(feedback_chars=0)
 
@@ -522,8 +514,6 @@ class Secretive(Exception):
 
 
 def test_feedback_messages_sends_only_author_texts() -> None:
-    log: list[Request] = []
-
     def check(out: Out) -> bool:
         if out.value < 10:
             raise ValueError("value must be at least 10")
@@ -541,9 +531,9 @@ def test_feedback_messages_sends_only_author_texts() -> None:
         def forward(self, item: Item) -> Out:
             return Out(value=0)
 
-    answers = iter([json.dumps({"value": 5}), json.dumps({"value": 50}), OK])
-    Quiet(engine=FunctionEngine(lambda r: (log.append(r), next(answers))[1]))(Item(name="x"))
-    second, third = _user_text(log[1]), _user_text(log[2])
+    engine = ScriptedEngine(json.dumps({"value": 5}), json.dumps({"value": 50}), OK)
+    Quiet(engine=engine)(Item(name="x"))
+    second, third = _user_text(engine.requests[1]), _user_text(engine.requests[2])
     assert "value must be at least 10" in second  # a literal raise text: the author's
     assert "db row" not in second and "db row" not in third
     assert "sk-LEAKED" not in third and "internal state" not in third
@@ -551,8 +541,6 @@ def test_feedback_messages_sends_only_author_texts() -> None:
 
 
 def test_feedback_default_sends_exception_texts() -> None:
-    log: list[Request] = []
-
     @contract(remedy_retry_params={**FAST, "tries": 2}, preflight=False)
     class Loud(Contract):
         prompt = "p"
@@ -563,8 +551,9 @@ def test_feedback_default_sends_exception_texts() -> None:
         def forward(self, item: Item) -> Out:
             return Out(value=0)
 
-    Loud(engine=always(OK, log))(Item(name="x"))
-    assert "db row 5 missing" in _user_text(log[1])
+    engine = DummyEngine(OK)
+    Loud(engine=engine)(Item(name="x"))
+    assert "db row 5 missing" in _user_text(engine.requests[1])
 
 
 def test_feedback_must_be_a_known_mode() -> None:
@@ -579,8 +568,8 @@ class Login(LLMDataModel):
 
 def test_secret_values_never_reach_prompts_logs_or_errors(
         caplog: pytest.LogCaptureFixture) -> None:
-    log: list[Request] = []
     secret = "hunter2-very-secret"
+    pre_engine, post_engine = DummyEngine(f"the password is {secret}"), DummyEngine(OK)
 
     @contract(verbose=True, pre_remedy=True, remedy_retry_params={**FAST, "tries": 2},
               policy="enforce", preflight=False)
@@ -606,9 +595,10 @@ def test_secret_values_never_reach_prompts_logs_or_errors(
     login = Login(user="u", password=SecretStr(secret))
     with caplog.at_level(logging.DEBUG, logger="hoare"):
         with pytest.raises(ContractViolationError) as caught:
-            AuthPre(engine=always(f"the password is {secret}", log))(login)
-        post = AuthPost(engine=always(OK, log))
+            AuthPre(engine=pre_engine)(login)
+        post = AuthPost(engine=post_engine)
         post(login)
+    log = [*pre_engine.requests, *post_engine.requests]
     assert len(log) == 4, "both stages called the engine twice"
     for request in log:
         for message in request.messages:
@@ -633,8 +623,8 @@ def test_warning_log_does_not_quote_input_values(caplog: pytest.LogCaptureFixtur
             return Out(value=0)
 
     with caplog.at_level(logging.WARNING, logger="hoare"):
-        Warn(engine=always(OK))(Item(name="PERSONAL-DATA-xyz"))
-        Warn(engine=always(OK))({"name": "a", "n": "PERSONAL-DATA-abc"})  # type: ignore[arg-type]
+        Warn(engine=DummyEngine(OK))(Item(name="PERSONAL-DATA-xyz"))
+        Warn(engine=DummyEngine(OK))({"name": "a", "n": "PERSONAL-DATA-abc"})  # type: ignore[arg-type]
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 2
     assert all("PERSONAL-DATA" not in w for w in warnings), warnings
