@@ -25,13 +25,8 @@ from hoare.agents import (
     tool,
 )
 from hoare.agents.conditions import PostCondition, PreCondition
-from hoare.engines import FunctionEngine
+from hoare.engines.testing import ScriptedEngine
 from hoare.errors import ContractDefinitionError
-
-
-def _engine(*answers: str) -> FunctionEngine:
-    queue = iter(answers)
-    return FunctionEngine(lambda request: next(queue))
 
 
 # -- item 7: the agent's contracts as normalized lists ------------------------------------
@@ -42,14 +37,14 @@ def test_the_agents_contracts_are_normalized_lists() -> None:
     def two(value: Any) -> bool:
         return True
 
-    bare = ContractAgent(_engine())
+    bare = ContractAgent(ScriptedEngine())
     assert (bare.task_preconditions, bare.answer_postconditions,
             bare.iteration_invariants) == ([], [], [])
-    single = ContractAgent(_engine(), task_precondition=one, answer_postcondition=two,
+    single = ContractAgent(ScriptedEngine(), task_precondition=one, answer_postcondition=two,
                            iteration_invariant=one)
     assert (single.task_preconditions, single.answer_postconditions,
             single.iteration_invariants) == ([one], [two], [one])
-    plural = ContractAgent(_engine(), task_preconditions=(one, two),
+    plural = ContractAgent(ScriptedEngine(), task_preconditions=(one, two),
                            answer_postconditions=iter([two]), iteration_invariants=[])
     assert (plural.task_preconditions, plural.answer_postconditions,
             plural.iteration_invariants) == ([one, two], [two], [])
@@ -61,14 +56,14 @@ def test_the_agents_contracts_are_normalized_lists() -> None:
                                   "iteration_invariants"])
 def test_a_contract_that_is_not_callable_is_refused_naming_it(name: str) -> None:
     with pytest.raises(ContractDefinitionError, match=rf"{name}\[1\].*callable.*str"):
-        ContractAgent(_engine(), **{name: [lambda v: True, "len(v) > 0"]})
+        ContractAgent(ScriptedEngine(), **{name: [lambda v: True, "len(v) > 0"]})
     with pytest.raises(ValueError, match="not both"):
-        ContractAgent(_engine(), **{name[:-1]: lambda v: True, name: [lambda v: True]})
+        ContractAgent(ScriptedEngine(), **{name[:-1]: lambda v: True, name: [lambda v: True]})
 
 
 def test_an_empty_list_is_no_constraint_and_every_listed_check_runs() -> None:
     seen: list[str] = []
-    agent = ContractAgent(_engine('{"answer": "x"}'), agent_type="constrained",
+    agent = ContractAgent(ScriptedEngine('{"answer": "x"}'), agent_type="constrained",
                           policy=ContractPolicy.OBSERVE, violation_handler=lambda v: None,
                           task_preconditions=[lambda t: seen.append("a") or True,
                                               lambda t: seen.append("b") or False])
@@ -137,12 +132,12 @@ def test_in_an_agent_a_conditions_and_an_asserts_own_policy_are_the_ones_applied
         contract_assert(n > 0, "positive", policy=ContractPolicy.QUICK_ENFORCE)
         return n
 
-    enforcing = ContractAgent(_engine('{"tool": "observed", "args": {"n": 0}}',
+    enforcing = ContractAgent(ScriptedEngine('{"tool": "observed", "args": {"n": 0}}',
                                       '{"answer": "done"}'), tools=[observed],
                               agent_type="constrained", violation_handler=handled.append)
     assert enforcing.run("t").success  # the pre-condition's OBSERVE, not the agent's
     assert [v.policy for v in handled] == [ContractPolicy.OBSERVE]
-    observing = ContractAgent(_engine('{"tool": "quick", "args": {"n": 0}}',
+    observing = ContractAgent(ScriptedEngine('{"tool": "quick", "args": {"n": 0}}',
                                       '{"answer": "never"}'), tools=[quick],
                               agent_type="constrained", policy=ContractPolicy.OBSERVE,
                               violation_handler=handled.append)
@@ -204,7 +199,7 @@ def test_the_violation_carries_the_predicate_text() -> None:
     with pytest.raises(ContractTermination) as stopped:
         named(0)
     assert stopped.value.violation.predicate == "is_positive"
-    agent = ContractAgent(_engine('{"answer": "x"}'), agent_type="constrained",
+    agent = ContractAgent(ScriptedEngine('{"answer": "x"}'), agent_type="constrained",
                           answer_postcondition=lambda answer: len(answer) > 3)
     result = agent.run("t")
     assert result.events[-1].metadata["violation"].predicate == \

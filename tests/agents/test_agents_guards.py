@@ -38,6 +38,7 @@ from hoare.agents import (
 )
 from hoare.agents.actions import MAX_NESTING
 from hoare.engines import FunctionEngine, Request, Response, ToolCall
+from hoare.engines.testing import DummyEngine
 from hoare.errors import ContractDefinitionError
 
 DUNDERS = ("__str__", "__repr__", "__format__", "__bool__", "__eq__", "__hash__")
@@ -141,16 +142,15 @@ def test_a_predicate_result_whose_dunders_raise_is_a_failed_check(
 @given(dunder_sets)
 def test_a_hostile_task_is_a_failed_run_naming_it(names: frozenset[str]) -> None:
     cls = hostile(names, str)
-    seen: list[Any] = []
-    agent = constrained(FunctionEngine(lambda r: seen.append(r) or '{"answer": "a"}'),
-                        task_precondition=lambda t: True)
+    engine = DummyEngine('{"answer": "a"}')
+    agent = constrained(engine, task_precondition=lambda t: True)
     result = agent.run(cls("a task"))
     if "__str__" in names:
         assert not result.success and "the task is not text" in (result.error or "")
-        assert seen == []  # nothing was sent
+        assert engine.requests == []  # nothing was sent
     else:
         assert result.success
-        assert "Task: a task" in seen[0].messages[-1].content
+        assert "Task: a task" in engine.requests[0].messages[-1].content
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,8 @@ from library_under_test import LIBRARY
 from pydantic import SecretStr
 
 from hoare import Contract, ContractDefinitionError, Field, LLMDataModel, contract
-from hoare.engines import FunctionEngine, Request
+from hoare.engines import FunctionEngine
+from hoare.engines.testing import DummyEngine
 
 
 class Topic(LLMDataModel):
@@ -30,10 +31,10 @@ class Write(Contract):
 
 
 def test_input_field_descriptions_reach_the_prompt() -> None:
-    seen: list[Request] = []
-    writer = Write(engine=FunctionEngine(lambda r: seen.append(r) or '{"text": "t"}'))
+    engine = DummyEngine('{"text": "t"}')
+    writer = Write(engine=engine)
     writer(input=Topic(topic="owls"))
-    system = seen[0].messages[0].content
+    system = engine.requests[0].messages[0].content
     assert "The input's fields (Topic):" in system
     assert "- topic: The subject the text is about." in system
     assert "- audience: Who will read it." in system

@@ -17,6 +17,7 @@ import pytest
 
 from hoare import Contract, LLMDataModel, Post, contract
 from hoare.engines import FunctionEngine
+from hoare.engines.testing import ScriptedEngine
 
 
 class Q(LLMDataModel):
@@ -197,6 +198,5 @@ def _deep_agent(engine: FunctionEngine) -> bool:
 @pytest.mark.parametrize("path", ["contract", "query", "agent"])
 def test_an_answer_nested_past_any_bound_is_a_failed_attempt(path: str, depth: int) -> None:
     deep = '{"n": ' + "[" * depth + "]" * depth + "}"
-    answers = iter([deep, '{"n": 2}'])
     run = {"contract": _deep_contract, "query": _deep_query, "agent": _deep_agent}[path]
-    assert run(FunctionEngine(lambda request: next(answers))) is True
+    assert run(ScriptedEngine(deep, '{"n": 2}')) is True

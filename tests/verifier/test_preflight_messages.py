@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hoare import Contract, ContractDefinitionError, LLMDataModel, contract
-from hoare.engines import FunctionEngine
+from hoare.engines.testing import DummyEngine
 from hoare.verifier.runtime.placeholders import fill_placeholders
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -16,12 +16,11 @@ import review_pipeline
 
 
 def test_the_refusal_quotes_the_inputs_values_not_placeholders() -> None:
-    calls: list[object] = []
-    contract = review_pipeline.ScoreReview(
-        engine=FunctionEngine(lambda request: calls.append(request) or "{}"))
+    engine = DummyEngine("{}")
+    contract = review_pipeline.ScoreReview(engine=engine)
     review = review_pipeline.Review(product="p", text="bad", min_score=7, max_score=3)
     contract(input=review)
-    assert calls == []  # refused before any engine call
+    assert engine.requests == []  # refused before any engine call
     (violation,) = contract.contract_outcome.violations  # type: ignore[attr-defined]
     assert '"the score must be between 7 and 3"' in violation.message
     assert "{input." not in violation.message
