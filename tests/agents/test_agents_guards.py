@@ -37,8 +37,8 @@ from hoare.agents import (
     tool,
 )
 from hoare.agents.actions import MAX_NESTING
-from hoare.engines import FunctionEngine, Request, Response, ToolCall
-from hoare.engines.testing import DummyEngine
+from hoare.engines import FunctionEngine, Response, ToolCall
+from hoare.engines.testing import DummyEngine, ScriptedEngine
 from hoare.errors import ContractDefinitionError
 
 DUNDERS = ("__str__", "__repr__", "__format__", "__bool__", "__eq__", "__hash__")
@@ -55,17 +55,6 @@ def hostile(names: tuple[str, ...] | frozenset[str], base: type = object) -> typ
         raise Boom("hostile dunder")
 
     return type("Hostile", (base,), {name: raising for name in names})
-
-
-def scripted(*answers: Any) -> FunctionEngine:
-    """An engine answering ``answers`` in order (dicts as JSON text, Responses as such)."""
-    queue: Iterator[Any] = iter(answers)
-
-    def answer(request: Request) -> Any:
-        item = next(queue)
-        return item if isinstance(item, (str, Response)) else json.dumps(item)
-
-    return FunctionEngine(answer)
 
 
 def constrained(engine: Any, **options: Any) -> ContractAgent:
@@ -90,7 +79,7 @@ def test_a_hostile_tool_result_is_an_observation_not_an_escape(names: frozenset[
         """Fetch something."""
         return cls()
 
-    agent = constrained(scripted({"tool": "fetch", "args": {}}, {"answer": "done"}),
+    agent = constrained(ScriptedEngine({"tool": "fetch", "args": {}}, {"answer": "done"}),
                         tools=[fetch])
     result = agent.run("fetch")
     assert result.success and result.answer == "done"
@@ -113,7 +102,7 @@ def test_a_tool_exception_whose_dunders_raise_is_a_failed_call(names: frozenset[
         """Fetch something."""
         raise error_type("no")
 
-    agent = constrained(scripted({"tool": "fetch", "args": {}}, {"answer": "done"}),
+    agent = constrained(ScriptedEngine({"tool": "fetch", "args": {}}, {"answer": "done"}),
                         tools=[fetch])
     result = agent.run("fetch")
     assert result.success and result.answer == "done"
@@ -129,7 +118,7 @@ def test_a_tool_exception_whose_dunders_raise_is_a_failed_call(names: frozenset[
 def test_a_predicate_result_whose_dunders_raise_is_a_failed_check(
         names: frozenset[str], where: str) -> None:
     cls = hostile(names)
-    agent = constrained(scripted({"answer": "done"}), policy=ContractPolicy.ENFORCE,
+    agent = constrained(ScriptedEngine({"answer": "done"}), policy=ContractPolicy.ENFORCE,
                         **{where: lambda value: cls()})
     result = agent.run("task")
     if "__bool__" in names:  # bool() raised: the check does not hold
@@ -159,7 +148,7 @@ def test_a_validated_answer_whose_dunders_raise_never_escapes(names: frozenset[s
                                                              ) -> None:
     cls = hostile(names)
     answer_type = Annotated[str, AfterValidator(lambda text: cls())]
-    agent = ContractAgent(scripted(Response(texts=('"x"',))), answer_type=answer_type,
+    agent = ContractAgent(ScriptedEngine(Response(texts=('"x"',))), answer_type=answer_type,
                           answer_postcondition=lambda value: value is not None)
     result = agent.run("task")
     assert result.success and isinstance(result.answer, cls)
@@ -176,8 +165,8 @@ def test_a_tool_call_with_non_text_fields_is_a_failed_call(field: str) -> None:
     odd = hostile(DUNDERS)()
     call = ToolCall("c1", odd if field == "name" else "fetch",  # type: ignore[arg-type]
                     odd if field == "arguments" else "{}")  # type: ignore[arg-type]
-    result = ContractAgent(scripted(Response(texts=("",), tool_calls=(call,)),
-                                    Response(texts=("done",))), tools=[fetch]).run("t")
+    result = ContractAgent(ScriptedEngine(Response(texts=("",), tool_calls=(call,)),
+                                          Response(texts=("done",))), tools=[fetch]).run("t")
     assert result.success and result.answer == "done"
     assert "must be" in errors_of(result)[0] and "Hostile" in errors_of(result)[0]
 
@@ -225,7 +214,7 @@ def test_an_async_tool_is_refused_when_the_agent_is_built(make: Callable[[], Any
                                                           agent_type: str) -> None:
     candidate = make()
     with pytest.raises(ContractDefinitionError, match="async") as refused:
-        ContractAgent(scripted(), tools=[candidate], agent_type=agent_type)
+        ContractAgent(ScriptedEngine(), tools=[candidate], agent_type=agent_type)
     name = getattr(candidate, "name", None) or candidate.__name__
     assert repr(name) in str(refused.value)
 
@@ -260,9 +249,9 @@ def test_a_sync_tool_returning_an_awaitable_is_a_failed_call_and_is_closed() -> 
         return made[-1]
 
     with never_left_unawaited():
-        agent = constrained(scripted({"tool": "sneaky", "args": {"n": 1}},
-                                     {"tool": "custom", "args": {"n": 1}},
-                                     {"answer": "done"}), tools=[sneaky, custom])
+        agent = constrained(ScriptedEngine({"tool": "sneaky", "args": {"n": 1}},
+                                           {"tool": "custom", "args": {"n": 1}},
+                                           {"answer": "done"}), tools=[sneaky, custom])
         result = agent.run("t")
     assert result.success
     problems = errors_of(result)
@@ -297,7 +286,7 @@ def _agent_with_async_check(place: str, ran: list[str]) -> ContractAgent:
     options: dict[str, Any] = {}
     if place in ("task_precondition", "answer_postcondition", "iteration_invariant"):
         options[place] = _async_true
-    return constrained(scripted({"tool": "work", "args": {"n": 1}}, {"answer": "done"}),
+    return constrained(ScriptedEngine({"tool": "work", "args": {"n": 1}}, {"answer": "done"}),
                        tools=[tool(fn)], policy=ContractPolicy.ENFORCE, **options)
 
 
@@ -343,12 +332,12 @@ def test_text_nested_past_the_bound_is_a_failed_attempt(depth: int, where: str) 
     if where.startswith("react"):
         first = Response(texts=("",), tool_calls=(ToolCall("c1", "take", f'{{"x": {deep}}}'),)) \
             if where == "react-args" else Response(texts=(deep,))
-        agent = ContractAgent(scripted(first, Response(texts=('["fine"]',))), tools=[take],
+        agent = ContractAgent(ScriptedEngine(first, Response(texts=('["fine"]',))), tools=[take],
                               answer_type=list[str] if where == "react-typed-answer" else None)
     else:
         first = {"action": deep, "args": f'{{"tool": "take", "args": {{"x": {deep}}}}}',
                  "answer": f'{{"answer": {deep}}}'}[where]
-        agent = constrained(scripted(first, {"answer": "fine"}), tools=[take])
+        agent = constrained(ScriptedEngine(first, {"answer": "fine"}), tools=[take])
     result = agent.run("task")
     assert result.success
     assert any("nested deeper than" in e or "not a valid" in e for e in errors_of(result))
@@ -369,8 +358,8 @@ def test_arguments_within_the_bound_reach_the_tool_unchanged(value: Any) -> None
         return "taken"
 
     call = ToolCall("c1", "take", json.dumps({"x": value}))
-    result = ContractAgent(scripted(Response(texts=("",), tool_calls=(call,)),
-                                    Response(texts=("done",))), tools=[take]).run("t")
+    result = ContractAgent(ScriptedEngine(Response(texts=("",), tool_calls=(call,)),
+                                          Response(texts=("done",))), tools=[take]).run("t")
     assert result.success and got == [value]
 
 
@@ -401,7 +390,7 @@ def test_a_raising_handler_is_logged_and_the_policy_still_applies(
     options: dict[str, Any] = {}
     if place in ("task_precondition", "answer_postcondition", "iteration_invariant"):
         options[place] = lambda value: False
-    agent = constrained(scripted({"tool": "work", "args": {"n": 1}}, {"answer": "done"}),
+    agent = constrained(ScriptedEngine({"tool": "work", "args": {"n": 1}}, {"answer": "done"}),
                         tools=[tool(fn)], policy=policy,
                         violation_handler=_raising_handler, **options)
     with caplog.at_level(logging.WARNING, logger="hoare.agents"):
@@ -449,8 +438,8 @@ def test_an_interrupted_tool_call_propagates_unchanged_and_is_not_counted(
     path = str(tmp_path / "s.db")
     configure(stats=path)
     try:
-        agent = constrained(scripted({"tool": "halt", "args": {"n": 1}},
-                                     {"tool": "halt", "args": {"n": 0}}), tools=[halt])
+        agent = constrained(ScriptedEngine({"tool": "halt", "args": {"n": 1}},
+                                           {"tool": "halt", "args": {"n": 0}}), tools=[halt])
         with pytest.raises(type(interrupt)) as caught:
             agent.run("t")
         assert caught.value is interrupt
@@ -481,8 +470,8 @@ def test_tool_stats_and_the_stats_store_agree_on_every_kind_of_call(tmp_path: An
     path = str(tmp_path / "s.db")
     configure(stats=path)
     try:
-        agent = constrained(scripted(*({"tool": "work", "args": {"n": n}} for n in range(5)),
-                                     {"answer": "done"}), tools=[work],
+        agent = constrained(ScriptedEngine(*({"tool": "work", "args": {"n": n}} for n in range(5)),
+                                           {"answer": "done"}), tools=[work],
                             policy=ContractPolicy.OBSERVE, violation_handler=lambda v: None)
         assert agent.run("t").success
         assert hoare.flush_stats()
@@ -573,7 +562,7 @@ def test_tool_stats_are_exact_when_many_threads_share_an_agent(tmp_path: Any) ->
 @pytest.mark.parametrize("bad", ["enforce", "ENFORCE", 2, None, object()])
 def test_a_policy_that_is_not_a_contract_policy_is_refused(bad: Any) -> None:
     with pytest.raises(ContractDefinitionError, match="must be a ContractPolicy"):
-        ContractAgent(scripted(), policy=bad)
+        ContractAgent(ScriptedEngine(), policy=bad)
     with pytest.raises(ContractDefinitionError, match="must be a ContractPolicy"):
         ContractContext(bad)
     if bad is not None:  # None: the condition's default (the context's policy)
@@ -586,7 +575,7 @@ def test_a_policy_that_is_not_a_contract_policy_is_refused(bad: Any) -> None:
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5, "10", None])
 def test_max_iterations_must_be_a_positive_int(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_iterations must be an int >= 1"):
-        ContractAgent(scripted(), max_iterations=bad)
+        ContractAgent(ScriptedEngine(), max_iterations=bad)
 
 
 def test_conditions_and_handlers_that_cannot_work_are_refused() -> None:
@@ -595,7 +584,7 @@ def test_conditions_and_handlers_that_cannot_work_are_refused() -> None:
     with pytest.raises(ContractDefinitionError, match="message must be a str"):
         post(lambda r: True, hostile(DUNDERS)())  # type: ignore[arg-type]
     with pytest.raises(ContractDefinitionError, match="violation_handler must be callable"):
-        ContractAgent(scripted(), violation_handler="print")  # type: ignore[arg-type]
+        ContractAgent(ScriptedEngine(), violation_handler="print")  # type: ignore[arg-type]
     with pytest.raises(ContractTermination, match="Hostile message"):
         contract_assert(False, hostile(DUNDERS)())  # type: ignore[arg-type]
 
@@ -603,7 +592,7 @@ def test_conditions_and_handlers_that_cannot_work_are_refused() -> None:
 def test_a_stream_closed_early_unwinds_and_ends_cleanly() -> None:
     from hoare.agents import current_context
 
-    agent = constrained(scripted({"tool": "fetch", "args": {}}, {"answer": "x"}),
+    agent = constrained(ScriptedEngine({"tool": "fetch", "args": {}}, {"answer": "x"}),
                         tools=[tool(lambda: "got", name="fetch")])
     unraisable: list[Any] = []
     previous, sys.unraisablehook = sys.unraisablehook, unraisable.append
@@ -624,12 +613,12 @@ def test_tools_that_cannot_be_called_by_name_are_refused() -> None:
         return q
 
     with pytest.raises(ContractDefinitionError, match=r"distinct.*\['look'\]"):
-        ContractAgent(scripted(), tools=[look, tool(look)])
+        ContractAgent(ScriptedEngine(), tools=[look, tool(look)])
     with pytest.raises(ContractDefinitionError, match="a tool must be a callable, got str"):
-        ContractAgent(scripted(), tools=["look"])
+        ContractAgent(ScriptedEngine(), tools=["look"])
     with pytest.raises(ContractDefinitionError, match="name must be a non-empty str"):
         tool(look, name=hostile(DUNDERS)())
-    assert [t.name for t in ContractAgent(scripted(), tools=[look, tool(look, name="see")]
+    assert [t.name for t in ContractAgent(ScriptedEngine(), tools=[look, tool(look, name="see")]
                                           ).tools] == ["look", "see"]
 
 
@@ -720,7 +709,7 @@ def test_every_handled_violation_is_counted_whatever_its_policy(
         """Work."""
         return n
 
-    agent = constrained(scripted({"tool": "work", "args": {"n": 0}}, {"answer": "x"}),
+    agent = constrained(ScriptedEngine({"tool": "work", "args": {"n": 0}}, {"answer": "x"}),
                         tools=[work], policy=agent_policy, violation_handler=lambda v: None,
                         answer_postcondition=lambda answer: False)
     result = agent.run("t")
@@ -741,8 +730,8 @@ def test_a_sync_wrapper_that_runs_an_async_function_is_a_sync_tool() -> None:
     def fetch(n: int) -> int:
         return asyncio.run(_async_fetch(n))
 
-    result = constrained(scripted({"tool": "_async_fetch", "args": {"n": 7}},
-                                  {"answer": "done"}), tools=[fetch]).run("t")
+    result = constrained(ScriptedEngine({"tool": "_async_fetch", "args": {"n": 7}},
+                                        {"answer": "done"}), tools=[fetch]).run("t")
     assert result.success
     (observation,) = [e for e in result.events if e.type is EventType.OBSERVATION]
     assert observation.metadata["raw_result"] == 7
@@ -759,7 +748,7 @@ def test_a_typed_answer_of_none_is_a_success_as_the_stats_store_records_it(
     path = str(tmp_path / "s.db")
     configure(stats=path)
     try:
-        result = ContractAgent(scripted(Response(texts=(answer,))), answer_type=int | None,
+        result = ContractAgent(ScriptedEngine(Response(texts=(answer,))), answer_type=int | None,
                                agent_type=agent_type).run("t")
         assert hoare.flush_stats()
     finally:
