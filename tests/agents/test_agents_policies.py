@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ from hoare.agents import (
     pre,
     tool,
 )
-from hoare.engines import FunctionEngine, Request
+from hoare.engines import Request
+from hoare.engines.testing import ScriptedEngine
 
 RAN: list[str] = []
 
@@ -69,19 +69,13 @@ SETUPS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
 def _run(kind: str, policy: ContractPolicy) -> tuple[Any, list[ContractViolation],
                                                      list[Request]]:
     actions, options = SETUPS[kind]
-    queue: Iterator[dict[str, Any]] = iter(actions)
-    requests: list[Request] = []
-
-    def answer(request: Request) -> str:
-        requests.append(request)
-        return json.dumps(next(queue))
-
+    engine = ScriptedEngine(*actions)
     handled: list[ContractViolation] = []
     RAN.clear()
-    agent = ContractAgent(FunctionEngine(answer), tools=[small, negate, check],
+    agent = ContractAgent(engine, tools=[small, negate, check],
                           agent_type="constrained", policy=policy,
                           violation_handler=handled.append, **options)
-    return agent.run("do it"), handled, requests
+    return agent.run("do it"), handled, engine.requests
 
 
 @pytest.mark.parametrize("kind", list(SETUPS))

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_queries import Mood
 
-from hoare.engines import FunctionEngine
-from hoare.engines.base import Request, Response, TokenLogprob, Usage
+from hoare.engines.base import Response, TokenLogprob, Usage
+from hoare.engines.testing import DummyEngine
 from hoare.errors import UsageError
 from hoare.queries import NoLogprobs, classify, distribution_of
 
@@ -101,11 +101,9 @@ def test_classify_survives_an_engine_reporting_a_logprob_of_plus_1000() -> None:
     OpenAI engine now refuses such logprobs itself; any other engine passes them on.)"""
     top = (("pos", 1000.0), ("neg", 999.0), ("neu", -1000.0))
 
-    def answer(request: Request) -> Response:
-        return Response(("positive",), ("stop",), Usage(1, 1, 1), "m",
-                        logprobs=((TokenLogprob("pos", 1000.0, top),),))
-
-    result = classify(Mood("Great kettle"), FunctionEngine(answer), top_logprobs=3)
+    engine = DummyEngine(Response(("positive",), ("stop",), Usage(1, 1, 1), "m",
+                                  logprobs=((TokenLogprob("pos", 1000.0, top),),)))
+    result = classify(Mood("Great kettle"), engine, top_logprobs=3)
     assert result.value == "positive"
     assert result.distribution["positive"] == pytest.approx(1 / (1 + math.exp(-1)))
     assert result.distribution["negative"] == pytest.approx(1 / (1 + math.e))
@@ -115,9 +113,7 @@ def test_classify_survives_an_engine_reporting_a_logprob_of_plus_1000() -> None:
 def test_malformed_logprobs_from_an_engine_are_a_clear_error(entry: object) -> None:
     """A custom engine's logprobs are foreign data: a malformed entry is NoLogprobs
     naming the problem, not a TypeError from inside classify."""
-    def answer(request: Request) -> Response:
-        return Response(("positive",), ("stop",), Usage(1, 1, 1), "m",
-                        logprobs=((entry,),))  # type: ignore[arg-type]
-
+    engine = DummyEngine(Response(("positive",), ("stop",), Usage(1, 1, 1), "m",
+                                  logprobs=((entry,),)))  # type: ignore[arg-type]
     with pytest.raises(NoLogprobs, match="malformed"):
-        classify(Mood("Great kettle"), FunctionEngine(answer), top_logprobs=3)
+        classify(Mood("Great kettle"), engine, top_logprobs=3)

@@ -26,7 +26,7 @@ from verifier_support import predicate_source
 from hoare import Contract, Pipeline, Post, Pre, contract
 from hoare.declaration.description import PredicateSource, describe
 from hoare.declaration.models import type_spec
-from hoare.engines import FunctionEngine
+from hoare.engines.testing import DummyEngine
 from hoare.kernel import ContractConfig, Verdict
 from hoare.verifier.checks import contracts as checks
 from hoare.verifier.checks import model as checks_model
@@ -234,11 +234,7 @@ def test_a_refuted_preflight_lets_the_call_reach_the_engine(
         corrupt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     corrupt(_never_passes, preflight)
     monkeypatch.setattr(preflight, "_REGISTRY", preflight.weakref.WeakKeyDictionary())
-    calls: list[object] = []
-
-    def answer(request: object) -> str:
-        calls.append(request)
-        return '{"score": 4, "note": "ok"}'
+    engine = DummyEngine('{"score": 4, "note": "ok"}')
 
     @contract
     class Rate(Contract):
@@ -248,8 +244,8 @@ def test_a_refuted_preflight_lets_the_call_reach_the_engine(
         def forward(self, input: Query) -> Score:
             return self.contract_result or Score(score=0)
 
-    result = Rate(engine=FunctionEngine(answer))(Query(text="q", n=3))
-    assert calls and result.score == 4
+    result = Rate(engine=engine)(Query(text="q", n=3))
+    assert engine.requests and result.score == 4
 
 
 # -- composition ----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from hoare import Contract, Post, contract
 from hoare.declaration.description import describe
-from hoare.engines import FunctionEngine
+from hoare.engines.testing import DummyEngine
 from hoare.kernel import ContractConfig, Verdict, ViolationKind
 from hoare.verifier.runtime.preflight import Preflight
 
@@ -183,15 +183,10 @@ class MakePlan(Contract):
 
 
 def test_preflight_saves_every_engine_call_on_an_impossible_input() -> None:
-    calls: list[object] = []
-
-    def answer(request: object) -> str:
-        calls.append(request)
-        return '{"cost": 12, "steps": ["do it"]}'
-
-    planner = MakePlan(engine=FunctionEngine(answer))
+    engine = DummyEngine('{"cost": 12, "steps": ["do it"]}')
+    planner = MakePlan(engine=engine)
     result = planner(Request(budget=5))  # every plan costs at least 10
-    assert calls == []
+    assert engine.requests == []
     outcome = planner.contract_outcome
     assert outcome is not None and not outcome.success
     assert outcome.preflight is not None
@@ -201,7 +196,7 @@ def test_preflight_saves_every_engine_call_on_an_impossible_input() -> None:
     assert result.steps == ["fallback"]
 
     planner(Request(budget=50))
-    assert len(calls) == 1 and planner.contract_successful
+    assert engine.calls == 1 and planner.contract_successful
 
 
 LIMIT = 5
