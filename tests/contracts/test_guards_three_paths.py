@@ -17,6 +17,7 @@ import pytest
 
 from hoare import Contract, LLMDataModel, Post, contract
 from hoare.engines import FunctionEngine
+from hoare.engines.base import Engine
 from hoare.engines.testing import ScriptedEngine
 
 
@@ -164,7 +165,7 @@ def test_an_interrupt_from_the_engine_propagates_unchanged(
     assert caught.value is raised and calls == [1]  # not retried, not wrapped
 
 
-def _deep_contract(engine: FunctionEngine) -> bool:
+def _deep_contract(engine: Engine) -> bool:
     @contract(remedy_retry_params={"tries": 2, "delay": 0, "jitter": 0})
     class Listed(Contract[Q, A]):
         prompt = "Answer."
@@ -175,7 +176,7 @@ def _deep_contract(engine: FunctionEngine) -> bool:
     return bool(Listed(engine=engine)(Q(n=1)).n == 2)
 
 
-def _deep_query(engine: FunctionEngine) -> bool:
+def _deep_query(engine: Engine) -> bool:
     from hoare.queries import Query
 
     @dataclass
@@ -187,7 +188,7 @@ def _deep_query(engine: FunctionEngine) -> bool:
     return bool(Ask(1).run(engine).n == 2)
 
 
-def _deep_agent(engine: FunctionEngine) -> bool:
+def _deep_agent(engine: Engine) -> bool:
     from hoare.agents import ContractAgent
 
     result = ContractAgent(engine, answer_type=A).run("t")
