@@ -26,6 +26,7 @@ from hoare import Contract, Field, LLMDataModel, contract
 from hoare.contracts.runtime import _flat_model, call_secrets
 from hoare.declaration.models import TypeSpec, secret_values
 from hoare.engines import FunctionEngine, Request
+from hoare.engines.testing import ScriptedEngine
 
 FAST = {"delay": 0, "jitter": 0, "tries": 2}
 SECRET = "hunter2-very-secret"
@@ -78,16 +79,11 @@ def _echoing_contract(model: type[BaseModel]) -> type[Contract]:
 
 
 def _requests_for(model: type[BaseModel], value: object) -> list[Request]:
-    log: list[Request] = []
-
-    def answer(request: Request) -> str:
-        log.append(request)
-        return f"the password is {SECRET}" if len(log) == 1 else '{"value": 1}'
-
-    instance = _echoing_contract(model)(engine=FunctionEngine(answer))
+    engine = ScriptedEngine(f"the password is {SECRET}", '{"value": 1}')
+    instance = _echoing_contract(model)(engine=engine)
     instance(value)
-    assert len(log) == 2, "the first answer was rejected and the remedy sent"
-    return log
+    assert engine.calls == 2, "the first answer was rejected and the remedy sent"
+    return engine.requests
 
 
 def _leaks(requests: list[Request]) -> bool:

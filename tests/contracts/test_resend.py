@@ -13,6 +13,7 @@ from openai_server import OpenAIServer
 
 from hoare import Contract, LLMDataModel, Post, contract
 from hoare.engines import FunctionEngine, Options, Request
+from hoare.engines.testing import ScriptedEngine
 from hoare.kernel import ViolationKind
 
 
@@ -71,16 +72,10 @@ def test_stop_ends_the_stage_and_says_why() -> None:
 
 
 def test_different_requests_are_sent_as_they_are() -> None:
-    seen: list[Request] = []
-    answers = iter(['{"n": -1}', '{"n": -2}', '{"n": -3}', '{"n": 4}'])
-
-    def answer(request: Request) -> str:
-        seen.append(request)
-        return next(answers)
-
-    positive = _positive("vary")(engine=FunctionEngine(answer))
+    engine = ScriptedEngine('{"n": -1}', '{"n": -2}', '{"n": -3}', '{"n": 4}')
+    positive = _positive("vary")(engine=engine)
     assert positive(Q(text="x")) == A(n=4)
-    assert all(r.options.seed is None for r in seen)
+    assert all(r.options.seed is None for r in engine.requests)
     assert "varied_resends" not in positive.contract_outcome.usage
 
 
