@@ -20,7 +20,7 @@ import hoare
 import hoare.contracts.configuration as configuration
 from hoare import Contract, Post, configure, contract
 from hoare.cli.parser import main
-from hoare.engines import FunctionEngine
+from hoare.engines.testing import DummyEngine
 from hoare.kernel import Verdict, ViolationKind
 from hoare.stats.query import query
 from hoare.stats.schema import SCHEMA_VERSION
@@ -62,15 +62,10 @@ def _unconfigured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
 
 
 def _call(cls: type[Contract], budget: int = 5) -> tuple[Any, list[object]]:
-    calls: list[object] = []
-
-    def answer(request: object) -> str:
-        calls.append(request)
-        return '{"cost": 12, "steps": ["do it"]}'
-
-    instance = cls(engine=FunctionEngine(answer))
+    engine = DummyEngine('{"cost": 12, "steps": ["do it"]}')
+    instance = cls(engine=engine)
     instance(Request(budget=budget))
-    return instance.contract_outcome, calls
+    return instance.contract_outcome, list(engine.requests)
 
 
 def test_shadow_runs_the_preflight_but_never_refuses(
