@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from library_under_test import LIBRARY
 
 from hoare.cli.parser import main
+from hoare.stats.records import CallRecord
 from hoare.stats.schema import COLUMNS
-from hoare.stats.store import CallRecord, StatsStore
+from hoare.stats.store import StatsStore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SOUND = str(FIXTURES / "sound")

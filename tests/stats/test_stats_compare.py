@@ -18,7 +18,8 @@ import pytest
 from library_under_test import LIBRARY
 
 from hoare.stats.compare import compare, confidence_sequence, verdict_status
-from hoare.stats.store import CallRecord, StatsStore
+from hoare.stats.records import CallRecord
+from hoare.stats.store import StatsStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,8 @@ import pytest
 from library_under_test import LIBRARY
 
 from hoare.stats.query import query
-from hoare.stats.store import CallRecord, StatsStore
+from hoare.stats.records import CallRecord
+from hoare.stats.store import StatsStore
 
 mpimg = pytest.importorskip("matplotlib.image", reason="the [plots] extra is not installed")
 

@@ -29,8 +29,9 @@ import hoare
 from hoare import Contract, LLMDataModel, Post, configure, contract
 from hoare.engines import FunctionEngine
 from hoare.stats.query import query
+from hoare.stats.records import CallRecord
 from hoare.stats.schema import SCHEMA_VERSION, StoreError
-from hoare.stats.store import CallRecord, StatsStore
+from hoare.stats.store import StatsStore
 
 sa = pytest.importorskip("sqlalchemy", reason="the [sql] extra (SQLAlchemy) is not installed")
 pytest.importorskip("psycopg", reason="the [sql] extra (psycopg) is not installed")
@@ -169,7 +170,8 @@ def test_contracted_calls_are_recorded_in_postgresql(database: str) -> None:
 
 WRITER = textwrap.dedent(r'''
     import sys, time
-    from hoare.stats.store import CallRecord, StatsStore
+    from hoare.stats.records import CallRecord
+    from hoare.stats.store import StatsStore
     store = StatsStore(sys.argv[1])
     label, count = sys.argv[2], int(sys.argv[3])
     for index in range(count):

@@ -24,8 +24,9 @@ import hoare
 from hoare import Contract, LLMDataModel, Post, configure, contract
 from hoare.engines import FunctionEngine
 from hoare.kernel.stats import wilson_interval
+from hoare.stats.records import CallRecord
 from hoare.stats.report import parse_since, summarize
-from hoare.stats.store import CallRecord, StatsStore
+from hoare.stats.store import StatsStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -194,7 +195,8 @@ def test_a_newer_schema_is_not_written(tmp_path: Path,
 
 WRITER = textwrap.dedent(r'''
     import sys, time
-    from hoare.stats.store import CallRecord, StatsStore
+    from hoare.stats.records import CallRecord
+    from hoare.stats.store import StatsStore
     store = StatsStore(sys.argv[1])
     label, count = sys.argv[2], int(sys.argv[3])
     print("ready", flush=True)
@@ -476,7 +478,8 @@ def test_dropped_records_are_reported_at_exit(tmp_path: Path) -> None:
     script = textwrap.dedent(r'''
         import sys, time
         from hoare.stats import store as stats_store
-        from hoare.stats.store import CallRecord, open_store
+        from hoare.stats.records import CallRecord
+        from hoare.stats.store import open_store
         stats_store.QUEUE_SIZE = 5
         store = open_store(sys.argv[1])
         store._stop = True  # keep the writer from emptying the queue

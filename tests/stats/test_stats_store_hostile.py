@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from library_under_test import LIBRARY
 
 from hoare.stats.query import query
+from hoare.stats.records import CallRecord
 from hoare.stats.schema import COLUMNS, StoreError
 from hoare.stats.sqlite import SqliteBackend
-from hoare.stats.store import CallRecord, StatsStore
+from hoare.stats.store import StatsStore
 from hoare.stats.values import clean_record
 
 
@@ -319,7 +320,8 @@ def test_rows_hoare_did_not_write_are_skipped_or_sanitized(
 
 FORKED_STORE = textwrap.dedent(r'''
     import os, sys, time
-    from hoare.stats.store import CallRecord, StatsStore
+    from hoare.stats.records import CallRecord
+    from hoare.stats.store import StatsStore
 
     def record(store, label):
         store.record(CallRecord(time.time(), "m:C", "h", label, True, True, 1, 0, None,

@@ -21,6 +21,7 @@ from hoare.kernel import Hooks, Predicate, PreflightResult
 if TYPE_CHECKING:
     from hoare.contracts.base import Contract
     from hoare.contracts.runtime import Runtime
+    from hoare.stats.records import RecordedAs
 
 
 def bind_predicate(source: PredicateSource, instance: object) -> Predicate:
@@ -108,7 +109,5 @@ class Bound:
         method = getattr(instance, "on_violation", None)
         self.handler = runtime.handler or method or runtime.log_violation
         self.hooks: Hooks | None = None  # the hooks of a call without extra kwargs
-        # (engine, name, definition hash, engine class, model, family messages) of its
-        # stats records
-        self.recorded_as: tuple[Any, str, str, str, str | None,
-                                tuple[tuple[str, str], ...]] | None = None
+        # the engine, and what names its stats records with that engine
+        self.recorded_as: tuple[object, RecordedAs] | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hoare import telemetry as _telemetry
 from hoare.contracts import configuration
@@ -21,13 +21,14 @@ from hoare.contracts.logs import log_outcome
 from hoare.contracts.runtime import runtime_of
 from hoare.declaration.description import ContractDescription
 from hoare.declaration.models import redact, secret_values
-from hoare.engines.base import innermost
 from hoare.errors import ContractCallError
 from hoare.kernel import ContractViolationError, Hooks, Outcome, Phase, Violation, run_call
+from hoare.stats.records import RecordedAs, call_record
 
 if TYPE_CHECKING:
     from hoare.contracts.base import Contract
     from hoare.contracts.binding import Bound
+    from hoare.stats.store import StatsStore
 
 
 def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -109,7 +110,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
                                            call.runtime.has_act)
         faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
             call.runtime.provider_faults(recorded)
-        store = configuration.stats_store()
+        # the configured StatsStore (typed object there: imported once a store is set)
+        store = cast("StatsStore | None", configuration.stats_store())
         if store is not None:
             _store_call(store, call, recorded, elapsed_ns, faults)
         if call.runtime.description.verbose:
@@ -144,41 +146,24 @@ def _end_span(call: Call, outcome: Outcome | None, raised: BaseException | None)
         logging.getLogger("hoare.telemetry").debug("span not closed", exc_info=True)
 
 
-def _store_call(store: Any, call: Call, outcome: Outcome, elapsed_ns: int,
+def _store_call(store: StatsStore, call: Call, outcome: Outcome, elapsed_ns: int,
                 provider_faults: int = 0) -> None:
-    """Queue the call's record for the stats store (``hoare.configure(stats=...)``):
-    a plain tuple of ``CallRecord``'s fields, values only; never raises."""
+    """Queue the call's record for the stats store (``hoare.configure(stats=...)``), as
+    ``call_record`` builds it; never raises."""
     try:
-        runtime = call.runtime
         engine = call.engine
         bound = call.instance._hoare_bound()
         fixed = bound.recorded_as
-        if fixed is None or fixed[0] is not engine:  # per engine: name, hash, engine, model
-            inner = innermost(engine)
-            fixed = bound.recorded_as = (
-                engine, runtime.description.name, runtime.definition_hash(),
-                type(inner).__name__, getattr(inner, "model", None),
-                _family_messages(runtime.description))
-        generations = remedies = 0
-        for attempt in outcome.attempts:
-            if attempt.phase is Phase.POST:
-                generations += 1
-            elif attempt.phase is Phase.PRE:
-                remedies += 1
-        if generations > 1:
-            remedies += generations - 1
+        if fixed is None or fixed[0] is not engine:  # per engine: its names, computed once
+            runtime = call.runtime
+            fixed = bound.recorded_as = (engine, RecordedAs.of(
+                runtime.description.name, runtime.definition_hash(), engine,
+                _family_messages(runtime.description)))
         spent = call.spend.spent() if call.spend is not None else None
-        usage = outcome.usage
-        preflight = outcome.preflight
-        store.record((
-            time.time(), fixed[1], fixed[2], configuration.label(), outcome.success,
-            outcome.success and generations <= 1, generations, remedies,
-            None if preflight is None else preflight.verdict.value,
-            usage.get("input_tokens"), usage.get("output_tokens"),
-            spent.get("cost") if isinstance(spent, dict) else None, elapsed_ns / 1e6,
-            fixed[3], fixed[4], outcome.trials, "contract", provider_faults,
-            int(preflight is not None
-                and preflight.reason.startswith(configuration.SHADOW_REFUSAL)), fixed[5]))
+        store.record(call_record(
+            "contract", fixed[1], configuration.label(), elapsed_ns, outcome,
+            cost=spent.get("cost") if isinstance(spent, dict) else None,
+            provider_faults=provider_faults, shadow_prefix=configuration.SHADOW_REFUSAL))
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
 

@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from hoare.contracts import configuration
-from hoare.engines.base import Message, Options, Request, Response, Usage, innermost
+from hoare.engines.base import Message, Options, Request, Response, Usage
 from hoare.errors import FatalEngineError, RetryableEngineError, UsageError
 from hoare.kernel import (
     ContractConfig,
@@ -29,7 +29,6 @@ from hoare.kernel import (
     Generate,
     Hooks,
     Outcome,
-    Phase,
     Policy,
     PreflightResult,
     Reply,
@@ -44,6 +43,7 @@ from hoare.queries.parsers import Parser, tool_spec
 from hoare.queries.query import Query, QueryRuntime, fallback_of, init_fields, runtime_of
 from hoare.queries.settings import RequestsSpent, Settings, metered, token_caps
 from hoare.queries.templates import render
+from hoare.stats.records import RecordedAs, call_record
 
 if TYPE_CHECKING:
     from hoare.stats.store import StatsStore
@@ -318,18 +318,11 @@ class Session:
         if store is None:
             return
         try:
-            generations = sum(1 for a in outcome.attempts if a.phase is Phase.POST)
-            inner = innermost(self.model)
-            spent = self.spent()
-            store.record((
-                time.time(), self.runtime.description.name, _definition_hash(self.runtime),
-                configuration.label(), outcome.success, outcome.success and generations <= 1,
-                generations, max(0, generations - 1),
-                None if outcome.preflight is None else outcome.preflight.verdict.value,
-                outcome.usage.get("input_tokens"), outcome.usage.get("output_tokens"),
-                spent.get("price"), (time.perf_counter_ns() - started_ns) / 1e6,
-                type(inner).__name__, getattr(inner, "model", None), outcome.trials,
-                "query", 0))
+            recorded_as = RecordedAs.of(self.runtime.description.name,
+                                        _definition_hash(self.runtime), self.model)
+            store.record(call_record(
+                "query", recorded_as, configuration.label(),
+                time.perf_counter_ns() - started_ns, outcome, cost=self.spent().get("price")))
         except Exception:  # recording never fails a query
             logging.getLogger("hoare.stats").debug("query not recorded", exc_info=True)
 

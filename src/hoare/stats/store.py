@@ -1,8 +1,9 @@
 """Success statistics that outlive the process: every contracted call (and every
 agent run and tool call) recorded in a store (``hoare.configure(stats=...)``,
 ``$HOARE_STATS`` or ``[tool.hoare] stats``; off by default). This module is the
-recording side: the record, the queue and the thread that writes it, the protocol of a
-back end, and the one store per path or URL of a process (``open_store``, ``flush_all``).
+recording side: the queue and the thread that writes it, the protocol of a back end,
+and the one store per path or URL of a process (``open_store``, ``flush_all``). What a
+record holds, and the one function that builds it, is ``hoare.stats.records``.
 
 The store is a SQLite file (``hoare.stats.sqlite``), or, for a larger deployment, any
 SQLAlchemy URL (``postgresql+psycopg://...``; ``pip install 'hoare[sql]'``;
@@ -40,14 +41,16 @@ import weakref
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hoare.stats.sqlite import SqliteBackend
 from hoare.stats.values import TRIALS_LIMIT, clean_record, display_text, storable_text
 
+if TYPE_CHECKING:
+    from hoare.stats.records import CallRecord
+
 __all__ = [
     "Backend",
-    "CallRecord",
     "StatsStore",
     "flush_all",
     "is_url",
@@ -62,34 +65,6 @@ POLL = 0.05  # seconds between the writer's looks at the queue
 PRUNE_EVERY = 3600.0  # seconds between two deletions of calls older than the retention
 
 _log = logging.getLogger("hoare.stats")
-
-
-class CallRecord(NamedTuple):
-    """One contracted call, as stored (a tuple: cheap to make on the calling thread)."""
-
-    ts: float
-    contract: str
-    contract_hash: str
-    label: str
-    success: bool
-    first_attempt: bool
-    attempts: int
-    remedies: int
-    preflight: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    cost: float | None
-    latency_ms: float
-    engine: str | None
-    model: str | None
-    trials: tuple[tuple[str, bool], ...] = ()
-    kind: str = "contract"
-    # failed post-conditions that the schema the provider decoded with enforces
-    provider_faults: int = 0
-    # 1 when a preflight="shadow" pre-flight would have refused the call
-    shadow_refusals: int = 0
-    # (family, message) of the contract's predicate families: the same tuple every call
-    families: tuple[tuple[str, str], ...] = ()
 
 
 def is_url(target: str) -> bool:
@@ -143,9 +118,10 @@ class StatsStore:
     # -- the calling side ------------------------------------------------------------
     def record(self, item: CallRecord | tuple[Any, ...]) -> None:
         """Queue ``item`` (a ``CallRecord``, or a plain tuple of its fields in order:
-        cheaper to make on a hot path); never blocks, never raises (a full queue drops
-        it). Only values are queued, never the call's objects: a queue of live outcomes
-        would be traversed by every garbage collection (measured: +20 µs per call)."""
+        what ``hoare.stats.records.call_record`` builds for every call, cheaper to make
+        on a hot path); never blocks, never raises (a full queue drops it). Only values
+        are queued, never the call's objects: a queue of live outcomes would be
+        traversed by every garbage collection (measured: +20 µs per call)."""
         if self.broken is None and len(self._pending) < QUEUE_SIZE:
             self._pending.append(item)
             return

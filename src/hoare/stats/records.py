@@ -1,0 +1,117 @@
+"""The record of one call in the stats store, and the one place it is built (issue 28):
+``CallRecord`` names its fields, in the order the writer and the schema expect;
+``RecordedAs`` is what names a caller's records (the same call after call); and
+``call_record`` builds the record of a contracted call, a query, an agent run or a tool
+call from what the call knows. Every front end queues what ``call_record`` returns
+(``StatsStore.record``), so what a column holds is decided here and nowhere else.
+
+Apart from the store (``hoare.stats.store``) so that the calling side imports it without
+the writer (sqlite3, its thread, its exit hook). ``call_record`` runs on every
+contracted call when a store is configured: it builds a plain tuple (cheaper than a
+``CallRecord``, and the writer's fast path takes it as it is) and does nothing a caller
+could do once instead (``RecordedAs`` is computed once per contract and engine)."""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+from hoare.engines.base import innermost
+from hoare.kernel import Outcome, Phase
+
+__all__ = ["CallRecord", "RecordFields", "RecordedAs", "call_record"]
+
+
+class CallRecord(NamedTuple):
+    """One call, as stored (a tuple: cheap to make on the calling thread)."""
+
+    ts: float
+    contract: str
+    contract_hash: str
+    label: str
+    success: bool
+    first_attempt: bool
+    attempts: int
+    remedies: int
+    preflight: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    latency_ms: float
+    engine: str | None
+    model: str | None
+    trials: tuple[tuple[str, bool], ...] = ()
+    kind: str = "contract"
+    # failed post-conditions that the schema the provider decoded with enforces
+    provider_faults: int = 0
+    # 1 when a preflight="shadow" pre-flight would have refused the call
+    shadow_refusals: int = 0
+    # (family, message) of the contract's predicate families: the same tuple every call
+    families: tuple[tuple[str, str], ...] = ()
+
+
+# CallRecord's fields as a plain tuple: what ``call_record`` returns
+RecordFields = tuple[float, str, str, str, bool, bool, int, int, str | None, int | None,
+                     int | None, float | None, float, str | None, str | None,
+                     tuple[tuple[str, bool], ...], str, int, int, tuple[tuple[str, str], ...]]
+
+
+class RecordedAs(NamedTuple):
+    """What names a caller's records: its name (a contract's ``module:Class``, a query
+    class's, an agent's, ``tool:<name>``), the hash of its definition, the engine under
+    its wrappers and that engine's model, and (contracts) the messages of its predicate
+    families. The same call after call: a contract computes it once per engine."""
+
+    name: str
+    definition_hash: str
+    engine: str | None
+    model: str | None
+    families: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, name: str, definition_hash: str, engine: object,
+           families: tuple[tuple[str, str], ...] = ()) -> RecordedAs:
+        """Named after the engine under its wrappers (a budget, a cache, a deadline):
+        its class and its ``model`` (None without an engine: a tool call)."""
+        inner = innermost(engine)
+        return cls(name, definition_hash, None if inner is None else type(inner).__name__,
+                   getattr(inner, "model", None), families)
+
+
+def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
+                outcome: Outcome | None, *, success: bool = False, steps: int = 1,
+                trials: tuple[tuple[str, bool], ...] = (), cost: float | None = None,
+                provider_faults: int = 0, shadow_prefix: str | None = None) -> RecordFields:
+    """The record of one call (``CallRecord``'s fields as a plain tuple), stamped now.
+
+    ``kind`` is ``"contract"``, ``"query"``, ``"agent"`` or ``"tool"``. With the
+    kernel's ``outcome`` (contracts, queries) the record counts its attempts: one per
+    generation (``Phase.POST``), the remedies being the repaired inputs
+    (``Phase.PRE``) and every generation after the first; it carries the pre-flight's
+    verdict, the tokens the engine reported and the trials of its predicates, and
+    counts a shadow refusal when the pre-flight's reason starts with
+    ``shadow_prefix``. Without one (an agent run, a tool call) it is ``success`` in
+    ``steps`` steps, no remedy, no tokens. The cost is what the call's meter spent."""
+    name, digest, engine, model, families = recorded_as
+    if outcome is None:
+        return (time.time(), name, digest, label, success, success and steps <= 1, steps,
+                0, None, None, None, cost, elapsed_ns / 1e6, engine, model, trials, kind,
+                provider_faults, 0, families)
+    generations = remedies = 0
+    for attempt in outcome.attempts:
+        if attempt.phase is Phase.POST:
+            generations += 1
+        elif attempt.phase is Phase.PRE:
+            remedies += 1
+    if generations > 1:
+        remedies += generations - 1
+    succeeded = outcome.success
+    usage = outcome.usage
+    preflight = outcome.preflight
+    return (time.time(), name, digest, label, succeeded,
+            succeeded and generations <= 1, generations, remedies,
+            None if preflight is None else preflight.verdict.value,
+            usage.get("input_tokens"), usage.get("output_tokens"), cost,
+            elapsed_ns / 1e6, engine, model, outcome.trials, kind, provider_faults,
+            int(shadow_prefix is not None and preflight is not None
+                and preflight.reason.startswith(shadow_prefix)), families)
