@@ -178,7 +178,7 @@ def test_a_schema_enforced_check_that_fails_is_a_provider_fault(tmp_path: object
     from pathlib import Path
 
     import hoare
-    from hoare.stats.store import query
+    from hoare.stats.query import query
 
     path = str(Path(str(tmp_path)) / "calls.db")
     out_of_enum = '{"label": "feature", "score": 3, "title": "T: x"}'

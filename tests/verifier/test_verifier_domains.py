@@ -37,12 +37,8 @@ from hoare.declaration.description import describe
 from hoare.declaration.models import type_spec
 from hoare.engines import FunctionEngine
 from hoare.kernel import ContractConfig, Verdict
-from hoare.verifier.checks.contracts import (
-    check_contract,
-    contract_model,
-    predicate_assertions,
-    type_assertions,
-)
+from hoare.verifier.checks.contracts import check_contract
+from hoare.verifier.checks.model import contract_model, predicate_assertions, type_assertions
 from hoare.verifier.report.model import ContractReport
 from hoare.verifier.runtime.preflight import Preflight
 from hoare.verifier.search.concrete import BindError, assign
