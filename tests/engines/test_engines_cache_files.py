@@ -519,3 +519,30 @@ def test_a_directory_is_named(tmp_path: Path, mode: str) -> None:
     with pytest.raises(CacheFileError) as raised:
         CachedEngine(Model() if mode != "replay" else None, path, mode=mode)  # type: ignore[arg-type]
     assert str(path) in str(raised.value)
+
+
+def test_a_reader_replays_however_often_the_file_is_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replaying engine whose file another writer replaces again right after every
+    read still answers from one consistent version of the file (the class: a reader
+    that pairs one version's bytes with another version's signature, or re-reads a file
+    it just indexed, gave "keeps changing while being read" under load)."""
+    import hoare.engines.cache as cache_module
+
+    path = recorded(tmp_path, 6)
+    reader = CachedEngine(None, path, mode="replay", max_entries_in_memory=0)
+    writer = CachedEngine(Model(), path)
+    real = cache_module.read_snapshot
+    rewrites = []
+
+    def read_then_replace(where: Path) -> Any:
+        snapshot = real(where)
+        rewrites.append(1)  # the file changes again before the reader can use it
+        writer.complete(req(f"shift-{len(rewrites)} " + "é" * len(rewrites)))
+        return snapshot
+
+    monkeypatch.setattr(cache_module, "read_snapshot", read_then_replace)
+    for i in range(6):
+        writer.complete(req(f"before-{i}"))  # every span the reader indexed has moved
+        assert reader.complete(req(f"q{i}")).text == f"model-a:q{i}#{i}"
+    assert len(rewrites) >= 6  # the reader re-indexed (through the patch) every time

@@ -71,8 +71,8 @@ from hoare.engines.base import (
 from hoare.engines.cache_files import (
     file_lock,
     file_signature,
-    read_bytes,
     read_cache_file,
+    read_snapshot,
     remove_stale_temp_files,
     write_cache_file,
 )
@@ -222,20 +222,26 @@ class CachedEngine:
         with self._lock:
             return len(self._spans.keys() | self._unsaved.keys())
 
-    def _reindex(self, data: bytes | None = None) -> None:
-        """Index the file (or ``data``, just written to it). Call with the lock held."""
+    def _reindex(self, data: bytes | None = None) -> bytes:
+        """Index the file (or ``data``, just written to it) and return the bytes indexed.
+        Call with the lock held. The file is read and its signature taken through one
+        open (``read_snapshot``): another process replacing it in between cannot pair
+        one version's bytes with another's signature."""
+        signature: tuple[int, int, int, int] | None
         if data is None:
-            data = read_bytes(self.path)
-        try:
-            signature: tuple[int, int, int, int] | None = file_signature(os.stat(self.path))
-        except OSError:
-            signature = None
+            data, signature = read_snapshot(self.path)
+        else:
+            try:
+                signature = file_signature(os.stat(self.path))
+            except OSError:
+                signature = None
         self._spans = index_entries(data, self.path)
         self._signature = signature
         self._recent.clear()
         self._loose_slots = {}
         for slot, span in self._spans.items():
             self._loose_slots.setdefault((span.loose, slot[1]), []).append(slot)
+        return data
 
     def _recorded(self, slot: Slot) -> Response | None:
         """The answer on record in ``slot`` (memory, else the file). Call with the lock held."""
@@ -250,12 +256,16 @@ class CachedEngine:
             return None
         response = self._read_entry(slot)
         if response is None:  # another process replaced the file: index it again
-            self._reindex()
-            if slot not in self._spans:
+            data = self._reindex()
+            span = self._spans.get(slot)
+            if span is None:
                 return None
-            response = self._read_entry(slot)
+            # read from the bytes just indexed, not from the file again: however often
+            # other processes replace it, this is one consistent version of it
+            response = decode_entry(data[span.start:span.start + span.length])
             if response is None:
-                raise CacheFileError(f"{self.path} keeps changing while being read; retry")
+                raise CacheFileError(f"{self.path}: the entry at bytes {span.start}-"
+                                     f"{span.start + span.length} is not valid JSON")
         if self.max_entries_in_memory:
             self._recent[slot] = response
             while len(self._recent) > self.max_entries_in_memory:
@@ -274,11 +284,7 @@ class CachedEngine:
                 data = file.read(span.length)
         except FileNotFoundError:
             return None
-        try:
-            entry = json.loads(data.decode("utf-8"), parse_constant=no_constant)
-            return entry_response(entry)
-        except (ValueError, TypeError, RecursionError):  # a malformed entry is a ValueError
-            return None  # changed under us without a new signature: index again
+        return decode_entry(data)  # None: changed under us without a new signature
 
     def _resolve(self, request: Request) -> tuple[dict[str, Any], str, bool]:
         """The request's key, its digest, and whether the model is unknown (a replay with
@@ -391,3 +397,11 @@ def _safe(error: BaseException) -> str:
     except Exception:
         return type(error).__name__
 
+
+def decode_entry(data: bytes) -> Response | None:
+    """One entry's bytes as the answer it records; None when they are not a valid entry."""
+    try:
+        entry = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+        return entry_response(entry)
+    except (ValueError, TypeError, RecursionError):  # a malformed entry is a ValueError
+        return None

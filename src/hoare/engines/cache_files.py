@@ -29,8 +29,10 @@ STALE_TEMP_SECONDS = 3600.0
 """A temporary file older than this is removed even if its pid is alive (pid reuse)."""
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes (b"" when absent). Opened without blocking and read only when
+def read_snapshot(path: Path) -> tuple[bytes, tuple[int, int, int, int] | None]:
+    """The file's bytes (b"" when absent) and the signature of the very file they were
+    read from (None when absent): one open, so the two always agree even while other
+    processes replace the file. Opened without blocking and read only when
     it is a regular file: a FIFO would block forever, a device never end; any other
     failure to open (a name too long or not encodable, no permission, a symlink loop)
     is a CacheFileError naming the path, never a bare OSError."""
@@ -38,7 +40,7 @@ def read_bytes(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        return b""
+        return b"", None
     except IsADirectoryError:
         raise CacheFileError(f"{shown} is a directory, not a hoare engine cache") from None
     except (OSError, UnicodeError, ValueError) as error:
@@ -46,7 +48,8 @@ def read_bytes(path: Path) -> bytes:
         raise CacheFileError(f"{shown}: the cache file cannot be opened ({reason})") \
             from None
     try:
-        mode = os.fstat(fd).st_mode
+        status = os.fstat(fd)
+        mode = status.st_mode
         if stat.S_ISDIR(mode):
             raise CacheFileError(f"{shown} is a directory, not a hoare engine cache")
         if not stat.S_ISREG(mode):
@@ -56,7 +59,12 @@ def read_bytes(path: Path) -> bytes:
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as file:
-        return file.read()
+        return file.read(), file_signature(status)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes (b"" when absent); see ``read_snapshot``."""
+    return read_snapshot(path)[0]
 
 
 def read_cache_file(path: Path) -> dict[Slot, dict[str, Any]]:
