@@ -1,13 +1,14 @@
 """Run the whole test suite against the built wheel, installed as a user installs it.
 
 ``make test`` is this script: it builds the wheel from a copy of the sources (offline,
-with the main virtualenv's setuptools), installs it, not editable, with its extras
-into a fresh virtualenv ``.venv-wheel`` (pinned to the main virtualenv's versions, so
-pip takes them from its cache), and runs pytest there with ``HOARE_TEST_WHEEL`` set to
-that virtualenv's site-packages: tests/conftest.py then refuses to run unless hoare is
-imported from there and ``src/`` is not on the path, and every child process a test
-starts imports the same wheel (tests/library_under_test.py). The suite runs once, in
-parallel over the machine's cores (pytest-xdist), then the ``serial`` tests alone.
+with the main virtualenv's setuptools), installs it, not editable, with its extras into
+the virtualenv ``.venv-wheel`` (rebuilt unless warm; pinned to the main virtualenv's
+versions, so pip takes them from its cache), and runs pytest there with
+``HOARE_TEST_WHEEL`` set to that virtualenv's site-packages: tests/conftest.py then
+refuses to run unless hoare is imported from there and ``src/`` is not on the path, and
+every child process a test starts imports the same wheel (tests/library_under_test.py).
+The suite runs once, in parallel over the machine's cores (pytest-xdist), then the
+``serial`` tests alone.
 
 Usage: python tests/against_wheel.py [pytest arguments...]   (the wheel: ``make test``)
        python tests/against_wheel.py --editable [pytest arguments...]   (``make test-dev``)
@@ -26,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".venv-wheel"
 EXTRAS = "test,dev,plots,otel,sql,queries,docs"
+STAMP = "hoare-test-environment.txt"  # what .venv-wheel was built from (see install)
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
@@ -52,17 +54,31 @@ def build_wheel(work: Path) -> Path:
 
 
 def install(wheel: Path, work: Path) -> Path:
-    """A fresh virtualenv with the wheel and its extras; returns its site-packages."""
-    shutil.rmtree(VENV, ignore_errors=True)
-    _run([sys.executable, "-m", "venv", str(VENV)])
+    """The wheel and its extras in ``.venv-wheel``; returns its site-packages.
+
+    The virtualenv is built afresh unless it is warm: made by this script (it holds the
+    ``STAMP`` file) for the same interpreter, the same extras and the same pinned
+    versions of every dependency. A warm one keeps its dependencies and gets only the
+    new wheel, reinstalled without its dependencies: what ships is still what is
+    tested, and a run from a warm virtualenv does not rebuild it."""
     frozen = _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "freeze",
                    "--exclude-editable"]).stdout
-    pins = work / "constraints.txt"
-    pins.write_text("".join(line + "\n" for line in frozen.splitlines()
-                            if line and not line.startswith(("-e ", "hoare"))))
+    pinned = "".join(line + "\n" for line in frozen.splitlines()
+                     if line and not line.startswith(("-e ", "hoare")))
+    identity = f"{sys.version}\n{EXTRAS}\n{pinned}"
     python = str(VENV / "bin" / "python")
-    _run([python, "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
-          "-c", str(pins), f"{wheel}[{EXTRAS}]"])
+    stamp = VENV / STAMP
+    if Path(python).exists() and stamp.exists() and stamp.read_text() == identity:
+        _run([python, "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
+              "--no-deps", "--force-reinstall", str(wheel)])
+    else:
+        shutil.rmtree(VENV, ignore_errors=True)
+        _run([sys.executable, "-m", "venv", str(VENV)])
+        pins = work / "constraints.txt"
+        pins.write_text(pinned)
+        _run([python, "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
+              "-c", str(pins), f"{wheel}[{EXTRAS}]"])
+        stamp.write_text(identity)  # written last: a failed install leaves no stamp
     site = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     return Path(site.stdout.strip())
 
