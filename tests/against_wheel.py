@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,15 +58,22 @@ def install(wheel: Path, work: Path) -> Path:
     """The wheel and its extras in ``.venv-wheel``; returns its site-packages.
 
     The virtualenv is built afresh unless it is warm: made by this script (it holds the
-    ``STAMP`` file) for the same interpreter, the same extras and the same pinned
-    versions of every dependency. A warm one keeps its dependencies and gets only the
-    new wheel, reinstalled without its dependencies: what ships is still what is
-    tested, and a run from a warm virtualenv does not rebuild it."""
+    ``STAMP`` file) for the same interpreter, the same extras, the same requirements in
+    the wheel's metadata and the same pinned versions of every dependency. A warm one
+    keeps its dependencies and gets only the new wheel, reinstalled without its
+    dependencies: what ships is still what is tested, and a run from a warm virtualenv
+    does not rebuild it."""
     frozen = _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "freeze",
                    "--exclude-editable"]).stdout
     pinned = "".join(line + "\n" for line in frozen.splitlines()
                      if line and not line.startswith(("-e ", "hoare")))
-    identity = f"{sys.version}\n{EXTRAS}\n{pinned}"
+    # the wheel's own requirements too: a dependency added to pyproject.toml that .venv
+    # already held would not change the pins, and --no-deps would not install it
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = sorted(line for line in archive.read(metadata).decode().splitlines()
+                          if line.startswith("Requires-Dist:"))
+    identity = "\n".join([sys.version, EXTRAS, *requires, pinned])
     python = str(VENV / "bin" / "python")
     stamp = VENV / STAMP
     if Path(python).exists() and stamp.exists() and stamp.read_text() == identity:

@@ -8,8 +8,9 @@ loaded on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hoare.verifier.faces import load_on_first_use
 
 if TYPE_CHECKING:
     from hoare.verifier.project.config import FORMATS, find_pyproject, seconds_argument
@@ -23,8 +24,4 @@ _FACE = {"FORMATS": "hoare.verifier.project.config",
          "VerifyError": "hoare.verifier.project.run",
          "run_verify": "hoare.verifier.project.run"}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _FACE:
-        return getattr(importlib.import_module(_FACE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = load_on_first_use(__name__, _FACE)

@@ -6,9 +6,9 @@ on first use).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from hoare.verifier.faces import load_on_first_use
 from hoare.verifier.report.model import (
     CheckResult,
     ContractReport,
@@ -23,8 +23,4 @@ if TYPE_CHECKING:
 __all__ = ["CheckResult", "ContractReport", "ImportProblem", "Report", "Status",
            "write_report"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "write_report":
-        return importlib.import_module("hoare.verifier.report.formats").write_report
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = load_on_first_use(__name__, {"write_report": "hoare.verifier.report.formats"})

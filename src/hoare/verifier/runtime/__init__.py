@@ -7,8 +7,9 @@ loads no z3.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hoare.verifier.faces import load_on_first_use
 
 if TYPE_CHECKING:
     from hoare.verifier.runtime.decoding import compile_contract, has_candidates
@@ -20,8 +21,4 @@ _FACE = {"Preflight": "hoare.verifier.runtime.preflight",
          "compile_contract": "hoare.verifier.runtime.decoding",
          "has_candidates": "hoare.verifier.runtime.decoding"}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _FACE:
-        return getattr(importlib.import_module(_FACE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = load_on_first_use(__name__, _FACE)

@@ -7,8 +7,9 @@ The face other packages use is ``find_examples`` (``examples="auto"`` in
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hoare.verifier.faces import load_on_first_use
 
 if TYPE_CHECKING:
     from hoare.verifier.search.examples import find_examples
@@ -17,8 +18,4 @@ __all__ = ["find_examples"]
 
 _FACE = {"find_examples": "hoare.verifier.search.examples"}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _FACE:
-        return getattr(importlib.import_module(_FACE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = load_on_first_use(__name__, _FACE)
