@@ -331,11 +331,19 @@ _FAILED = object()
 
 
 def _definition_hash(runtime: QueryRuntime) -> str:
+    """A short hash of the query class's source (its name when the source cannot be
+    read), so a changed definition is told apart; read once per class (the source is
+    read from disk: milliseconds), kept on its runtime."""
+    found = runtime.__dict__.get("definition_hash")
+    if isinstance(found, str):
+        return found
     try:
         text = inspect.getsource(runtime.cls)
     except (OSError, TypeError):
         text = runtime.description.name
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    found = runtime.__dict__["definition_hash"] = hashlib.sha256(
+        text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return found
 
 
 def _preflight(runtime: QueryRuntime) -> Any:

@@ -13,6 +13,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 from hoare.stats.schema import (
@@ -87,7 +88,7 @@ class SqliteBackend:
             while start < len(rows):
                 size = min(_CHUNK, 1 << ((len(rows) - start).bit_length() - 1))
                 chunk = rows[start:start + size]
-                self.connection.execute(_insert(size), [v for row in chunk for v in row])
+                self.connection.execute(_insert(size), list(chain.from_iterable(chunk)))
                 start += size
 
     def write_families(self, rows: Sequence[tuple[str, str, str]]) -> None:

@@ -44,7 +44,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hoare.stats.sqlite import SqliteBackend
-from hoare.stats.values import TRIALS_LIMIT, clean_record, display_text, storable_text
+from hoare.stats.values import (
+    TRIALS_LIMIT,
+    clean_record,
+    display_text,
+    plain_row,
+    storable_text,
+)
 
 if TYPE_CHECKING:
     from hoare.stats.records import CallRecord
@@ -227,18 +233,17 @@ class StatsStore:
 
     def _write(self, backend: Backend, batch: Sequence[tuple[Any, ...]]) -> None:
         rows = []
+        named: tuple[object, object] = (None, None)  # the families named last, by identity
         for item in batch:
-            if len(item) > 19 and item[19]:
-                self._name_families(backend, item[1], item[19])
-            problems: list[str] = []
-            row = clean_record(item, problems)
-            if problems:
-                self._report(item, problems, row is None)
-            if row is None:
-                with self._lock:
-                    self.dropped += 1
-            else:
+            row = plain_row(item)  # a record as call_record builds it: exact types
+            if row is not None:
+                families = item[19] if len(item) == 20 else ()
+                if families and (families is not named[1] or item[1] is not named[0]):
+                    named = (item[1], families)
+                    self._name_families(backend, item[1], families)
                 rows.append(row)
+                continue
+            self._write_checked(backend, item, rows)
         if not rows:
             return
         try:
@@ -253,6 +258,27 @@ class StatsStore:
             return
         with self._lock:
             self.written += len(rows)
+
+    def _write_checked(self, backend: Backend, item: tuple[Any, ...],
+                       rows: list[tuple[Any, ...]]) -> None:
+        """``item`` checked field by field (``clean_record``), its row added to ``rows``
+        (stored sanitized) or the record dropped, each counted and reported."""
+        try:
+            families = tuple.__getitem__(item, 19) if isinstance(item, tuple) \
+                and tuple.__len__(item) > 19 else ()
+            if families:
+                self._name_families(backend, tuple.__getitem__(item, 1), families)
+        except Exception:  # labels only: the call is still recorded
+            pass
+        problems: list[str] = []
+        row = clean_record(item, problems)
+        if problems:
+            self._report(item, problems, row is None)
+        if row is None:
+            with self._lock:
+                self.dropped += 1
+        else:
+            rows.append(row)
 
     def _name_families(self, backend: Backend, contract: object, families: object) -> None:
         """Store the messages of a contract's families, once per contract and process
