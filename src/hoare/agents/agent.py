@@ -21,7 +21,7 @@ import contextvars
 import json
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hoare import telemetry
 from hoare.agents.actions import load_json, parse_action, tool_call_action
@@ -49,6 +49,7 @@ from hoare.agents.statistics import AgentCounters
 from hoare.agents.text import text_of, type_name, validation_text
 from hoare.agents.tool import Tool, tool
 from hoare.agents.violation import ContractTermination, ContractViolation, Kind, ViolationHandler
+from hoare.contracts.driver import Send, Sender
 from hoare.contracts.json_text import extract_json
 from hoare.engines.base import Engine, Message, Request, Response
 from hoare.errors import ContractDefinitionError
@@ -138,18 +139,10 @@ class ContractAgent:
         self._name = f"agent:{agent_type}[{','.join(t.name for t in self.tools)}]"
 
     def _complete(self, request: Request) -> Response:
-        """One engine call, in a ``chat`` span when traced (``hoare.telemetry``)."""
-        span = None if telemetry.tracer is None else \
-            telemetry.start_engine(self.engine, request.attempt)
-        try:
-            response = self.engine.complete(request)
-        except BaseException as error:  # an interrupt too: the span ends
-            if span is not None:
-                telemetry.finish_engine(span, None, error)
-            raise
-        if span is not None:
-            telemetry.finish_engine(span, response, None)
-        return response
+        """One engine call, through the one driver (``contracts.driver``): in a ``chat``
+        span when traced, ended whatever stops it."""
+        # an engine's answer, duck-typed as before (the loop reads .text and .tool_calls)
+        return cast(Response, Sender(self.engine).perform(Send(request)))
 
     def _definition(self) -> str:
         """What the stats store hashes to tell this agent's definition apart."""
