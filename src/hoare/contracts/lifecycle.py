@@ -18,7 +18,7 @@ from hoare.contracts.call import Call, prompt_of
 from hoare.contracts.current import current_act, current_forward
 from hoare.contracts.latest import Done, Slot
 from hoare.contracts.logs import log_outcome
-from hoare.contracts.runtime import runtime_of
+from hoare.contracts.runtime import call_secrets, runtime_of
 from hoare.declaration.description import ContractDescription
 from hoare.declaration.models import redact, secret_values
 from hoare.errors import ContractCallError
@@ -56,6 +56,7 @@ def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str,
     raw, rest = _bind(runtime.description, args, kwargs)
     prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = Call(instance, runtime, rest)
+    call.input_secrets = call_secrets(raw, runtime.flat_input)
     call.started_ns = started
     run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
     latest = instance._hoare_latest()
@@ -202,6 +203,7 @@ def _redact_secrets(call: Call, raised: BaseException | None) -> None:
     if outcome is None:
         return
     secrets = secret_values(outcome.original_input, outcome.input_used, outcome.result)
+    secrets |= call.input_secrets
     if not secrets:
         return
 
