@@ -155,3 +155,50 @@ class _Stalled(FunctionEngine):
         self.started.set()
         await asyncio.sleep(3600)
         raise AssertionError("never answered")
+
+
+class _Foreign:
+    """An engine's answer that is no ``Response``: every attribute and dunder raises."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise ValueError(f"no {name}")
+
+    def __str__(self) -> str:
+        raise ValueError("no str")
+
+    def __repr__(self) -> str:
+        raise ValueError("no repr")
+
+    def __bool__(self) -> bool:
+        raise ValueError("no truth")
+
+
+class _ForeignEngine(FunctionEngine):
+    def complete(self, request: Request) -> Any:
+        return _Foreign()
+
+
+def _budgeted_contract(engine: Engine) -> object:
+    from hoare.engines import Budget
+
+    return Answer(engine=engine, budget=Budget(max_requests=5))(Q(n=1))
+
+
+def _budgeted_query(engine: Engine) -> object:
+    return _query_class()(1).run(engine, budget={"num_requests": 5})
+
+
+FOREIGN_PATHS = {**PATHS, "contract+budget": _budgeted_contract,
+                 "query+budget": _budgeted_query}
+
+
+@pytest.mark.parametrize("path", sorted(FOREIGN_PATHS))
+def test_a_foreign_answer_is_a_failed_attempt_on_every_path(path: str) -> None:
+    """An answer that is not a Response never escapes as its own error: the call fails
+    (a contract's and a query's fallback, an agent's unsuccessful run), with or without
+    a budget's meter reading the answer."""
+    result = FOREIGN_PATHS[path](_ForeignEngine(lambda request: "{}"))
+    if path == "agent":
+        assert result.success is False  # type: ignore[attr-defined]  # an AgentResult
+    else:
+        assert result == A(n=-1)

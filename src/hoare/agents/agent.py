@@ -21,7 +21,7 @@ import contextvars
 import json
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 from hoare import telemetry
 from hoare.agents.actions import load_json, parse_action, tool_call_action
@@ -138,11 +138,15 @@ class ContractAgent:
         # how its runs are named and told apart in the stats store
         self._name = f"agent:{agent_type}[{','.join(t.name for t in self.tools)}]"
 
-    def _complete(self, request: Request) -> Response:
+    def _complete(self, request: Request) -> Response | str:
         """One engine call, through the one driver (``contracts.driver``): in a ``chat``
-        span when traced, ended whatever stops it."""
-        # an engine's answer, duck-typed as before (the loop reads .text and .tool_calls)
-        return cast(Response, Sender(self.engine).perform(Send(request)))
+        span when traced, ended whatever stops it. The answer, or what is wrong with
+        it: an answer that is not a ``Response`` is a failed step, never read through
+        attributes a foreign object may lack or raise from."""
+        response = Sender(self.engine).perform(Send(request))
+        if not isinstance(response, Response):
+            return f"the engine answered a {type_name(response)}, not a Response"
+        return response
 
     def _definition(self) -> str:
         """What the stats store hashes to tell this agent's definition apart."""
@@ -285,7 +289,11 @@ class ContractAgent:
         by_name = {t.name: t for t in self.tools}
         for _ in range(self.max_iterations):
             yield from self._step(state, emit, pending, messages)
-            text = self._complete(Request(messages=tuple(messages))).text
+            response = self._complete(Request(messages=tuple(messages)))
+            if isinstance(response, str):
+                yield emit(AgentEvent(EventType.ERROR, response))
+                continue
+            text = response.text
             if not isinstance(text, str):
                 text = ""  # a custom engine's non-text answer: not a valid action
             action, problem = parse_action(text, by_name)
@@ -326,6 +334,9 @@ class ContractAgent:
         for _ in range(self.max_iterations):
             yield from self._step(state, emit, pending, messages)
             response = self._complete(Request(messages=tuple(messages), tools=specs))
+            if isinstance(response, str):
+                yield emit(AgentEvent(EventType.ERROR, response))
+                continue
             if not response.tool_calls:
                 reply = response.text if isinstance(response.text, str) else ""
                 value, checked = self._typed_reply(reply)
