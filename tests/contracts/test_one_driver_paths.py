@@ -173,9 +173,19 @@ class _Foreign:
         raise ValueError("no truth")
 
 
+ANSWERS_NOT_RESPONSES: dict[str, Callable[[], object]] = {
+    "foreign": _Foreign, "none": lambda: None, "text": lambda: '{"n": 2}',
+    "mapping": lambda: {"texts": ('{"n": 2}',)}, "number": lambda: 2,
+}
+
+
 class _ForeignEngine(FunctionEngine):
+    """An engine answering something that is not a ``Response``."""
+
+    answer: Callable[[], object] = _Foreign
+
     def complete(self, request: Request) -> Any:
-        return _Foreign()
+        return self.answer()
 
 
 def _budgeted_contract(engine: Engine) -> object:
@@ -192,12 +202,15 @@ FOREIGN_PATHS = {**PATHS, "contract+budget": _budgeted_contract,
                  "query+budget": _budgeted_query}
 
 
+@pytest.mark.parametrize("answer", sorted(ANSWERS_NOT_RESPONSES))
 @pytest.mark.parametrize("path", sorted(FOREIGN_PATHS))
-def test_a_foreign_answer_is_a_failed_attempt_on_every_path(path: str) -> None:
+def test_a_foreign_answer_is_a_failed_attempt_on_every_path(path: str, answer: str) -> None:
     """An answer that is not a Response never escapes as its own error: the call fails
     (a contract's and a query's fallback, an agent's unsuccessful run), with or without
     a budget's meter reading the answer."""
-    result = FOREIGN_PATHS[path](_ForeignEngine(lambda request: "{}"))
+    engine = _ForeignEngine(lambda request: "{}")
+    engine.answer = ANSWERS_NOT_RESPONSES[answer]
+    result = FOREIGN_PATHS[path](engine)
     if path == "agent":
         assert result.success is False  # type: ignore[attr-defined]  # an AgentResult
     else:
