@@ -38,8 +38,8 @@ Adapted where hoare differs on purpose (README, "Coming from SymbolicAI"):
 * ``test_act_state_modification_without_input_change``: upstream's ``act`` receives
   the caller's very object; hoare validates a contract's input again at the call
   boundary (every model instance inside it, however it was built), so ``act`` gets
-  an equal copy of exactly the declared class ("The input is validated again"); the
-  port checks the copy and that ``forward`` gets the object ``act`` returned.
+  an equal copy of exactly the declared class, and ``forward`` a validated copy of
+  what ``act`` returned ("The input is validated again"); the port checks the copies.
 """
 
 from __future__ import annotations
@@ -668,6 +668,7 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
             self.method_calls: list[str] = []
             self.original_input_id = 0
             self.original_input: StateModificationInput | None = None
+            self.forwarded: StateModificationInput | None = None
             self.input_preserved = False
 
         @property
@@ -695,6 +696,7 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
                     ) -> StateModificationOutput:
             self.method_calls.append("forward_called")
             self.input_preserved = id(input) == self.original_input_id
+            self.forwarded = input
             return StateModificationOutput(value=input.value)
 
     given = StateModificationInput(value="test_value")
@@ -705,10 +707,13 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
     assert calls == ["pre_called", "act_called", "post_called", "forward_called"]
     assert modifying.state_counter == 1
     assert modifying.last_input_value == "test_value"
-    assert modifying.input_preserved, "forward did not receive the object act returned"
-    # a validated copy of the caller's input, equal to it (upstream: the same object)
+    # a validated copy of the caller's input, equal to it (upstream: the same object);
+    # forward gets a validated copy of what act returned (upstream: that object)
     assert modifying.original_input == given and modifying.original_input is not given
     assert type(modifying.original_input) is StateModificationInput
+    assert not modifying.input_preserved
+    assert modifying.forwarded == modifying.original_input
+    assert type(modifying.forwarded) is StateModificationInput
     assert isinstance(result, StateModificationOutput)
     assert result.value == "test_value"
     modifying(input=given)

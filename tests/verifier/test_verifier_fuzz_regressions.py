@@ -220,6 +220,73 @@ def test_input_verdicts_hold_for_inputs_built_in_python(
     assert bool(requests) == passes, (outcome.violations, x)
 
 
+# The same class at act's result, the input generation and the post-conditions use:
+# `act` returning a model_construct() (or a loose subclass instance) of its declared
+# type passed the result check (an isinstance), so a post-condition reading it that
+# `hoare verify` calls "can never pass" passed. act's result is validated again too.
+ACT_RESULT = '''
+from pydantic import BaseModel, Field
+
+from hoare import Contract, Post, contract
+
+
+class In(BaseModel):
+    a: int
+
+
+class Used(BaseModel):
+    x0: int = Field(ge=0, le=3)
+
+
+class Out(BaseModel):
+    f0: int
+
+
+@contract(post_remedy=False, on_violation=lambda outcome: None)
+class Acting(Contract):
+    prompt = "generated"
+    post_conditions = [Post(lambda o, u: u.x0 < 0, "post 0")]
+
+    def act(self, input: In) -> Used:
+        if input.a % 2:
+            return type("LooseUsed", (Used,), {"__annotations__": {"x0": int},
+                                               "x0": input.a})()
+        return Used.model_construct(x0=input.a)
+
+    def forward(self, input: In) -> Out | None:
+        return self.contract_result
+'''
+
+
+@pytest.fixture(scope="module")
+def act_result(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    module = _load(tmp_path_factory.mktemp("act_result"), ACT_RESULT)
+    logging.disable(logging.CRITICAL)
+    try:
+        report = hoare.verify(module.Acting)
+    finally:
+        logging.disable(logging.NOTSET)
+    verdicts = {(c.kind, c.predicate): c.status for c in report.contracts[0].checks}
+    assert verdicts[("predicate_vacuous", "post_conditions[0]")] == "fail", verdicts
+    assert verdicts[("post_satisfiable", None)] == "fail", verdicts
+    return module
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=ints())
+@example(a=-5)
+@example(a=-4)
+def test_post_verdicts_hold_for_act_results_built_in_python(act_result: ModuleType,
+                                                            a: int) -> None:
+    instance = act_result.Acting(engine=FunctionEngine(lambda request: '{"f0": 1}'))
+    instance(act_result.In(a=a))
+    outcome = instance.contract_outcome
+    assert outcome is not None and not outcome.success, "a post that can never pass passed"
+    if not 0 <= a <= 3:  # act's result breaks its type: refused before any request
+        assert [(v.kind, v.phase) for v in outcome.violations] == [
+            (ViolationKind.ERROR, Phase.ACT)], outcome.violations
+
+
 # The pre-flight answered "satisfiable" for `i.n0 > i.n0 + 3` at n0 = 3.15e16 (and
 # 1e300), where no output passes: float arithmetic on a computed value is modelled
 # within its rounding error bound (an over-approximation), and a "satisfiable" that

@@ -12,16 +12,29 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
 from hoare.contracts.binding import bind_predicate
 from hoare.contracts.driver import Front, Send
 from hoare.contracts.logs import log_answer, log_request
 from hoare.contracts.prompts import render_messages
 from hoare.contracts.runtime import call_secrets
 from hoare.declaration.description import PredicateSource
-from hoare.declaration.models import redact, safe_repr, secret_values
+from hoare.declaration.models import (
+    format_validation_error,
+    redact,
+    safe_repr,
+    secret_values,
+)
 from hoare.engines.base import ONE_REQUEST, Request, Response, Usage, innermost
 from hoare.engines.budget import Budget, BudgetedEngine, Spend
-from hoare.errors import ContractDefinitionError, IdenticalResend, SecretRedacted, safe_text
+from hoare.errors import (
+    ContractDefinitionError,
+    IdenticalResend,
+    InvalidValue,
+    SecretRedacted,
+    safe_text,
+)
 from hoare.kernel import Generate, Hooks, Outcome, Phase, Reply
 
 if TYPE_CHECKING:
@@ -105,7 +118,12 @@ class Call(Front):
         if not description.act_output.is_instance(value):
             raise TypeError(f"{description.cls.__qualname__}.act must return "
                             f"{description.act_output.name}, got {type(value).__name__}")
-        return value
+        try:  # validated again, as a contract's input is: what the verifier assumes
+            return description.act_output.validate(value)
+        except ValidationError as error:
+            raise InvalidValue(f"{description.cls.__qualname__}.act returned a value that "
+                               f"is not a valid {description.act_output.name}: "
+                               f"{format_validation_error(error)}") from None
 
     def request(self, effect: Generate) -> Request:
         runtime, instance = self.runtime, self.instance
