@@ -238,3 +238,42 @@ def test_an_engine_whose_inner_raises_still_has_its_calls_recorded(
         assert connection.execute("SELECT engine, model, success FROM calls").fetchall() \
             == [("Unnamed", "function", 1)]
     connection.close()
+
+
+NULLABLE = {"preflight": st.one_of(st.none(), st.sampled_from(["0", "", "unknown"]),
+                                   st.text(alphabet="01-ab ", max_size=5)),
+            "input_tokens": st.one_of(st.none(), st.integers(0, 2**63 - 1)),
+            "output_tokens": st.one_of(st.none(), st.integers(0, 3)),
+            "cost": st.one_of(st.none(), st.floats(0, 1e9), st.just(0.0)),
+            "engine": st.one_of(st.none(), st.sampled_from(["0", "", "E"])),
+            "model": st.one_of(st.none(), st.sampled_from(["0", "", "-1", "m"]))}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.fixed_dictionaries(NULLABLE), min_size=1, max_size=40))
+def test_what_may_be_null_is_stored_as_given(tmp_path_factory: pytest.TempPathFactory,
+                                             values: list[dict[str, Any]]) -> None:
+    """The SQLite writer binds a stand-in for None and the INSERT turns it back into
+    NULL: every value of a nullable column, None or not (0, "", "0", -1 as text), is
+    stored and read back exactly as the record held it."""
+    from hoare.stats.sqlite import SqliteBackend
+    from hoare.stats.values import clean_record
+
+    path = tmp_path_factory.mktemp("nullable") / "calls.db"
+    base = records.CallRecord(1.0, "m:C", "h", "L", True, True, 1, 0, None, None, None,
+                              None, 1.0, None, None, ())
+    rows = []
+    for given_values in values:
+        problems: list[str] = []
+        row = clean_record(tuple(base._replace(**given_values)), problems)
+        assert row is not None and not problems
+        rows.append(row)
+    backend = SqliteBackend(str(path))
+    try:
+        backend.write(rows)
+        names = list(NULLABLE)
+        stored = backend.connection.execute(
+            f"SELECT {', '.join(names)} FROM calls ORDER BY id").fetchall()
+    finally:
+        backend.close()
+    assert stored == [tuple(v[n] for n in names) for v in values]

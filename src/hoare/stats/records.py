@@ -136,12 +136,29 @@ def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
                 0, None, None, None, cost, elapsed_ns / 1e6, engine, model, trials, kind,
                 provider_faults, 0, families)
     attempts, remedies = attempt_counts(outcome)
+    trials = outcome.trials
+    trials = _TRIALS.get(trials) or _interned(trials)
     succeeded = outcome.success
     usage = outcome.usage
     preflight = outcome.preflight
     return (time.time(), name, digest, label, succeeded, succeeded and attempts <= 1,
             attempts, remedies, None if preflight is None else preflight.verdict.value,
             usage.get("input_tokens"), usage.get("output_tokens"), cost,
-            elapsed_ns / 1e6, engine, model, outcome.trials, kind, provider_faults,
+            elapsed_ns / 1e6, engine, model, trials, kind, provider_faults,
             int(shadow_prefix is not None and preflight is not None
                 and preflight.reason.startswith(shadow_prefix)), families)
+
+
+# The trials of a call, interned: the same few tuples recur call after call, and a
+# record holding the call's own (a tuple of pairs: eight objects the garbage collector
+# tracks) until the writer runs made the collector run more often. Bounded.
+_TRIALS: dict[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]] = {}
+_TRIALS_LIMIT = 4096
+
+
+def _interned(trials: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:
+    """The one kept copy of ``trials`` (kept from now on while there is room), or
+    ``trials`` itself."""
+    if len(_TRIALS) < _TRIALS_LIMIT:
+        return _TRIALS.setdefault(trials, trials)
+    return trials
