@@ -329,7 +329,7 @@ def _check_case(posts: list[str], raw_inputs: list[dict[str, Any]]) -> None:
         unload(module)
 
 
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(st.lists(bodies(), min_size=1, max_size=3), st.lists(inputs(), min_size=1,
                                                              max_size=4))
 def test_no_refusal_hides_a_passing_output(posts: list[str],

@@ -84,7 +84,7 @@ class _Prepared:
     verdict: PreflightResult | None = None  # when no post-condition reads the input
     solver: z3.Solver | None = None
     literals: list[z3.BoolRef] | None = None
-    names: dict[str, str] | None = None
+    names: dict[int, str] | None = None  # a tracking literal's AST id -> its label
     positive: PreflightResult | None = None  # the verdict when an output exists
     relevant: set[str] | None = None  # input constants the post-conditions constrain
 
@@ -402,7 +402,7 @@ class Preflight:
             names = {}
             for index, (label, exprs) in enumerate(grouped.items()):
                 literal = z3.Bool(f"pf.track!{index}")
-                names[str(literal)] = label
+                names[literal.get_id()] = label  # an id: str() runs z3's slow printer
                 literals.append(literal)
                 solver.add(z3.Implies(literal, z3.And(*exprs)))
             prepared.solver, prepared.literals, prepared.names = solver, literals, names
@@ -492,7 +492,7 @@ class Preflight:
                 answer = solver.check(*prepared.literals)
                 if answer == z3.unsat:
                     prepared.undecided = 0
-                    core = [prepared.names[str(c)] for c in solver.unsat_core()]
+                    core = [prepared.names[c.get_id()] for c in solver.unsat_core()]
                     result = self._verdict("unsat", core, "", prepared, " for this input")
                     if result.verdict is Verdict.UNSATISFIABLE and \
                             prepared.certificate is not None and \
