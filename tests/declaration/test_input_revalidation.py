@@ -9,26 +9,34 @@ dataclasses, ``TypedDict``, native types, generic and recursive models)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Generic, Optional, TypeVar
+from typing import Annotated, Any, Generic, Optional, TypeVar
 
 import pytest
 from fuzz.values import floats, ints, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import (
+    AfterValidator,
+    AliasPath,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    Json,
+    PlainValidator,
     PrivateAttr,
     RootModel,
+    SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from typing_extensions import TypedDict
 
 from hoare.declaration import models
-from hoare.declaration.models import revalidation_is_forced, type_spec
+from hoare.declaration.models import type_spec
+from hoare.declaration.revalidation import revalidation_is_forced
 
 
 class Inner(BaseModel):
@@ -169,20 +177,86 @@ def test_values_with_no_instance_inside_are_validated_as_before() -> None:
     assert type_spec(Typed).validate({"inner": {"x": 1}}) == {"inner": Inner(x=1)}
 
 
-def test_validators_run_again_as_pydantic_runs_them_on_revalidation() -> None:
-    """pydantic's own ``revalidate_instances='always'`` runs a field validator again
-    on the instance's value: the contract's input is what that gives (documented: a
-    validator of an input model should give the same value when run on its output)."""
+class Aliased(BaseModel):
+    x: int = Field(alias="X", ge=0)
+    y: int = Field(validation_alias=AliasPath("deep", 0), default=0, ge=0)
 
-    class Shouting(BaseModel):
-        text: str
 
-        @field_validator("text")
-        @classmethod
-        def shout(cls, value: str) -> str:
-            return value + "!"
+class Generated(BaseModel):
+    model_config = ConfigDict(alias_generator=str.upper)
+    z: int = Field(ge=0)
 
-    assert type_spec(Shouting).validate(Shouting(text="hi")).text == "hi!!"
+
+class Parsed(BaseModel):
+    """Validators and types whose input is not what they leave in the field."""
+
+    tags: Annotated[list[str], BeforeValidator(lambda text: text.split(","))]
+    count: Json[int]
+    hidden: Annotated[str, AfterValidator(SecretStr)]  # the field holds a SecretStr
+    loud: str
+    anything: Annotated[int, PlainValidator(lambda value: f"<{value}>")]
+    n: int = Field(default=0, ge=0)
+
+    @field_validator("loud")
+    @classmethod
+    def shout(cls, value: str) -> str:
+        return value + "!"
+
+    @model_validator(mode="after")
+    def count_calls(self) -> Parsed:
+        CALLS.append(self.loud)
+        return self
+
+
+CALLS: list[str] = []
+
+
+class CustomInit(BaseModel):
+    x: int = Field(alias="X", ge=0)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+
+
+def test_an_instance_keeps_the_values_its_validators_produced() -> None:
+    """An instance is checked against what validation leaves in a field: aliases,
+    before validators, ``Json``, after/plain validators and a model's own after
+    validators neither refuse it nor run again (pydantic's own revalidation would)."""
+    for model, value in [(Aliased, Aliased.model_validate({"X": 1, "deep": [2]})),
+                         (Generated, Generated(Z=3)), (CustomInit, CustomInit(X=4))]:
+        seen = type_spec(model).validate(value)
+        assert seen == value and seen is not value
+    CALLS.clear()
+    parsed = Parsed(tags="a,b", count="5", hidden="h", loud="hi", anything=1)
+    assert CALLS == ["hi!"]
+    seen = type_spec(Parsed).validate(parsed)
+    assert (seen.tags, seen.count, seen.loud, seen.anything) == (["a", "b"], 5, "hi!", "<1>")
+    assert isinstance(seen.hidden, SecretStr) and seen.hidden.get_secret_value() == "h"
+    assert CALLS == ["hi!"]  # the model validator did not run again
+    broken = Parsed.model_construct(**{**dict(parsed), "n": -1})
+    with pytest.raises(ValidationError):  # what the fields' types say is still checked
+        type_spec(Parsed).validate(broken)
+    with pytest.raises(ValidationError):
+        type_spec(Parsed).validate(Parsed.model_construct(**{**dict(parsed), "count": "x"}))
+    with pytest.raises(ValidationError):
+        type_spec(Aliased).validate(Aliased.model_construct(x=-1))
+
+
+def test_data_is_validated_as_pydantic_validates_it() -> None:
+    """A value the caller wrote (a dict) goes through every validator once; an instance
+    inside it is validated again as under ``revalidate_instances='always'``."""
+    CALLS.clear()
+    seen = type_spec(Parsed).validate({"tags": "a,b", "count": "5", "hidden": "h",
+                                       "loud": "hi", "anything": 1})
+    assert (seen.tags, seen.count, seen.loud, seen.anything) == (["a", "b"], 5, "hi!", "<1>")
+    assert CALLS == ["hi!"]
+    holder = type_spec(list[Aliased])
+    assert holder.validate([Aliased(X=1)]) == [Aliased(X=1)]  # by field name too
+    with pytest.raises(ValidationError):
+        holder.validate([Aliased.model_construct(x=-1)])
+    with pytest.raises(ValidationError):  # a JSON text in a dict is parsed, as before
+        type_spec(Parsed).validate({"tags": "a", "count": "x", "hidden": "h", "loud": "l",
+                                    "anything": 1})
 
 
 @settings(max_examples=300, deadline=None)

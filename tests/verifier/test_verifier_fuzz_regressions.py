@@ -287,6 +287,85 @@ def test_post_verdicts_hold_for_act_results_built_in_python(act_result: ModuleTy
             (ViolationKind.ERROR, Phase.ACT)], outcome.violations
 
 
+# The boundary checks an instance against what validation leaves in its fields: an
+# after validator of a field runs again when it only narrows (the verifier assumes
+# what it checks), else the boundary accepts what the field holds, and no verdict
+# about an input may rest on the constraints behind it (the verifier's field is opaque).
+AFTER_VALIDATED = '''
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, field_validator
+
+from hoare import Contract, Pre, contract
+
+
+def same(value: int) -> int:
+    if value == 7:
+        raise ValueError("not 7")
+    return value
+
+
+class In(BaseModel):
+    a: Annotated[int, Field(ge=0), AfterValidator(same)]
+    b: int = Field(default=0, ge=0)
+
+    @field_validator("b")
+    @classmethod
+    def bump(cls, value: int) -> int:
+        return value + 1
+
+
+class Out(BaseModel):
+    f0: int
+
+
+@contract(post_remedy=False, pre_remedy=False, on_violation=lambda outcome: None)
+class Narrowed(Contract):
+    prompt = "generated"
+    pre_conditions = [Pre(lambda i: i.a < 0, "pre 0")]
+
+    def forward(self, input: In) -> Out | None:
+        return self.contract_result
+
+
+@contract(post_remedy=False, pre_remedy=False, on_violation=lambda outcome: None)
+class Changed(Contract):
+    prompt = "generated"
+    pre_conditions = [Pre(lambda i: i.b < 0, "pre 0")]
+
+    def forward(self, input: In) -> Out | None:
+        return self.contract_result
+'''
+
+
+@pytest.mark.parametrize("name, built, runs", [
+    ("Narrowed", {"a": -1, "b": 1}, False),  # rechecked: refused, as the fail says
+    ("Narrowed", {"a": 7, "b": 1}, False),  # the narrowing itself is checked again
+    ("Changed", {"a": 0, "b": -1}, True),  # what bump left is accepted: no fail
+])
+def test_after_validated_input_fields(tmp_path: Path, name: str, built: dict[str, int],
+                                      runs: bool) -> None:
+    module = _load(tmp_path, AFTER_VALIDATED)
+    logging.disable(logging.CRITICAL)
+    try:
+        report = hoare.verify(getattr(module, name))
+    finally:
+        logging.disable(logging.NOTSET)
+    verdicts = {(c.kind, c.predicate): c.status for c in report.contracts[0].checks}
+    requests: list[object] = []
+    instance = getattr(module, name)(engine=FunctionEngine(
+        lambda request: requests.append(request) or '{"f0": 1}'))
+    instance(module.In.model_construct(**built))
+    outcome = instance.contract_outcome
+    assert outcome is not None and outcome.success == runs == bool(requests)
+    if runs:  # the pre-condition passed on it
+        assert verdicts[("pre_satisfiable", None)] != "fail", verdicts
+        assert verdicts[("predicate_vacuous", "pre_conditions[0]")] != "fail", verdicts
+    else:
+        assert [v.phase for v in outcome.violations] == [Phase.INPUT]
+        assert verdicts[("pre_satisfiable", None)] == "fail", verdicts
+
+
 # The pre-flight answered "satisfiable" for `i.n0 > i.n0 + 3` at n0 = 3.15e16 (and
 # 1e300), where no output passes: float arithmetic on a computed value is modelled
 # within its rounding error bound (an over-approximation), and a "satisfiable" that

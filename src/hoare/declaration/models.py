@@ -8,7 +8,7 @@ single ``value`` field and unwrapped again, so user code (``pre``, ``act``,
 
 A value built in Python (a contract's input, a pipeline hand-off, an agent's answer) is
 validated again down to every model and dataclass instance inside it
-(``revalidating_validator``): pydantic keeps such an instance as it is by default
+(``declaration/revalidation.py``): pydantic keeps such an instance as it is by default
 (``revalidate_instances='never'``), so ``model_construct()``, a subclass that declares a
 field more loosely, or an instance mutated after validation would reach user code and
 the verifier's verdicts with values its type's constraints forbid.
@@ -17,9 +17,7 @@ the verifier's verdicts with values its type's constraints forbid.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import logging
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -36,16 +34,19 @@ from pydantic import (
     create_model,
 )
 from pydantic.types import _SecretBase  # SecretStr, SecretBytes and Secret[T] alike
-from pydantic_core import CoreSchema, SchemaValidator
+from pydantic_core import SchemaValidator
 
 from hoare.contracts.json_text import extract_json, json_candidates
+from hoare.declaration.revalidation import (
+    Boundary,
+    revalidating_validator,
+    revalidation_is_forced,
+)
 from hoare.errors import InvalidValue
 from hoare.kernel import exception_text
 
 __all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "read_answer",
-           "redact", "revalidating_validator", "safe_repr", "secret_values", "type_spec"]
-
-logger = logging.getLogger("hoare")
+           "redact", "safe_repr", "secret_values", "type_spec"]
 
 
 class LLMDataModel(BaseModel):
@@ -61,70 +62,6 @@ class LLMDataModel(BaseModel):
     """
 
     model_config = ConfigDict(use_attribute_docstrings=True, allow_inf_nan=False)
-
-
-# -- validating again what was built in Python ---------------------------------------------
-
-# the schema kinds whose Python instances pydantic passes through unless told to revalidate
-_INSTANCE_KINDS = frozenset({"model", "dataclass"})
-# keys of a core schema that hold values (defaults, literals, metadata), never a schema
-_VALUE_KEYS = frozenset({"cls", "config", "context", "default", "expected", "metadata",
-                         "serialization"})
-
-
-def _always_revalidating(node: Any, found: list[type]) -> Any:
-    """A copy of the core schema ``node`` with ``revalidate_instances='always'`` on every
-    model and dataclass schema (their classes collected in ``found``)."""
-    if isinstance(node, list):
-        return [_always_revalidating(item, found) for item in node]
-    if not isinstance(node, dict):
-        return node
-    copied = {key: value if key in _VALUE_KEYS else _always_revalidating(value, found)
-              for key, value in node.items()}
-    if copied.get("type") in _INSTANCE_KINDS and isinstance(copied.get("cls"), type):
-        found.append(copied["cls"])
-        copied["revalidate_instances"] = "always"
-        if isinstance(copied.get("config"), dict):  # a model reads its own config first
-            copied["config"] = {**copied["config"], "revalidate_instances": "always"}
-    return copied
-
-
-def revalidating_validator(schema: CoreSchema) -> tuple[SchemaValidator, tuple[type, ...]]:
-    """pydantic-core's validator of ``schema`` in which every model and dataclass
-    instance inside a value is validated again, as under ``revalidate_instances=
-    'always'``: from its ``__dict__`` (and extras, ``__pydantic_fields_set__`` kept) into a
-    new instance of exactly the schema's class, its validators and ``model_post_init``
-    run again, private attributes reset. Also the classes of those schemas.
-
-    pydantic-core reuses a complete class's own validator for a nested model schema (a
-    "prebuilt" validator, which keeps the class's own ``revalidate_instances``): it is
-    turned off here, where pydantic-core allows it (``_use_prebuilt``)."""
-    found: list[type] = []
-    copied = _always_revalidating(schema, found)
-    try:
-        validator = SchemaValidator(copied, None, _use_prebuilt=False)
-    except TypeError:  # a pydantic-core without the argument (see revalidation_is_forced)
-        validator = SchemaValidator(copied, None)
-    return validator, tuple(found)
-
-
-@functools.cache
-def revalidation_is_forced() -> bool:
-    """Does ``revalidating_validator`` validate a nested instance again with this
-    pydantic-core? (A version with prebuilt validators and no way to turn them off keeps
-    the nested class's own setting.) Asked once, of a probe."""
-    probe = create_model("Probe", value=(int, Field(ge=0)))
-    holder = create_model("ProbeHolder", inner=(probe, ...))
-    validator, _ = revalidating_validator(holder.__pydantic_core_schema__)
-    try:
-        validator.validate_python(holder.model_construct(
-            inner=probe.model_construct(value=-1)))
-    except ValidationError:
-        return True
-    logger.warning("hoare: this pydantic-core reuses a model's own validator for nested "
-                   "models and cannot be told not to: contract inputs built in Python are "
-                   "dumped and validated instead of validated again")
-    return False
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,10 +93,19 @@ class TypeSpec:
         return TypeAdapter(self.annotation)
 
     @cached_property
-    def _revalidating(self) -> SchemaValidator | None:
-        """The validator of ``validate`` (``revalidating_validator``); None for a native
+    def _data_boundary(self) -> SchemaValidator | None:
+        """The validator of ``validate`` for data (revalidation.py); None for a native
         type with no model or dataclass inside, which plain validation checks whole."""
-        validator, classes = revalidating_validator(self.model.__pydantic_core_schema__)
+        return self._boundary("data")
+
+    @cached_property
+    def _instance_boundary(self) -> SchemaValidator | None:
+        """The validator of ``validate`` for an instance of the model (revalidation.py)."""
+        return self._boundary("instance")
+
+    def _boundary(self, boundary: Boundary) -> SchemaValidator | None:
+        validator, classes = revalidating_validator(self.model.__pydantic_core_schema__,
+                                                    boundary)
         inside = [cls for cls in classes if cls is not self.model] if self.wrapped else classes
         return validator if inside else None
 
@@ -170,21 +116,25 @@ class TypeSpec:
     def validate(self, value: object) -> Any:
         """Validate a Python value (a contract's input, a hand-off, an answer); return
         what user code sees (model or native). Every model and dataclass instance inside
-        is validated again (``revalidating_validator``), however it was built: what
+        is validated again (``declaration/revalidation.py``), however it was built: what
         comes back satisfies the type's constraints, and is a new instance of exactly
         the declared class (not the caller's object, nor its subclass)."""
-        if not self.wrapped and isinstance(value, BaseModel) \
-                and not isinstance(value, self.model):
-            value = value.model_dump()  # another model's instance: as data
-        revalidating = self._revalidating
-        if revalidating is not None and not revalidation_is_forced():
+        if self.wrapped:
+            boundary = self._data_boundary
+        elif isinstance(value, self.model):
+            boundary = self._instance_boundary
+        else:
+            if isinstance(value, BaseModel):
+                value = value.model_dump()  # another model's instance: as data
+            boundary = self._data_boundary
+        if boundary is not None and not revalidation_is_forced():
             # a pydantic-core that keeps nested instances as they are: validate the
             # value's dump instead (every model instance in it becomes plain data)
             value = self._dumping_adapter.dump_python(value, round_trip=True, warnings=False)
-            revalidating = None
+            boundary = None
         given = {"value": value} if self.wrapped else value
-        validated: Any = self.model.model_validate(given) if revalidating is None \
-            else revalidating.validate_python(given)
+        validated: Any = self.model.model_validate(given) if boundary is None \
+            else boundary.validate_python(given)
         return validated.value if self.wrapped else validated
 
     def validate_json(self, text: str) -> Any:

@@ -38,12 +38,8 @@ from pydantic_core import SchemaValidator
 from hoare.contracts.binding import bind_predicate
 from hoare.declaration.conditions import Post, Pre
 from hoare.declaration.description import ContractDescription, declared_conditions
-from hoare.declaration.models import (
-    TypeSpec,
-    revalidating_validator,
-    revalidation_is_forced,
-    type_spec,
-)
+from hoare.declaration.models import TypeSpec, type_spec
+from hoare.declaration.revalidation import revalidating_validator, revalidation_is_forced
 from hoare.errors import ContractDefinitionError, safe_text
 from hoare.kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
 from hoare.queries.answers import Response, WrappedParseError
@@ -325,7 +321,7 @@ class QueryRuntime:
         """The query with its fields validated by pydantic (a dataclass instance is not
         validated when it is made): the input the contract runs on. As a contract's
         input (``TypeSpec.validate``), every model and dataclass instance in a field is
-        validated again, however it was built (``revalidating_validator``)."""
+        validated again, however it was built (``declaration/revalidation.py``)."""
         if not isinstance(query, self.cls):
             raise TypeError(f"expected a {self.cls.__name__}, got {type(query).__name__}")
         fields = init_fields(query)
