@@ -402,3 +402,100 @@ def test_a_solver_timeout_is_unknown_never_a_refusal(monkeypatch: pytest.MonkeyP
     verdicts = {checker.check(object(), Ticket(text="q", sla=s)).verdict for s in range(6)}
     assert Verdict.UNSATISFIABLE not in verdicts and verdicts <= {Verdict.UNKNOWN,
                                                                   Verdict.SATISFIABLE}
+
+
+# -- operators on objects of classes that may define them -----------------------------------
+
+OBJECTS = '''from typing import Literal
+from pydantic import BaseModel, Field
+from hoare import Post
+
+
+class Lenient(int):
+    """An int whose comparisons always hold."""
+
+    def __lt__(self, other): return True
+    def __le__(self, other): return True
+    def __gt__(self, other): return True
+    def __ge__(self, other): return True
+
+
+class Adds:
+    """A user class that adds to an int from the right."""
+
+    def __radd__(self, other): return 100
+    def __lt__(self, other): return True
+    def __gt__(self, other): return True
+
+
+class Meta(type):
+    def __lt__(cls, other): return True
+    def __gt__(cls, other): return True
+
+
+class Ordered(metaclass=Meta):
+    pass
+
+
+LENIENT = Lenient(-100)
+HUGE = 10 ** 5000
+ADDS = Adds()
+
+
+class In(BaseModel):
+    n: int
+
+
+class Out(BaseModel):
+    k: int = Field(ge=-3, le=3)
+
+
+POSTS = {
+    "int subclass": Post(lambda o, i: i.n > 100 or LENIENT >= o.k, "lenient"),
+    "int subclass, reflected": Post(lambda o, i: i.n > 100 or o.k < LENIENT, "lenient"),
+    "huge int": Post(lambda o, i: i.n > 100 or o.k < HUGE, "huge"),
+    "user class": Post(lambda o, i: i.n > 100 or o.k + ADDS == 100, "adds"),
+    "user class, ordering": Post(lambda o, i: i.n > 100 or o.k < ADDS, "adds"),
+    "metaclass": Post(lambda o, i: i.n > 100 or Ordered > o.k, "metaclass"),
+}
+'''
+
+
+@pytest.mark.parametrize("name", ["int subclass", "int subclass, reflected", "huge int",
+                                  "user class", "user class, ordering", "metaclass"])
+def test_an_operator_on_an_object_that_may_define_it_is_not_a_type_error(name: str) -> None:
+    """Failed before: an operand held as an object (not plain data) made the operator a
+    certain ``TypeError``, so every output failed and the input was refused, though
+    Python runs the object's own operator and every output passes."""
+    module = load(OBJECTS)
+    try:
+        def forward(self: object, input: Any) -> Any:
+            raise NotImplementedError
+
+        forward.__annotations__ = {"input": module.In, "return": module.Out}
+        post = module.POSTS[name]
+        cls = type("Generated", (), {"forward": forward, "post_conditions": [post],
+                                     "__module__": module.__name__})
+        used = module.In(n=5)
+        assert all(post.fn(module.Out(k=k), used) for k in range(-3, 4))
+        result = checker_of(cls).check(object(), used)
+        assert result.verdict is not Verdict.UNSATISFIABLE, result
+    finally:
+        unload(module)
+
+
+def test_constants_the_certificate_accepts() -> None:
+    import enum
+    import math
+    import re
+
+    class Color(enum.Enum):
+        RED = 1
+
+    accepted = [1, "a", 2.5, None, (1, "a"), Color.RED, Color, math, len, math.isnan,
+                re.compile("a"), Ticket]
+    source = describe(make(WITHIN_SLA), ContractConfig()).post[0]
+    for value in accepted:
+        assert exact_translation(Translation(source, "t", reads=[(lambda: value, value)]))
+    for value in [_Str("a"), object(), {"a": 1}]:
+        assert not exact_translation(Translation(source, "t", reads=[(lambda: value, value)]))

@@ -14,8 +14,10 @@ post-condition's translation. The proof is exact when:
 
 * the domain is exact: nothing dropped, nothing assumed (``TypedValue.exact``);
 * each translation in the proof is translated (not opaque), loosens nothing
-  (no havoc), assumes nothing, reads no free ``self`` attribute, and every registry
-  entry it used is registered ``exact``. Operators, literals and comparisons are
+  (no havoc), assumes nothing, reads no free ``self`` attribute, baked in only plain
+  data (values of exactly the builtin types, enum members) or inert objects (modules,
+  functions, classes: ``views.inert``), and every registry entry it used is
+  registered ``exact``. Operators, literals and comparisons are
   modelled by the semantics modules, whose differential tests draw from the
   fuzzer's generators; float rounding and values past a list's modelled elements
   are havoc, so they never certify;
@@ -34,6 +36,8 @@ from dataclasses import dataclass
 from hoare.verifier.solve.solver import Assertion
 from hoare.verifier.translate.calls import registered
 from hoare.verifier.translate.predicates import Translation
+from hoare.verifier.translate.values import is_plain_data
+from hoare.verifier.translate.views import inert
 
 __all__ = ["DOMAIN", "Certificate", "exact_translation"]
 
@@ -45,6 +49,8 @@ def exact_translation(translation: Translation) -> bool:
     if translation.opaque is not None or translation.havoc or translation.assumptions \
             or translation.free:
         return False
+    if not all(is_plain_data(value) or inert(value) for _get, value in translation.reads):
+        return False  # a constant of a class that may define its own operators
     entries = registered()
     return all(key in entries and entries[key].precision == "exact"
                for key in translation.constructs)
