@@ -104,7 +104,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     recorded = call.outcome
     record: RecordFields | None = None  # built only for a store or a span that reads it
     if recorded is not None:
-        recorded = settled(recorded, raised)
+        if raised is not None:
+            recorded = settled(recorded, raised)
         call.runtime.tracker.record(recorded)
         elapsed_ns = time.perf_counter_ns() - call.started_ns  # the record's latency too
         call.instance._hoare_perf().record(recorded.clock_marks, elapsed_ns,
