@@ -1,11 +1,10 @@
 """The hand-off of a pipeline, in z3: the condition that stage B accepts what stage A
 returns, modelled as ``Pipeline`` hands it over (``TypeSpec.validate``): an instance of
-the same model class is validated again, which gives back A's values unchanged (they
-are what validation produced: a before validator is not run again on them, an after
-validator only when it narrows), and so is a nested one whose class has no before,
-wrap or plain validator of its own (``_revalidation_keeps``); another model is dumped
-(``model_dump()``: field names or serialisation aliases, excluded fields left out,
-computed fields added) and validated
+the same model class, at the top or nested, is checked again, which gives back A's
+values unchanged (they are what validation produced: a before validator is not run
+again on them, an after validator only when it narrows, declaration/revalidation.py);
+another model is dumped (``model_dump()``: field names or serialisation aliases,
+excluded fields left out, computed fields added) and validated
 in Python mode (aliases or names per ``validate_by_alias``/``validate_by_name``,
 ``extra``, defaults of absent fields, strict mode, lax conversions); a native value is
 validated as ``{"value": v}``. Whatever of that is not modelled (serialisers, B's
@@ -140,20 +139,6 @@ def _same(a: Sym, b: Sym, link: Link, where: str) -> z3.BoolRef:
     if isinstance(a, SOpaque) or isinstance(b, SOpaque):
         return link.inexact(f"{where}: a type is not modelled")
     return _convert(a, b, link, where, _Ctx())
-
-
-def _revalidation_keeps(cls: type) -> bool:
-    """Does validating an instance of ``cls`` again at B's boundary (``TypeSpec.validate``
-    validates every instance inside a value again, declaration/revalidation.py) give
-    back its values unchanged? Not when a validator of its own sees the value before or
-    around the type's validation (a before, wrap or plain one, at field or model level):
-    run again on a value it already produced, it may change or refuse it."""
-    decorators = getattr(cls, "__pydantic_decorators__", None)
-    for decorator in getattr(decorators, "model_validators", {}).values():
-        if getattr(decorator.info, "mode", "after") != "after":
-            return False
-    fields = getattr(cls, "model_fields", {})
-    return all(_field_ctx(cls, info, _Ctx()) is not None for info in fields.values())
 
 
 def _field_ctx(cls: type, info: object, outer: _Ctx) -> _Ctx | None:
@@ -428,7 +413,7 @@ def _convert(a: Sym, b: Sym, link: Link, where: str, ctx: _Ctx) -> z3.BoolRef:
     if isinstance(a, SModel) and isinstance(b, SModel):
         if ctx.dumped:
             return _from_dump(a, b, link, where)
-        if a.cls is b.cls and _revalidation_keeps(b.cls):
+        if a.cls is b.cls:  # checked again at B's boundary: A's values, unchanged
             return _same(a, b, link, where)
         if getattr(b.cls, "model_config", {}).get("from_attributes") or \
                 issubclass(a.cls, b.cls):
