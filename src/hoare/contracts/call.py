@@ -135,7 +135,8 @@ class Call(Front):
 
         secrets = call_secrets(effect.input,
                                 runtime.flat_input if repair else runtime.flat_used_input)
-        secrets |= self.input_secrets
+        if self.input_secrets:
+            secrets |= self.input_secrets
         feedback = effect.feedback
         if feedback and (secrets or description.feedback == "messages"):
             feedback = tuple(runtime.shown(v, secrets) for v in feedback)

@@ -56,7 +56,11 @@ def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str,
     raw, rest = _bind(runtime.description, args, kwargs)
     prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = Call(instance, runtime, rest)
-    call.input_secrets = call_secrets(raw, runtime.flat_input)
+    # the secrets of the caller's object, which the input check replaces by a validated
+    # copy; none to add for exactly the flat input model: its copy holds the same
+    # atomic values, or the input is refused
+    if type(raw) is not runtime.flat_input:
+        call.input_secrets = call_secrets(raw, runtime.flat_input)
     call.started_ns = started
     run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
     latest = instance._hoare_latest()
@@ -204,7 +208,8 @@ def _redact_secrets(call: Call, raised: BaseException | None) -> None:
     if outcome is None:
         return
     secrets = secret_values(outcome.original_input, outcome.input_used, outcome.result)
-    secrets |= call.input_secrets
+    if call.input_secrets:
+        secrets |= call.input_secrets
     if not secrets:
         return
 
