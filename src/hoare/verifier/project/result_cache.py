@@ -266,6 +266,10 @@ class VerdictCache:
                         self._entries.setdefault(key, result)
         return self._entries
 
+    def is_empty(self) -> bool:
+        """No stored entry at all: every unit will be a miss."""
+        return not self._load()
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored result, or None (a miss) when absent or not of the right shape.
         A hit counts as used, which ``prune`` keeps first."""

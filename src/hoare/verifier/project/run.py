@@ -166,7 +166,8 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
              import_timeout: float = DEFAULT_IMPORT_TIMEOUT
              ) -> tuple[list[dict[str, Any]], int]:
     """Each unit's result, in order: from the cache, else checked (and stored). Every
-    checked unit is imported in a worker process (one at first, more from the 16th)."""
+    checked unit is imported in a worker process (one at first, more from the 16th;
+    as many as there will be at once when the cache holds nothing)."""
     results: list[dict[str, Any] | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
     # jobs 0 (auto): a worker costs ~0.3 s to start (Python, pydantic, z3), so below 16
@@ -176,6 +177,13 @@ def _results(units: list[Unit], options: SolverOptions, jobs: int,
     parallel = _cores() if jobs == 0 else jobs
     threshold = 16 if jobs == 0 else 1
     dispatch: Dispatch | None = None
+    # an empty cache (a first run, a cleared cache) or none: every readable unit will be
+    # checked, so the workers start at once and load pydantic and z3 while this process
+    # makes the keys (the first one reads and parses every file it depends on)
+    readable = sum(unit.problem is None for unit in units)
+    if readable and (store is None or store.is_empty()):
+        dispatch = Dispatch(units, options, parallel if readable >= threshold else 1,
+                            overrides, import_timeout)
     missing: list[int] = []
     unreadable: dict[int, dict[str, Any]] = {}
     try:
