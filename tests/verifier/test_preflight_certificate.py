@@ -499,3 +499,63 @@ def test_constants_the_certificate_accepts() -> None:
         assert exact_translation(Translation(source, "t", reads=[(lambda v=value: v, value)]))
     for value in [_Str("a"), object(), {"a": 1}]:
         assert not exact_translation(Translation(source, "t", reads=[(lambda v=value: v, value)]))
+
+
+# -- a value known by its truthiness still knows whether it is None --------------------------
+
+NONE_RESULTS = '''from typing import Annotated, Optional
+from pydantic import BaseModel, Field, StrictStr
+from hoare import Post
+
+
+class In(BaseModel):
+    n: int = 0
+
+
+class Out(BaseModel):
+    f0: Annotated[str, Field(min_length=2, max_length=5)] | None = None
+    f2: Annotated[StrictStr, Field(max_length=5)]
+    k: Optional[int] = None
+
+
+POSTS = [
+    [Post(lambda o: (o.f0 and o.f2.lstrip() == 'nan'), 'p0'),
+     Post(lambda o: o.f2.rstrip() == '-0.0', 'p1')],
+    [Post(lambda o, i: (o.f0 and o.f2 == 'x') if i.n > 0 else True, 'p0'),
+     Post(lambda o: o.f2 == '-0.0', 'p1')],
+    [Post(lambda o: o.k or o.f2 == 'zz', 'p0'), Post(lambda o: o.f2 == 'a', 'p1')],
+]
+'''
+
+
+def test_a_returned_none_from_and_or_passes() -> None:
+    """Failed before (the fuzzer, seed 32, case 136): ``o.f0 and <bool>`` with ``f0``
+    None returns None, which passes, but the merged value was known only by its
+    truthiness (falsy): a false class-level and per-input refusal."""
+    module = load(NONE_RESULTS)
+    try:
+        def forward(self: object, input: Any) -> Any:
+            raise NotImplementedError
+
+        forward.__annotations__ = {"input": module.In, "return": module.Out}
+        witnesses = [{"f2": "-0.0"}, {"f2": "-0.0"}, {"f2": "a", "k": 3}]
+        for posts, witness in zip(module.POSTS, witnesses, strict=True):
+            cls = type("Generated", (), {"forward": forward, "post_conditions": posts,
+                                         "__module__": module.__name__})
+            used = module.In(n=1)
+            output = module.Out.model_validate_json(json.dumps(witness))
+            assert all(_passes_any(p, output, used) for p in posts)
+            result = checker_of(cls).check(object(), used)
+            assert result.verdict is not Verdict.UNSATISFIABLE, (posts, result)
+    finally:
+        unload(module)
+
+
+def _passes_any(post: Post, output: Any, used: Any) -> bool:
+    """The kernel's semantics for a post-condition taking the input or not."""
+    try:
+        result = post.fn(output, used) if post.fn.__code__.co_argcount == 2 else \
+            post.fn(output)
+        return result is None or bool(result)
+    except Exception:
+        return False

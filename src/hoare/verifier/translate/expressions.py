@@ -36,12 +36,12 @@ from hoare.verifier.translate.values import (
     SObj,
     SSelf,
     SStr,
-    STruth,
     Sym,
     const_to_sym,
     fresh_name,
     int_val,
 )
+from hoare.verifier.translate.views import truth_only
 
 __all__ = ["BINOPS", "ExpressionTranslator", "source_text"]
 
@@ -199,7 +199,7 @@ class ExpressionTranslator(NameResolver):
                 if result is items[k]:
                     continue
                 result = self.ite(position == k, items[k], result)
-                if isinstance(result, STruth):
+                if truth_only(result):
                     raise Opaque("indexing a collection of mixed types")
             return result
         if isinstance(container, SModel):

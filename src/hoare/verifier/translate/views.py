@@ -260,7 +260,7 @@ class ValueViews:
         result = syms[-1]
         for index in range(len(members) - 2, -1, -1):
             result = self.ite(value.idx == index, syms[index], result)
-        if isinstance(result, STruth):
+        if truth_only(result):
             raise Opaque(f"values of {value.cls.__name__} have mixed types")
         return result
 
@@ -320,7 +320,26 @@ class ValueViews:
                 return SModel(a.cls, fields, a.path, open=a.open or b.open)
         if isinstance(a, SObj) and isinstance(b, SObj) and a.obj is b.obj:
             return a
+        if isinstance(a, (SOpt, SNone)) or isinstance(b, (SOpt, SNone)):
+            # known by its truthiness, but still whether it is None: a predicate
+            # returning None passes where another falsy value fails
+            return SOpt(z3_if(cond, self.none_of(a), self.none_of(b)),
+                        STruth(z3_if(cond, self.truthy_unless_none(a),
+                                     self.truthy_unless_none(b))))
         return STruth(z3.If(cond, self.truthy(a), self.truthy(b)))
+
+    @staticmethod
+    def none_of(value: Sym) -> z3.BoolRef:
+        """Is ``value`` None?"""
+        if isinstance(value, SOpt):
+            return value.none
+        return true() if isinstance(value, SNone) else false()
+
+    def truthy_unless_none(self, value: Sym) -> z3.BoolRef:
+        """The truthiness of ``value`` where it is not None."""
+        if isinstance(value, SOpt):
+            return self.truthy(value.inner)
+        return false() if isinstance(value, SNone) else self.truthy(value)
 
     # -- values that are an int or a float --------------------------------------------------
     @staticmethod
@@ -410,4 +429,10 @@ def inert(obj: object) -> bool:
         return not any(name in vars(cls) for cls in type.mro(type(obj))
                        if cls not in (type, object) for name in _BINARY_OPERATORS)
     return False
+
+
+def truth_only(value: Sym) -> bool:
+    """Is ``value`` known only by its truthiness (and maybe whether it is None)?"""
+    return isinstance(value, STruth) or (isinstance(value, SOpt) and
+                                         isinstance(value.inner, STruth))
 
