@@ -51,6 +51,8 @@ class Case:
     stage2: list[str] | None = None
     # the body of a ``def post(self, o, i)`` method predicate (statements), if any
     method: list[str] | None = None
+    # the method lives on another object and is passed bound: ``Post(RULES.check)``
+    bound: bool = False
 
     def render(self) -> str:
         defs: list[str] = []
@@ -74,7 +76,7 @@ class Case:
 {self.inp.source()}
 
 {self.out.source()}
-
+{self._rules()}
 @contract(post_remedy=False, on_violation=lambda outcome: None)
 class Generated(Contract):
     prompt = "generated"
@@ -82,18 +84,33 @@ class Generated(Contract):
 {pres}
     ]
     post_conditions = [
-{chr(10).join(posts)}
+{chr(10).join(posts)}{self._bound_post()}
     ]
 
     def forward(self, input: In) -> Out:
         return self.contract_result
-{self._method()}{self._stage2()}'''
+{"" if self.bound else self._method()}{self._stage2()}'''
 
     def _method(self) -> str:
         if self.method is None:
             return ""
         body = "\n".join(f"        {line}" for line in self.method)
         return f"\n    def post(self, o: Out, i: In) -> Optional[bool]:\n{body}\n"
+
+    def _bound_post(self) -> str:
+        """The method as a bound callable of another object (``self`` is bound)."""
+        if not self.bound or self.method is None:
+            return ""
+        return "\n        Post(RULES.check, 'bound method'),"
+
+    def _rules(self) -> str:
+        if not self.bound or self.method is None:
+            return ""
+        # it reads an attribute of its own object (``self.limit``), never of the output
+        method = self._method().replace("def post(", "def check(").replace(
+            "-> Optional[bool]:\n", "-> Optional[bool]:\n        if self.limit < 0:\n"
+            "            return False\n", 1)
+        return "\n\nclass Rules:\n    limit = 3\n" + method + "\n\nRULES = Rules()\n"
 
     def _stage2(self) -> str:
         if self.stage2 is None:
@@ -182,7 +199,13 @@ def draw_case(seed: int) -> Case:
         method.append(rng.choice([f"return k {rng.choice(['<', '==', '>'])} "
                                   f"{post_grammar.number(2)}", "return None", "pass",
                                   "raise ValueError('rejected')"]))
-    return Case(seed, constants, inp, out, pres, posts, pool, covered, stage2, method)
+    # one method predicate in five is passed bound, decided by the seed (no draw: the
+    # other cases stay as they were)
+    bound = method is not None and seed % 5 == 0
+    if bound:
+        covered["bound method predicate"] += 1
+    return Case(seed, constants, inp, out, pres, posts, pool, covered, stage2, method,
+                bound)
 
 
 _DIR = Path(tempfile.mkdtemp(prefix="hoare_fuzz_"))

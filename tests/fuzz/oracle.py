@@ -90,6 +90,19 @@ def passes(source: Any, value: object, used: object = None) -> bool:
         return False
 
 
+def _raises_attribute_error(source: Any, value: object, used: object = None) -> bool:
+    args = [value, used] if source.takes_input else [value]
+    if source.is_method:
+        args.insert(0, _INSTANCE[0] if _INSTANCE else None)
+    try:
+        source.fn(*args)
+    except AttributeError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
 def _pythonize(rng: random.Random, raw: Any) -> Any:
     """The same value as a caller may build it in Python: subclasses where allowed."""
     if isinstance(raw, dict):
@@ -325,6 +338,16 @@ def _run(case: Case, module: Any, result: CaseResult, timeout_ms: int,
                         break
         elif check.kind == "composition":
             _composition(check, where, module, runnable, outputs, post_ok, contradiction)
+        elif check.kind == "no_such_field" and check.status == "fail":
+            # "raises AttributeError on every call": refuted when no call raises it (a
+            # call raising something else first does not refute it alone)
+            source = by_id.get(check.predicate or "")
+            if source is not None:
+                pairs = [(o, x) for o in outputs[:40] for x in (runnable or inputs)[:3]] \
+                    if source.phase == "post" else [(x, None) for x in inputs]
+                if pairs and not any(_raises_attribute_error(source, *pair)
+                                     for pair in pairs):
+                    contradiction(where, "no call raised AttributeError", _pair(pairs[0]))
         elif check.kind == "predicate_vacuous":
             source = by_id.get(check.predicate or "")
             if source is None:
