@@ -43,6 +43,8 @@ from typing import Any, Literal, cast
 from pydantic import Field, ValidationError, create_model
 from pydantic_core import CoreSchema, InitErrorDetails, SchemaValidator
 
+from hoare.declaration.narrowing import only_narrows
+
 __all__ = ["Boundary", "clean_locations", "revalidating_validator", "revalidation_is_forced"]
 
 logger = logging.getLogger("hoare")
@@ -69,8 +71,6 @@ def _only_narrows(function: Any) -> bool:
     """Does the validator of a ``function-after`` schema return its value unchanged, as
     the verifier judges it (``only_narrows``; a value's type taken as immutable, the
     widest judgement, so whatever the verifier takes as narrowing is checked here)?"""
-    from hoare.verifier.runtime import only_narrows  # the verifier's face; loads no z3
-
     validator = function.get("function") if isinstance(function, dict) else None
     if validator is None:
         return False
