@@ -102,6 +102,24 @@ def test_each_engine_call_has_one_chat_span(path: str,
     assert chats[0].status.status_code is not StatusCode.ERROR
 
 
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_each_call_has_a_span_above_its_chat_spans(path: str,
+                                                    spans: InMemorySpanExporter) -> None:
+    """A contract's and a query's call span (closed from its one record), an agent's
+    run span: each engine call's span is its child."""
+    answer = ANSWERS[path]
+    PATHS[path](FunctionEngine(lambda request: answer))
+    finished = spans.get_finished_spans()
+    chats = [s for s in finished if s.kind is SpanKind.CLIENT]
+    parents = {s.context.span_id: s for s in finished if s.kind is not SpanKind.CLIENT}
+    assert chats and all(c.parent is not None and c.parent.span_id in parents
+                         for c in chats)
+    parent = chats[0].parent
+    assert parent is not None
+    attributes = parents[parent.span_id].attributes
+    assert attributes is not None and attributes.get("hoare.outcome") == "success"
+
+
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit, ValueError])
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_a_chat_span_ends_whatever_stops_the_engine(

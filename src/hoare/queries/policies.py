@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from hoare import telemetry
 from hoare.kernel import (
     ContractViolationError,
     Outcome,
@@ -69,31 +70,43 @@ class Solution(Generic[T]):
 
 def one_call(session: Session) -> tuple[Outcome, object]:
     """One kernel call of the session's query: its outcome and value, recorded (a
-    ``quick_enforce`` violation is recorded too, then raised)."""
+    ``quick_enforce`` violation is recorded too, then raised), in a span when traced."""
     started = time.perf_counter_ns()
+    span = None if telemetry.tracer is None else \
+        telemetry.start_call(session.runtime.description.name)
     try:
         outcome, value = run_sync(run_call(session.query, session.config, session.hooks()),
                                   session.perform)
-    except ContractViolationError as error:
-        if error.outcome is not None:
-            session.record(error.outcome, started)
+    except BaseException as error:
+        _settle(session, error, started, span)
         raise
-    session.record(outcome, started)
+    session.record(outcome, started, span)
     return outcome, value
 
 
 async def one_acall(session: Session) -> tuple[Outcome, object]:
     """``one_call`` for event loops (the engine's ``acomplete``)."""
     started = time.perf_counter_ns()
+    span = None if telemetry.tracer is None else \
+        telemetry.start_call(session.runtime.description.name)
     try:
         outcome, value = await run_async(run_call(session.query, session.config,
                                                   session.hooks()), session.aperform)
-    except ContractViolationError as error:
-        if error.outcome is not None:
-            session.record(error.outcome, started)
+    except BaseException as error:
+        _settle(session, error, started, span)
         raise
-    session.record(outcome, started)
+    session.record(outcome, started, span)
     return outcome, value
+
+
+def _settle(session: Session, error: BaseException, started: int,
+            span: tuple[Any, Any] | None) -> None:
+    """A call that raised: a ``quick_enforce`` violation carries its outcome, recorded;
+    anything else (an interrupt, a cancellation) only ends the span."""
+    if isinstance(error, ContractViolationError) and error.outcome is not None:
+        session.record(error.outcome, started, span, error)
+    elif span is not None:
+        telemetry.finish_call(span, None, error, session.model)
 
 
 def run_query(query: Query[Any], engine: Any, **policy: Any) -> object:

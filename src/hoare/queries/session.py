@@ -21,6 +21,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from hoare import telemetry
 from hoare.contracts import configuration
 from hoare.contracts.driver import Front, Send
 from hoare.engines.base import Message, Options, Request, Response, Usage
@@ -281,23 +282,31 @@ class Session(Front):
             spent["price"] = pricing.as_price().cost(self.usage)
         return spent
 
-    def record(self, outcome: Outcome, started_ns: int) -> None:
-        """Count the call for this query class (P_succ) and in the stats store."""
+    def record(self, outcome: Outcome, started_ns: int, span: tuple[Any, Any] | None = None,
+               raised: BaseException | None = None) -> None:
+        """Count the call for this query class (P_succ) and, with the one record that
+        ``call_record`` builds, in the stats store and on the call's span (when either
+        is there); never raises."""
         self.runtime.tracker.record(outcome)
         self.runtime.rates.record(outcome)
         # configuration returns the configured StatsStore (typed object there: it is
         # imported only once a store is configured)
         store = cast("StatsStore | None", configuration.stats_store())
-        if store is None:
-            return
-        try:
-            recorded_as = RecordedAs.of(self.runtime.description.name,
-                                        _definition_hash(self.runtime), self.model)
-            store.record(call_record(
-                "query", recorded_as, configuration.label(),
-                time.perf_counter_ns() - started_ns, outcome, cost=self.spent().get("price")))
-        except Exception:  # recording never fails a query
-            logging.getLogger("hoare.stats").debug("query not recorded", exc_info=True)
+        record = None
+        if store is not None or span is not None:
+            try:
+                recorded_as = RecordedAs.of(self.runtime.description.name,
+                                            _definition_hash(self.runtime), self.model)
+                record = call_record(
+                    "query", recorded_as, configuration.label(),
+                    time.perf_counter_ns() - started_ns, outcome,
+                    cost=self.spent().get("price"))
+                if store is not None:
+                    store.record(record)
+            except Exception:  # recording never fails a query
+                logging.getLogger("hoare.stats").debug("query not recorded", exc_info=True)
+        if span is not None:
+            telemetry.finish_call(span, record, raised, self.model)
 
 
 _FAILED = object()
