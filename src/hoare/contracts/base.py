@@ -153,7 +153,8 @@ class Contract(Generic[In, Out]):
     @property
     def contract_outcome(self) -> Outcome | None:
         """The kernel ``Outcome`` of the latest call in this thread or task."""
-        call = self._hoare_latest().get()
+        latest: Latest | None = self.__dict__.get("_hoare_latest_value")
+        call = None if latest is None else latest.get()  # no Latest yet: never called
         return None if call is None else call.outcome
 
     @property

@@ -112,19 +112,22 @@ class Call:
         spec_in = description.input if repair else description.used_input
         target = description.input if repair else description.output
 
-        secrets = call_secrets(effect.input,
-                                runtime.flat_input if repair else runtime.flat_used_input)
+        flat = runtime.flat_input if repair else runtime.flat_used_input
         feedback = effect.feedback
+        # the input's secrets, for what quotes it: the feedback, and the messages when
+        # rendered (lazily: an engine that never reads them never needs them)
+        secrets = call_secrets(effect.input, flat) if feedback else None
         if feedback and (secrets or description.feedback == "messages"):
-            feedback = tuple(runtime.shown(v, secrets) for v in feedback)
+            feedback = tuple(runtime.shown(v, secrets or frozenset()) for v in feedback)
 
         def render() -> tuple[Any, ...]:
+            secrets_in = secrets if secrets is not None else call_secrets(effect.input, flat)
             system = runtime.system(prompt_of(instance), task)
             messages = render_messages(system, effect.phase, spec_in.dump_json(effect.input),
                                        spec_in.name, feedback, effect.previous,
                                        runtime.config.accumulate_errors, runtime.feedback_chars)
-            if secrets:  # e.g. a secret echoed back in the previous answer
-                messages = tuple(replace(m, content=redact(m.content, secrets))
+            if secrets_in:  # e.g. a secret echoed back in the previous answer
+                messages = tuple(replace(m, content=redact(m.content, secrets_in))
                                  for m in messages)
             return messages
 

@@ -50,18 +50,29 @@ def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[
 
 def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
           ) -> tuple[Call, Any]:
-    """Bind the input, make the call the instance's latest, and create the kernel call."""
+    """Bind the input, make the call the instance's latest, and create the kernel call.
+    Runs on every call: the common case (one positional input, no extra kwargs, the
+    instance's shared hooks) takes no detour through a helper."""
     started = time.perf_counter_ns()
     runtime = runtime_of(instance)
-    raw, rest = _bind(runtime.description, args, kwargs)
+    if len(args) == 1:  # what _bind returns for one positional argument
+        raw, rest = args[0], kwargs
+    else:
+        raw, rest = _bind(runtime.description, args, kwargs)
     prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = Call(instance, runtime, rest)
     call.started_ns = started
-    run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
+    bound = instance._hoare_bound()
+    hooks = bound.hooks
+    if rest or hooks is None:
+        hooks = _hooks_for(call, bound)
+    run = run_call(raw, runtime.config, hooks)
     latest = instance._hoare_latest()
-    previous = latest.get()
-    if isinstance(previous, Call) and previous.running:  # a call nested in one of ours
-        call.previous = previous
+    current = latest.var.get()
+    if current is not None:
+        previous = latest.calls.get(current.key)
+        if isinstance(previous, Call) and previous.running:  # a call nested in one of ours
+            call.previous = previous
     if _telemetry.tracer is not None:  # made current: finish always follows
         call.telemetry = _telemetry.start_call(runtime.description.name)
     slot = call.slot = Slot(latest.forget)
@@ -99,7 +110,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     # else: forward (or something it called) raised; call.outcome is what forward got
     if call.outcome is not None and call.outcome.violations:
         _redact_secrets(call, raised)
-    _attach_original(call, raised)
+    if raised is not None or (call.outcome is not None and call.outcome.exception is not None):
+        _attach_original(call, raised)  # else: no ContractViolationError to attach it to
     recorded = call.outcome
     if recorded is not None:
         if raised is not None and recorded.success:  # forward did not return a checked value

@@ -329,6 +329,14 @@ def _validate_answer(spec: TypeSpec, response: Response) -> object:
     if not isinstance(text, str):
         raise InvalidValue(f"the answer was {type(text).__name__}, not text: reply with a "
                            "JSON value")
+    if text[:1] == "{" and text[-1:] == "}":
+        # the common answer, one bare JSON object: read_answer's first candidate is this
+        # very text, so validating it first gives what read_answer would (on an error,
+        # read_answer searches the text for another candidate, as always)
+        try:
+            return spec.validate_json(text)
+        except ValidationError:
+            pass
     return read_answer(spec, text, response.finish_reasons[0] if response.finish_reasons
                        else None)
 

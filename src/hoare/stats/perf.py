@@ -7,14 +7,14 @@ four operations and ``overhead`` add up to it; ``total_execution`` is the same
 figure under the name hoare used first.
 
 Running sums, not a list of calls: memory stays constant however many calls an
-instance serves. A call only appends its clock marks to a queue (a ``deque`` append
-is thread-safe and costs ~0.1 µs on the hot path); they are folded into the sums,
-under a lock, every ``FOLD_EVERY`` calls and whenever the figures are read. The fold
-groups the queued calls by the sequence of phases they went through (a happy call's
-is always the same) and computes each group's column of seconds with ``map`` over
-the marks' columns, in C: a per-call loop in Python over the marks cost more than
-the rest of the bookkeeping of a call together. The batch is small so that the
-queued marks do not pile up for the garbage collector to walk.
+instance serves. A call turns its clock marks into its six figures (nanoseconds per
+operation, overhead, whole call) and queues them as one tuple of integers (a
+``deque`` append is thread-safe); they are folded into the sums, under a lock, every
+``FOLD_EVERY`` calls and whenever the figures are read, column by column in C. A happy
+call's marks always name the same phases, so its figures are six subtractions; any
+other sequence of phases goes through a plan computed once per sequence. Queuing the
+marks themselves cost more: the lists the garbage collector had to walk until the
+next fold, and a per-call loop in Python at the fold.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import operator
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 from hoare.kernel import Phase
@@ -82,8 +81,9 @@ class _Sums:
                 "percentage": 100.0 * total / whole if whole > 0 else 0.0}
 
 
-Queued = tuple[Sequence[tuple[Any, int]], int, bool]
-"""One call as ``PerfStats.record`` queues it: its clock marks, total, has an act."""
+Figures = tuple[int, int, int, int, int, int]
+"""One call's nanoseconds: input validation, act, output validation, forward (0: did
+not run), overhead, the whole call (``_NAMES``' order)."""
 
 
 class PerfStats:
@@ -91,24 +91,37 @@ class PerfStats:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: deque[Queued] = deque()
+        self._queue: deque[Figures] = deque()
         self._sums = {name: _Sums() for name in _NAMES}
 
     def record(self, marks: Sequence[tuple[Any, int]], total_ns: int, act: bool) -> None:
         """One call: its clock marks (``Outcome.clock_marks``: the phase that starts,
         or None, and ``perf_counter_ns``), its time in all, and whether it has an act
         (else the act phase only passes the input on, and counts as overhead)."""
-        self._queue.append((marks, total_ns, act))
+        if len(marks) == 8:
+            (p0, t0), (p1, _), (p2, t2), (p3, t3), (p4, _), (p5, t5), (p6, t6), \
+                (p7, t7) = marks
+            if p0 is _INPUT and p1 is _PRE and p2 is _ACT_PHASE and p3 is _PREFLIGHT \
+                    and p4 is _POST and p5 is _FORWARD and p6 is _RESULT and p7 is None:
+                # a call that went through every phase (a happy one, or a failed post)
+                validation, acting = t2 - t0, (t3 - t2 if act else 0)
+                output, forward = t5 - t3 + t7 - t6, t6 - t5
+                phases = validation + acting + output + forward
+                whole = total_ns if total_ns > phases else phases
+                self._queue.append((validation, acting, output, forward, whole - phases,
+                                    whole))
+                if len(self._queue) >= FOLD_EVERY:
+                    self._fold()
+                return
+        self._queue.append(_figures(marks, total_ns, act))
         if len(self._queue) >= FOLD_EVERY:
             self._fold()
 
     def _fold(self) -> None:
-        """The queued calls into the sums: a batch whose calls all went through the same
-        phases (the steady state) in one pass over its columns, any other grouped by
-        their phases first."""
+        """The queued figures into the sums, one column at a time."""
         with self._lock:
             queue = self._queue
-            batch: list[Queued] = []
+            batch: list[Figures] = []
             while queue:
                 try:
                     batch.append(queue.popleft())
@@ -116,11 +129,11 @@ class PerfStats:
                     break
             if not batch:
                 return
-            columns: list[list[int]] = [[] for _ in _NAMES]
-            for (phases, act), calls in _by_shape(batch):
-                _fold_group(_plan(phases, act), calls, columns)
-            for name, column in zip(_NAMES, columns, strict=True):
-                self._sums[name].extend(column)
+            columns = zip(*batch, strict=True)
+            for position, (name, column) in enumerate(zip(_NAMES, columns, strict=True)):
+                # an operation that did not run (0 ns) is not counted, as in SymbolicAI
+                self._sums[name].extend(list(filter(_POSITIVE, column)) if position < 4
+                                        else list(column))
 
     def add(self, timings_ns: Mapping[str, int], total_ns: int) -> None:
         """One call given as nanoseconds per phase (``Outcome.timings_ns``) and in all."""
@@ -145,42 +158,16 @@ class PerfStats:
 
 
 
-FOLD_EVERY = 64
-"""Calls queued before a fold: few enough that their marks never pile up."""
+_POSITIVE = (0).__lt__  # an operation that ran took more than 0 ns
 
-Shape = tuple[tuple[Any, ...], bool]
-"""The phases a call's marks name, in order, and whether it has an act."""
+FOLD_EVERY = 128
+"""Calls queued before a fold (a tuple of six integers each)."""
 
-_PLANS: dict[Shape, tuple[tuple[tuple[int, int], ...], ...]] = {}
+_INPUT, _PRE, _ACT_PHASE, _PREFLIGHT, _POST, _FORWARD, _RESULT = (
+    Phase.INPUT, Phase.PRE, Phase.ACT, Phase.PREFLIGHT, Phase.POST, Phase.FORWARD,
+    Phase.RESULT)
 
-
-def _by_shape(batch: list[Queued]
-              ) -> list[tuple[Shape, tuple[list[Sequence[int]], list[int]]]]:
-    """The batch's calls grouped by shape, each group as the marks' times per call and
-    the calls' totals. When every call has the first one's shape (checked on the
-    flattened phases, in C), the batch is one group without a loop over its calls."""
-    marks = [queued[0] for queued in batch]
-    totals = [queued[1] for queued in batch]
-    first = marks[0]
-    act = batch[0][2]
-    size = len(first)
-    if size and list(map(len, marks)).count(size) == len(marks) \
-            and [queued[2] for queued in batch].count(act) == len(batch):
-        flat_phases, flat_times = zip(*chain.from_iterable(marks), strict=True)
-        phases = flat_phases[:size]
-        if phases * len(marks) == flat_phases:
-            times: list[Sequence[int]] = [flat_times[start:start + size]
-                                          for start in range(0, len(flat_times), size)]
-            return [((phases, act), (times, totals))]
-    groups: dict[Shape, tuple[list[Sequence[int]], list[int]]] = {}
-    for (each, total, has_act) in batch:
-        names, times_of_call = (tuple(zip(*each, strict=True)) if each else ((), ()))
-        found = groups.get((names, has_act))
-        if found is None:
-            found = groups[(names, has_act)] = ([], [])
-        found[0].append(times_of_call)
-        found[1].append(total)
-    return list(groups.items())
+_PLANS: dict[tuple[tuple[Any, ...], bool], tuple[tuple[tuple[int, int], ...], ...]] = {}
 
 
 def _plan(phases: tuple[Any, ...], act: bool) -> tuple[tuple[tuple[int, int], ...], ...]:
@@ -203,32 +190,17 @@ def _plan(phases: tuple[Any, ...], act: bool) -> tuple[tuple[tuple[int, int], ..
             else:
                 own.append((mark, mark + 1))
         found = tuple(tuple(each) for each in runs)
-        if len(_PLANS) < 1024:  # the shapes a kernel makes are few; PerfStats.add any
+        if len(_PLANS) < 1024:  # the sequences a kernel makes are few; PerfStats.add any
             _PLANS[(phases, act)] = found
     return found
 
 
-def _fold_group(plan: tuple[tuple[tuple[int, int], ...], ...],
-                calls: tuple[list[Sequence[int]], list[int]],
-                columns: list[list[int]]) -> None:
-    """Append the nanoseconds of each operation, of the overhead and of the whole call
-    for ``calls`` (all of one shape), column by column: an operation that did not run
-    (0 ns) is not counted, as in SymbolicAI."""
-    times, totals = calls
-    marks = list(zip(*times, strict=True))
-    phases_ns: list[int] | None = None
-    for position, runs in enumerate(plan):
-        if not runs:
-            continue
-        spent: list[int] | None = None
-        for first, last in runs:
-            part = list(map(operator.sub, marks[last], marks[first]))
-            spent = part if spent is None else list(map(operator.add, spent, part))
-        assert spent is not None
-        phases_ns = spent if phases_ns is None else list(map(operator.add, phases_ns, spent))
-        columns[position].extend(filter(None, spent))
-    if phases_ns is None:
-        phases_ns = [0] * len(totals)
-    whole = list(map(max, totals, phases_ns))
-    columns[4].extend(map(operator.sub, whole, phases_ns))
-    columns[5].extend(whole)
+def _figures(marks: Sequence[tuple[Any, int]], total_ns: int, act: bool) -> Figures:
+    """The figures of a call whose marks name any sequence of phases."""
+    plan = _plan(tuple(phase for phase, _ in marks), act)
+    times = [now for _, now in marks]
+    validation, acting, output, forward = (
+        sum(times[last] - times[first] for first, last in runs) for runs in plan)
+    phases = validation + acting + output + forward
+    whole = max(total_ns, phases)
+    return (validation, acting, output, forward, whole - phases, whole)
