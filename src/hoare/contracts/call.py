@@ -63,8 +63,11 @@ class Call:
         self.sent: set[tuple[object, ...]] | None = None  # what its requests quoted
         self.previous: Call | None = None  # the call of this instance this one is inside
         self.slot: Slot | None = None  # what the caller's context holds (``Latest``)
-        engine = instance._hoare_engine()
-        budget = instance.__dict__.get("_hoare_budget_value")
+        state = instance.__dict__
+        engine = state.get("_hoare_engine_value")
+        if engine is None:
+            engine = instance._hoare_engine()  # the configured default
+        budget = state.get("_hoare_budget_value")
         self.spend: Spend | None = None
         if budget is not None:  # one meter per call, or the caller's shared meter
             self.spend = budget.meter() if isinstance(budget, Budget) else budget
@@ -81,7 +84,10 @@ class Call:
     def forward(self, used: object, outcome: Outcome) -> object:
         self.outcome = outcome
         try:
-            return self.runtime.description.forward(self.instance, used, **self.rest)
+            rest = self.rest
+            if rest:
+                return self.runtime.description.forward(self.instance, used, **rest)
+            return self.runtime.description.forward(self.instance, used)
         except BaseException as error:  # remembered so the call is recorded as failed
             self.forward_error = error
             raise
@@ -109,7 +115,7 @@ class Call:
         description = runtime.description
         repair = effect.phase is Phase.PRE
         task: Literal["generate", "repair_input"] = "repair_input" if repair else "generate"
-        spec_in = description.input if repair else description.used_input
+        spec_in = description.input if repair else runtime.used_input
         target = description.input if repair else description.output
 
         flat = runtime.flat_input if repair else runtime.flat_used_input
@@ -139,7 +145,8 @@ class Call:
                 from hoare.contracts.early_stop import EarlyStop
 
                 watch = EarlyStop(plan, self._early_check(effect.input))
-        return Request(render=render, schema=schema, schema_name=target.name,
+        return Request(render=render, schema=schema,
+                       schema_name=target.name if repair else runtime.output_name,
                        options=instance._hoare_options(), task=task, input=effect.input,
                        feedback=tuple(v.message for v in feedback) if feedback else (),
                        attempt=effect.attempt, contract=description.name, watch=watch)
@@ -262,6 +269,10 @@ class Call:
 
 
     def _reply(self, response: Response, request: Request, varied: bool) -> Reply:
+        if not varied and request.watch is None:  # the common reply: its usage as is
+            if type(response) is Response and response.usage is ONE_REQUEST:
+                return Reply(response, _ONE_REQUEST_USAGE)
+            return Reply(response, _usage(response))
         usage = _usage(response)
         extra: dict[str, int] = {}
         if varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]

@@ -59,15 +59,17 @@ def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str,
         raw, rest = args[0], kwargs
     else:
         raw, rest = _bind(runtime.description, args, kwargs)
-    prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
+    if type(getattr(instance, "prompt", None)) is not str:
+        prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = Call(instance, runtime, rest)
     call.started_ns = started
-    bound = instance._hoare_bound()
+    state = instance.__dict__  # the instance's call state, made at its first call
+    bound = state.get("_hoare_bound_value") or instance._hoare_bound()
     hooks = bound.hooks
     if rest or hooks is None:
         hooks = _hooks_for(call, bound)
     run = run_call(raw, runtime.config, hooks)
-    latest = instance._hoare_latest()
+    latest = state.get("_hoare_latest_value") or instance._hoare_latest()
     current = latest.var.get()
     if current is not None:
         previous = latest.calls.get(current.key)
@@ -118,8 +120,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
             recorded = recorded._replace(success=False)
         call.runtime.tracker.record(recorded)
         elapsed_ns = time.perf_counter_ns() - call.started_ns
-        call.instance._hoare_perf().record(recorded.clock_marks, elapsed_ns,
-                                           call.runtime.has_act)
+        perf = call.instance.__dict__.get("_hoare_perf_value") or call.instance._hoare_perf()
+        perf.record(recorded.clock_marks, elapsed_ns, call.runtime.has_act)
         faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
             call.runtime.provider_faults(recorded)
         # the configured StatsStore (typed object there: imported once a store is set)
@@ -130,7 +132,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
             log_outcome(call.runtime.description.name, recorded)
     if call.telemetry is not None:
         _end_span(call, recorded, raised)
-    latest = call.instance._hoare_latest()
+    latest = call.instance.__dict__.get("_hoare_latest_value") \
+        or call.instance._hoare_latest()
     # what the contract_* properties read, held by the instance: not the call (its engine
     # and kwargs), and never by a context (which would keep the instance alive)
     slot = call.slot
