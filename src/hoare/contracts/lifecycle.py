@@ -18,7 +18,7 @@ from hoare.contracts.call import Call, prompt_of
 from hoare.contracts.current import current_act, current_forward
 from hoare.contracts.latest import Done, Slot
 from hoare.contracts.logs import log_outcome
-from hoare.contracts.runtime import runtime_of
+from hoare.contracts.runtime import Runtime, runtime_of
 from hoare.declaration.description import ContractDescription
 from hoare.declaration.models import redact, secret_values
 from hoare.errors import ContractCallError
@@ -54,7 +54,9 @@ def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str,
     Runs on every call: the common case (one positional input, no extra kwargs, the
     instance's shared hooks) takes no detour through a helper."""
     started = time.perf_counter_ns()
-    runtime = runtime_of(instance)
+    runtime: Runtime | None = getattr(instance, "__hoare_runtime__", None)
+    if runtime is None:
+        runtime = runtime_of(instance)  # raises: not decorated
     if len(args) == 1:  # what _bind returns for one positional argument
         raw, rest = args[0], kwargs
     else:
