@@ -10,8 +10,9 @@ what CI waits for), with its default workers (``-j auto``):
 
 Sizes 10, 100 and 1000 (``--quick``: 10 and 30), interleaved round by round. Goals
 (issue 11): 1000 contracts in <= 10 s cold and <= 1 s warm, growth t(1000)/t(100)
-<= 11 cold, and every verdict equal to the manifest's. Peak RSS per run comes from
-``wait4`` (the process and the workers it waited for).
+<= 11 cold, and every verdict equal to the manifest's. Peak RSS and CPU time (user +
+system) per run come from ``wait4`` (the process and the workers it waited for): on a
+shared machine the wall clock includes time spent descheduled, CPU time does not.
 """
 
 import json
@@ -38,8 +39,9 @@ def _generate(n: int, directory: Path) -> None:
                    check=True, capture_output=True, text=True, timeout=600, cwd=str(ROOT))
 
 
-def _verify(directory: Path, cache: Path) -> tuple[float, int, dict, float]:
-    """(seconds, exit status, report, peak RSS in MiB) of one run, from ``directory``."""
+def _verify(directory: Path, cache: Path) -> tuple[float, int, dict, float, float]:
+    """(seconds, exit status, report, peak RSS in MiB, CPU seconds) of one run, from
+    ``directory``."""
     env = {**os.environ, "HOARE_CACHE_DIR": str(cache)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter_ns()
@@ -55,7 +57,8 @@ def _verify(directory: Path, cache: Path) -> tuple[float, int, dict, float]:
             report = json.loads(text)
         except ValueError:
             report = {"unparsed_output": (text + err.read().decode())[-400:]}
-    return elapsed, process.returncode, report, usage.ru_maxrss / 1024
+    return (elapsed, process.returncode, report, usage.ru_maxrss / 1024,
+            usage.ru_utime + usage.ru_stime)
 
 
 def _edited_run(directory: Path, cache: Path, name: str, *extra: str) -> float:
@@ -107,6 +110,7 @@ def run(ctx: Context) -> Report:
                            f"{json.dumps(first[2])[:300]}")
     cold: dict[int, list[float]] = {n: [] for n in sizes}
     warm: dict[int, list[float]] = {n: [] for n in sizes}
+    cpu: dict[str, list[float]] = {}
     rss: dict[str, float] = {}
     mismatches: dict[int, int] = {}
     summaries: dict[int, dict] = {}
@@ -116,8 +120,9 @@ def run(ctx: Context) -> Report:
             if len(cold[n]) >= cold_runs[n]:
                 continue
             shutil.rmtree(caches[n], ignore_errors=True)
-            elapsed, code, result, peak = _verify(dirs[n], caches[n])
+            elapsed, code, result, peak, seconds = _verify(dirs[n], caches[n])
             cold[n].append(elapsed)
+            cpu.setdefault(f"cold_{n}", []).append(seconds)
             rss[f"cold_{n}"] = max(rss.get(f"cold_{n}", 0.0), peak)
             mismatches[n] = max(mismatches.get(n, 0), _mismatches(dirs[n], result))
             summaries[n] = {"exit": code, "errors": len(result.get("errors", [])),
@@ -125,22 +130,27 @@ def run(ctx: Context) -> Report:
     for index in range(max(warm_runs.values())):
         order = sizes if index % 2 == 0 else tuple(reversed(sizes))
         for n in order:
-            elapsed, _code, result, peak = _verify(dirs[n], caches[n])
+            elapsed, _code, result, peak, seconds = _verify(dirs[n], caches[n])
             warm[n].append(elapsed)
+            cpu.setdefault(f"warm_{n}", []).append(seconds)
             rss[f"warm_{n}"] = max(rss.get(f"warm_{n}", 0.0), peak)
             mismatches[n] = max(mismatches[n], _mismatches(dirs[n], result))
     for n in sizes:
         for label, times in (("cold", cold[n]), ("warm", warm[n])):
             median = statistics.median(times)
+            used = cpu[f"{label}_{n}"]
             report.figures[f"{label}_{n}"] = {
                 "wall_s": {"median": round(median, 3), "min": round(min(times), 3),
                            "max": round(max(times), 3), "runs": len(times)},
+                "cpu_s": {"median": round(statistics.median(used), 3),
+                          "min": round(min(used), 3), "max": round(max(used), 3)},
                 "ms_per_contract": round(median / n * 1e3, 3),
                 "peak_rss_mib": round(rss[f"{label}_{n}"], 1),
             }
             report.row(f"{n} contracts, {label}: wall time",
                        f"{median:.2f} s ({min(times):.2f}–{max(times):.2f}); "
-                       f"{median / n * 1e3:.1f} ms/contract; peak RSS "
+                       f"cpu {statistics.median(used):.2f} s ({min(used):.2f}–"
+                       f"{max(used):.2f}); {median / n * 1e3:.1f} ms/contract; peak RSS "
                        f"{rss[f'{label}_{n}']:.0f} MiB")
         report.figures[f"result_{n}"] = {**summaries[n], "manifest_mismatches": mismatches[n]}
         report.row(f"  {n} contracts: verdicts vs the manifest",

@@ -82,24 +82,29 @@ def start_call(name: str) -> tuple[Any, Any] | None:
     return _current(span)
 
 
-def finish_call(handle: tuple[Any, Any], outcome: Any, raised: BaseException | None,
-                attempts: int, remedies: int, label: str, engine: Any) -> None:
-    """Close a contracted call's span with what the call came to; never raises."""
+def finish_call(handle: tuple[Any, Any], record: tuple[Any, ...] | None,
+                raised: BaseException | None, engine: Any) -> None:
+    """Close a contracted call's span with what the call came to: its record
+    (``hoare.stats.records.call_record``, the one the stats store is given: success,
+    attempts, remedies, label, tokens, pre-flight verdict, trials), None when the call
+    has no outcome; never raises."""
     span = _released(handle)
     try:
-        if outcome is not None:
-            usage = outcome.usage
+        if record is not None:
+            (_, _, _, label, success, _, attempts, remedies, preflight, input_tokens,
+             output_tokens, *_rest) = record
+            trials = record[15]
             span.set_attributes({
                 "hoare.outcome": "error" if raised is not None else
-                "success" if outcome.success else "failure",
+                "success" if success else "failure",
                 "hoare.attempts": attempts, "hoare.remedies": remedies,
                 "hoare.label": label,
-                **_usage_attributes(usage.get("input_tokens", 0),
-                                    usage.get("output_tokens", 0)),
+                **_usage_attributes(0 if input_tokens is None else input_tokens,
+                                    0 if output_tokens is None else output_tokens),
             })
-            if outcome.preflight is not None:
-                span.set_attribute("hoare.preflight", outcome.preflight.verdict.value)
-            failed = sorted({family for family, passed in outcome.trials if not passed})
+            if preflight is not None:
+                span.set_attribute("hoare.preflight", preflight)
+            failed = sorted({family for family, passed in trials if not passed})
             if failed:
                 span.set_attribute("hoare.failed_families", failed)
         else:

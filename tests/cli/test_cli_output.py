@@ -149,6 +149,33 @@ def test_stats_and_compare_find_the_configured_store(
     assert "no stats store" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("source", ["--db", "env", "pyproject"])
+@pytest.mark.parametrize("command", [["stats"], ["compare", "--baseline", "a",
+                                                 "--candidate", "b"]])
+def test_a_broken_store_is_named_by_where_it_came_from(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], source: str, command: list[str]) -> None:
+    import hoare.contracts.configuration as configuration
+
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(b"not a database" * 100)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(configuration, "_stats", configuration._KEEP)
+    monkeypatch.delenv("HOARE_STATS", raising=False)
+    given: list[str] = []
+    if source == "--db":
+        given = ["--db", str(broken)]
+    elif source == "env":
+        monkeypatch.setenv("HOARE_STATS", str(broken))
+    else:
+        (tmp_path / "pyproject.toml").write_text('[tool.hoare]\nstats = "broken.db"\n')
+    assert main([*command, *given]) == 2
+    error = capsys.readouterr().err
+    assert "broken.db" in error
+    assert ("--db" in error) is (source == "--db")
+    assert ("$HOARE_STATS" in error) is (source == "env")
+
+
 def test_an_unreadable_pyproject_is_no_crash(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:

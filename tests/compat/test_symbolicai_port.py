@@ -35,6 +35,11 @@ Adapted where hoare differs on purpose (README, "Coming from SymbolicAI"):
   ``contract_successful``, as the README says to.
 * ``test_contract_perf_stats``: upstream sleeps 1–3 s per phase (27 s per test);
   the port sleeps 10–30 ms, which keeps every assertion meaningful.
+* ``test_act_state_modification_without_input_change``: upstream's ``act`` receives
+  the caller's very object; hoare validates a contract's input again at the call
+  boundary (every model instance inside it, however it was built), so ``act`` gets
+  an equal copy of exactly the declared class, and ``forward`` a validated copy of
+  what ``act`` returned ("The input is validated again"); the port checks the copies.
 """
 
 from __future__ import annotations
@@ -662,6 +667,8 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
             self.last_input_value: str | None = None
             self.method_calls: list[str] = []
             self.original_input_id = 0
+            self.original_input: StateModificationInput | None = None
+            self.forwarded: StateModificationInput | None = None
             self.input_preserved = False
 
         @property
@@ -678,6 +685,7 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
             self.state_counter += 1
             self.last_input_value = input.value
             self.original_input_id = id(input)
+            self.original_input = input
             return input
 
         def post(self, output: StateModificationOutput) -> bool:
@@ -688,6 +696,7 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
                     ) -> StateModificationOutput:
             self.method_calls.append("forward_called")
             self.input_preserved = id(input) == self.original_input_id
+            self.forwarded = input
             return StateModificationOutput(value=input.value)
 
     given = StateModificationInput(value="test_value")
@@ -698,8 +707,13 @@ def test_act_state_modification_without_input_change(model: Any) -> None:
     assert calls == ["pre_called", "act_called", "post_called", "forward_called"]
     assert modifying.state_counter == 1
     assert modifying.last_input_value == "test_value"
-    assert modifying.input_preserved, "forward did not receive the object act returned"
-    assert modifying.original_input_id == id(given)
+    # a validated copy of the caller's input, equal to it (upstream: the same object);
+    # forward gets a validated copy of what act returned (upstream: that object)
+    assert modifying.original_input == given and modifying.original_input is not given
+    assert type(modifying.original_input) is StateModificationInput
+    assert not modifying.input_preserved
+    assert modifying.forwarded == modifying.original_input
+    assert type(modifying.forwarded) is StateModificationInput
     assert isinstance(result, StateModificationOutput)
     assert result.value == "test_value"
     modifying(input=given)

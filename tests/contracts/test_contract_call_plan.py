@@ -27,6 +27,7 @@ from hoare.contracts.runtime import _flat_model, call_secrets
 from hoare.declaration.models import TypeSpec, secret_values
 from hoare.engines import FunctionEngine, Request
 from hoare.engines.testing import ScriptedEngine
+from hoare.kernel import Phase
 
 FAST = {"delay": 0, "jitter": 0, "tries": 2}
 SECRET = "hunter2-very-secret"
@@ -78,10 +79,20 @@ def _echoing_contract(model: type[BaseModel]) -> type[Contract]:
     return Echo
 
 
-def _requests_for(model: type[BaseModel], value: object) -> list[Request]:
+def _requests_for(model: type[BaseModel], value: object, refused: bool = False
+                  ) -> list[Request]:
+    """The requests of a call on ``value``; ``refused``: the input check refuses it (an
+    instance breaking its type, validated again at the boundary), nothing is sent and
+    the refusal quotes no secret."""
     engine = ScriptedEngine(f"the password is {SECRET}", '{"value": 1}')
     instance = _echoing_contract(model)(engine=engine)
     instance(value)
+    if refused:
+        outcome = instance.contract_outcome
+        assert engine.calls == 0 and outcome is not None
+        assert [v.phase for v in outcome.violations] == [Phase.INPUT]
+        assert not any(SECRET in v.message for v in outcome.violations)
+        return engine.requests
     assert engine.calls == 2, "the first answer was rejected and the remedy sent"
     return engine.requests
 
@@ -161,23 +172,26 @@ class FlatSub(Flat):
     password: SecretStr = SecretStr(SECRET)
 
 
-def _top_level_cases() -> list[tuple[type[BaseModel], object]]:
+def _top_level_cases() -> list[tuple[type[BaseModel], object, bool]]:
+    """(model, value, refused by the input check)"""
     mutated = Flat(text="t")
     mutated.text = SecretStr(SECRET)  # type: ignore[assignment]  # no validate_assignment
     return [
-        (Flat, Flat.model_construct(text=SecretStr(SECRET))),
-        (Flat, mutated),
-        (Flat, FlatSub(text="t")),  # a subclass instance is passed on as is
-        (WithValidator, {"text": SECRET}),
-        (WithAnnotatedValidator, {"text": SECRET}),
-        (WithSecretDefault, {}),
+        (Flat, Flat.model_construct(text=SecretStr(SECRET)), True),
+        (Flat, mutated, True),
+        # a subclass instance: validated into a Flat, its secret field dropped, and
+        # still redacted (the caller's own input is walked too)
+        (Flat, FlatSub(text="t"), False),
+        (WithValidator, {"text": SECRET}, False),
+        (WithAnnotatedValidator, {"text": SECRET}, False),
+        (WithSecretDefault, {}, False),
     ]
 
 
 @pytest.mark.parametrize("index", range(len(_top_level_cases())))
 def test_a_secret_at_the_top_level_is_redacted(index: int) -> None:
-    model, value = _top_level_cases()[index]
-    assert not _leaks(_requests_for(model, value))
+    model, value, refused = _top_level_cases()[index]
+    assert not _leaks(_requests_for(model, value, refused))
 
 
 def test_the_plan_names_only_flat_models() -> None:
@@ -232,5 +246,5 @@ def test_a_flat_valid_input_skips_the_walk(monkeypatch: pytest.MonkeyPatch) -> N
     assert not any(isinstance(v, Flat) for v in walked), "the happy path walked its input"
     # the same contract with a secret in the value walks it and redacts
     walked.clear()
-    assert not _leaks(_requests_for(Flat, Flat.model_construct(text=SecretStr(SECRET))))
+    assert not _leaks(_requests_for(Flat, FlatSub(text="t")))
     assert any(isinstance(v, Flat) for v in walked)

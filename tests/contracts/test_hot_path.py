@@ -16,7 +16,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from hoare import Contract, Field, LLMDataModel, Post, contract
 from hoare.contracts import call as call_module
 from hoare.contracts.runtime import runtime_of
-from hoare.declaration.models import read_answer, secret_values
+from hoare.declaration.models import read_answer
 from hoare.engines import FunctionEngine, Request, Response
 from hoare.errors import InvalidValue
 from hoare.kernel import Verdict
@@ -203,19 +203,21 @@ class Echo(Contract):
 
 
 def test_the_walk_runs_where_a_message_is_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request walks its input for secrets only where the result is used: when it
+    quotes feedback, or when an engine reads its messages (``render``)."""
     walked: list[object] = []
+    real = call_module.call_secrets
 
-    def counting(*values: object) -> frozenset[str]:
-        walked.extend(values)
-        return secret_values(*values)
+    def counting(value: object, flat: type | None) -> frozenset[str]:
+        walked.append(value)
+        return real(value, flat)
 
-    monkeypatch.setattr(call_module, "secret_values", counting)
-    monkeypatch.setattr("hoare.contracts.runtime.secret_values", counting)
+    monkeypatch.setattr(call_module, "call_secrets", counting)
     held = Holder(inner=SecretInner(password=SecretStr(SECRET)))
     silent = Echo(engine=FunctionEngine(lambda request: '{"name": "a", "count": 1}'))
     silent(held)
     assert silent.contract_successful
-    assert not any(v is held for v in walked), "no message rendered: nothing to redact"
+    assert walked == [], "no message rendered and no feedback: nothing to redact"
     seen: list[Request] = []
 
     def reading(request: Request) -> str:
@@ -225,6 +227,6 @@ def test_the_walk_runs_where_a_message_is_rendered(monkeypatch: pytest.MonkeyPat
             else '{"name": "a", "count": 1}'
 
     Echo(engine=FunctionEngine(reading))(held)
-    assert len(seen) == 2 and any(v is held for v in walked)
+    assert len(seen) == 2 and walked, "the rendered requests walked their input"
     assert all(SECRET not in text for request in seen for text in request.feedback)
     assert all(SECRET not in m.content for request in seen for m in request.messages)

@@ -286,7 +286,13 @@ def _bool_type(rng: random.Random) -> FieldType:
                      features=(f"bool:{'strict' if strict else 'lax'}",))
 
 
-ENUM_KINDS = ("Enum-int", "Enum-str", "str-mixin", "int-mixin", "StrEnum", "IntEnum")
+# "Enum-missing": a str Enum whose ``_missing_`` builds a member for any other value
+# (pydantic-core calls ``cls(value)``), so its domain is wider than its members
+ENUM_KINDS = ("Enum-int", "Enum-str", "str-mixin", "int-mixin", "StrEnum", "IntEnum",
+              "Enum-missing")
+_MISSING_HOOK = ("    @classmethod\n    def _missing_(cls, value):\n"
+                 "        member = object.__new__(cls)\n        member._value_ = value\n"
+                 "        member._name_ = 'X' + str(value)\n        return member\n")
 
 
 def _enum_type(rng: random.Random) -> FieldType:
@@ -298,17 +304,20 @@ def _enum_type(rng: random.Random) -> FieldType:
     else:
         values = rng.sample(["a", "b", "red", "A", "", "ß", " a"], count)
     members = tuple((f"M{k}", v) for k, v in enumerate(values))
-    base = {"Enum-int": "Enum", "Enum-str": "Enum", "str-mixin": "str, Enum",
+    base = {"Enum-int": "Enum", "Enum-str": "Enum", "Enum-missing": "Enum",
+            "str-mixin": "str, Enum",
             "int-mixin": "int, Enum", "StrEnum": "StrEnum", "IntEnum": "IntEnum"}[kind]
     body = "\n".join(f"    {m} = {v!r}" for m, v in members)
-    defs = [f"class {name}({base}):\n{body}\n"]
+    hook = _MISSING_HOOK if kind == "Enum-missing" else ""
+    defs = [f"class {name}({base}):\n{body}\n{hook}"]
     superset = tuple(v for _m, v in members) + (("zz", 7) if isinstance(values[0], str)
                                                  else (7, "a"))
 
     def draw(r: random.Random, pool: Pool) -> Any:
         return r.choice(superset)
 
-    enum_base = {"Enum-int": "", "Enum-str": "", "str-mixin": "str", "int-mixin": "int",
+    enum_base = {"Enum-int": "", "Enum-str": "", "Enum-missing": "", "str-mixin": "str",
+                 "int-mixin": "int",
                  "StrEnum": "str", "IntEnum": "int"}[kind]
     return FieldType(name, "enum", draw, defs, finite=superset, members=members,
                      enum_name=name, enum_base=enum_base, features=(f"enum:{kind}",))

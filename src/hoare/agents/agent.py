@@ -49,6 +49,7 @@ from hoare.agents.statistics import AgentCounters
 from hoare.agents.text import text_of, type_name, validation_text
 from hoare.agents.tool import Tool, tool
 from hoare.agents.violation import ContractTermination, ContractViolation, Kind, ViolationHandler
+from hoare.contracts.driver import Send, Sender
 from hoare.contracts.json_text import extract_json
 from hoare.engines.base import Engine, Message, Request, Response
 from hoare.errors import ContractDefinitionError
@@ -137,18 +138,14 @@ class ContractAgent:
         # how its runs are named and told apart in the stats store
         self._name = f"agent:{agent_type}[{','.join(t.name for t in self.tools)}]"
 
-    def _complete(self, request: Request) -> Response:
-        """One engine call, in a ``chat`` span when traced (``hoare.telemetry``)."""
-        span = None if telemetry.tracer is None else \
-            telemetry.start_engine(self.engine, request.attempt)
-        try:
-            response = self.engine.complete(request)
-        except BaseException as error:  # an interrupt too: the span ends
-            if span is not None:
-                telemetry.finish_engine(span, None, error)
-            raise
-        if span is not None:
-            telemetry.finish_engine(span, response, None)
+    def _complete(self, request: Request) -> Response | str:
+        """One engine call, through the one driver (``contracts.driver``): in a ``chat``
+        span when traced, ended whatever stops it. The answer, or what is wrong with
+        it: an answer that is not a ``Response`` is a failed step, never read through
+        attributes a foreign object may lack or raise from."""
+        response = Sender(self.engine).perform(Send(request))
+        if not isinstance(response, Response):
+            return f"the engine answered a {type_name(response)}, not a Response"
         return response
 
     def _definition(self) -> str:
@@ -292,7 +289,11 @@ class ContractAgent:
         by_name = {t.name: t for t in self.tools}
         for _ in range(self.max_iterations):
             yield from self._step(state, emit, pending, messages)
-            text = self._complete(Request(messages=tuple(messages))).text
+            response = self._complete(Request(messages=tuple(messages)))
+            if isinstance(response, str):
+                yield emit(AgentEvent(EventType.ERROR, response))
+                continue
+            text = response.text
             if not isinstance(text, str):
                 text = ""  # a custom engine's non-text answer: not a valid action
             action, problem = parse_action(text, by_name)
@@ -333,6 +334,9 @@ class ContractAgent:
         for _ in range(self.max_iterations):
             yield from self._step(state, emit, pending, messages)
             response = self._complete(Request(messages=tuple(messages), tools=specs))
+            if isinstance(response, str):
+                yield emit(AgentEvent(EventType.ERROR, response))
+                continue
             if not response.tool_calls:
                 reply = response.text if isinstance(response.text, str) else ""
                 value, checked = self._typed_reply(reply)

@@ -28,6 +28,7 @@ from hoare.agents.statistics import AgentCounters
 from hoare.agents.text import text_of, type_name
 from hoare.agents.tool import Tool
 from hoare.agents.violation import ContractTermination, ContractViolation, ViolationHandler
+from hoare.contracts.driver import Front, Invoke
 
 __all__ = ["CountingContext", "call_tool", "is_async"]
 
@@ -93,7 +94,7 @@ def call_tool(chosen: Tool, args: dict[str, Any], policy: ContractPolicy,
     error: Exception | None = None
     try:
         with contract_context(CountingContext(policy, _current_handler(), name, counted)):
-            raw = chosen(**args)
+            raw = Front().perform(Invoke(chosen, args))  # the one driver runs it
         if inspect.isawaitable(raw):  # a sync callable that returned a coroutine
             close_awaitable(raw)
             problem = (f"{name} returned an awaitable ({type_name(raw)}), which a "

@@ -30,7 +30,7 @@ def compare_command(args: argparse.Namespace) -> int:
         a_rows = query(target, args.contract, args.baseline, warn=warner("compare"))
         b_rows = query(target, args.contract, args.candidate, warn=warner("compare"))
     except (StoreError, ImportError) as error:
-        print(f"hoare compare: error: --db {shown_db(target)}: "
+        print(f"hoare compare: error: {shown_db(target, args.db)}: "
               f"{terminal_safe(str(error))}", file=sys.stderr)
         return 2
     contracts = sorted({r["contract"] for r in a_rows} & {r["contract"] for r in b_rows})

@@ -54,7 +54,7 @@ def eval_command(args: argparse.Namespace) -> int:
     try:
         rows = query(target, name, label, run.started, warn=warner("eval"))
     except (StoreError, ImportError) as error:
-        print(f"hoare eval: error: --db {shown_db(target)}: {terminal_safe(str(error))}",
+        print(f"hoare eval: error: {shown_db(target, args.db)}: {terminal_safe(str(error))}",
               file=sys.stderr)
         return 1
     summary = summarize(rows)

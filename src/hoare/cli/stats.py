@@ -29,7 +29,7 @@ def stats_command(args: argparse.Namespace) -> int:
     try:
         rows = query(target, args.contract, args.label, since, warn=warner("stats"))
     except (StoreError, ImportError) as error:
-        print(f"hoare stats: error: --db {shown_db(target)}: {terminal_safe(str(error))}",
+        print(f"hoare stats: error: {shown_db(target, args.db)}: {terminal_safe(str(error))}",
               file=sys.stderr)
         return 2
     summary = summarize(rows)

@@ -37,11 +37,20 @@ def warner(command: str) -> Callable[[str], None]:
     return warn
 
 
-def shown_db(target: str) -> str:
-    """The store as an error names it (a URL's password hidden)."""
+def shown_db(target: str, given: str | None) -> str:
+    """The store as an error names it, with where it came from (``--db``,
+    ``$HOARE_STATS`` or ``[tool.hoare] stats``; a URL's password hidden)."""
+    import os
+
     from hoare.stats.store import shown_target
 
-    return shown_target(target)
+    if given is not None:
+        where = "--db"
+    elif os.environ.get("HOARE_STATS") == target:
+        where = "$HOARE_STATS"
+    else:
+        where = "the configured store"  # configure(stats=...) or [tool.hoare] stats
+    return f"{where} {shown_target(target)}"
 
 
 def plot(command: str, draw: Callable[[ModuleType], object], path: str) -> int:

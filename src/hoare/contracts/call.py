@@ -1,30 +1,41 @@
-"""The per-call driver (``Call``): one call of one instance, with its extra kwargs,
-engine and budget meter. The kernel's ``run_sync``/``run_async`` hand it each effect:
-``perform``/``aperform`` build the request (prompt, schema, feedback, early stop),
-vary a re-send that would repeat an earlier one unchanged, send it through the engine
-(in a telemetry span when instrumented) and give the kernel the ``Reply``."""
+"""One contract call (``Call``): one call of one instance, with its extra kwargs,
+engine and budget meter. The kernel's ``run_sync``/``run_async`` hand each effect to
+the one driver (``contracts.driver.Front.perform``/``aperform``); a ``Call`` supplies
+its steps: the request (prompt, schema, feedback, early stop), varied when a re-send
+would repeat an earlier one unchanged, and the ``Reply`` the kernel gets."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from hoare import telemetry as _telemetry
+from pydantic import ValidationError
+
 from hoare.contracts.binding import bind_predicate
+from hoare.contracts.driver import Front, Send
 from hoare.contracts.logs import log_answer, log_request
 from hoare.contracts.prompts import render_messages
 from hoare.contracts.runtime import call_secrets
 from hoare.declaration.description import PredicateSource
-from hoare.declaration.models import redact, safe_repr, secret_values
+from hoare.declaration.models import (
+    format_validation_error,
+    redact,
+    safe_repr,
+    secret_values,
+)
 from hoare.engines.base import ONE_REQUEST, Request, Response, Usage, innermost
 from hoare.engines.budget import Budget, BudgetedEngine, Spend
-from hoare.errors import ContractDefinitionError, IdenticalResend, SecretRedacted, safe_text
-from hoare.kernel import Effect, Generate, Hooks, Outcome, Phase, Reply, Sleep
+from hoare.errors import (
+    ContractDefinitionError,
+    IdenticalResend,
+    InvalidValue,
+    SecretRedacted,
+    safe_text,
+)
+from hoare.kernel import Generate, Hooks, Outcome, Phase, Reply
 
 if TYPE_CHECKING:
     from hoare.contracts.base import Contract
@@ -38,14 +49,15 @@ RESEND_TEMPERATURE = 0.7
 """The least temperature of a re-send that would otherwise repeat a request unchanged."""
 
 
-class Call:
+class Call(Front):
     """One call of one instance: its extra kwargs, its engine and budget meter, its
     effects, and (once known) its outcome. The instance's context variable points at
     the latest ``Call`` of the current thread or task."""
 
-    __slots__ = ("engine", "forward_error", "instance", "last_error", "outcome", "previous",
+    __slots__ = ("engine", "forward_error", "input_secrets", "instance", "last_error",
+                 "outcome", "previous",
                  "rest", "running", "runtime", "sent", "slot", "spend", "started_ns",
-                 "telemetry")
+                 "telemetry", "varied")
 
     def __init__(self, instance: Contract[Any, Any], runtime: Runtime,
                  rest: dict[str, Any]) -> None:
@@ -59,8 +71,12 @@ class Call:
         self.last_error: BaseException | None = None
         self.running = True
         self.started_ns = 0  # perf_counter_ns() when the call began (``begin``)
+        # the secrets of the caller's own input object (``begin``): the input check
+        # returns a validated copy, which may have dropped some (a subclass's field)
+        self.input_secrets: frozenset[str] = frozenset()
         self.telemetry: tuple[Any, Any] | None = None  # its span, when instrumented
         self.sent: set[tuple[object, ...]] | None = None  # what its requests quoted
+        self.varied = False  # the current request was varied (``vary``)
         self.previous: Call | None = None  # the call of this instance this one is inside
         self.slot: Slot | None = None  # what the caller's context holds (``Latest``)
         state = instance.__dict__
@@ -108,7 +124,12 @@ class Call:
         if not description.act_output.is_instance(value):
             raise TypeError(f"{description.cls.__qualname__}.act must return "
                             f"{description.act_output.name}, got {type(value).__name__}")
-        return value
+        try:  # validated again, as a contract's input is: what the verifier assumes
+            return description.act_output.validate(value)
+        except ValidationError as error:
+            raise InvalidValue(f"{description.cls.__qualname__}.act returned a value that "
+                               f"is not a valid {description.act_output.name}: "
+                               f"{format_validation_error(error)}") from None
 
     def request(self, effect: Generate) -> Request:
         runtime, instance = self.runtime, self.instance
@@ -120,14 +141,16 @@ class Call:
 
         flat = runtime.flat_input if repair else runtime.flat_used_input
         feedback = effect.feedback
-        # the input's secrets, for what quotes it: the feedback, and the messages when
-        # rendered (lazily: an engine that never reads them never needs them)
-        secrets = call_secrets(effect.input, flat) if feedback else None
+        # the input's secrets (and the caller's own input's), for what quotes them: the
+        # feedback, and the messages when rendered (lazily: an engine that never reads
+        # them never needs them)
+        secrets = call_secrets(effect.input, flat) | self.input_secrets if feedback else None
         if feedback and (secrets or description.feedback == "messages"):
             feedback = tuple(runtime.shown(v, secrets or frozenset()) for v in feedback)
 
         def render() -> tuple[Any, ...]:
-            secrets_in = secrets if secrets is not None else call_secrets(effect.input, flat)
+            secrets_in = secrets if secrets is not None else \
+                call_secrets(effect.input, flat) | self.input_secrets
             system = runtime.system(prompt_of(instance), task)
             messages = render_messages(system, effect.phase, spec_in.dump_json(effect.input),
                                        spec_in.name, feedback, effect.previous,
@@ -209,73 +232,37 @@ class Call:
             else replace(options, seed=seed, temperature=temperature)
         return request  # made for this attempt alone: changed in place
 
-    def perform(self, effect: Effect) -> object:
-        if isinstance(effect, Sleep):
-            time.sleep(effect.seconds)
-            return None
+    # -- the one driver's steps (``Front.perform``/``aperform``) -------------------------
+    def step(self, effect: Generate | Send) -> object:
+        """The request for ``effect``, varied when it would repeat an earlier one."""
+        if not isinstance(effect, Generate):
+            raise TypeError(f"a contract call performs Generate, not {type(effect).__name__}")
         request = self.request(effect)
-        varied = self.repeated(effect)
-        if varied:
+        if self.repeated(effect):
             request = self.vary(request, effect)
+            self.varied = True
+        else:
+            self.varied = False
         if self.runtime.description.verbose:
             log_request(self.runtime.description.name, request, effect)
-        span = None if self.telemetry is None else \
-            _telemetry.start_engine(self.engine, effect.attempt)
-        try:
-            response = self.engine.complete(request)
-        except Exception as error:
-            self.last_error = error
-            if span is not None:
-                _telemetry.finish_engine(span, None, error)
-            raise
-        except BaseException as error:  # an interrupt or a cancellation: the span ends too
-            if span is not None:
-                _telemetry.finish_engine(span, None, error)
-            raise
-        if span is not None:
-            _telemetry.finish_engine(span, response, None)
+        return request
+
+    def received(self, response: object, request: Request) -> object:
         if self.runtime.description.verbose:
             log_answer(self.runtime.description.name, response, request)
-        return self._reply(response, request, varied)
+        return self._reply(response, request)
 
-    async def aperform(self, effect: Effect) -> object:
-        if isinstance(effect, Sleep):
-            await asyncio.sleep(effect.seconds)
-            return None
-        request = self.request(effect)
-        varied = self.repeated(effect)
-        if varied:
-            request = self.vary(request, effect)
-        if self.runtime.description.verbose:
-            log_request(self.runtime.description.name, request, effect)
-        span = None if self.telemetry is None else \
-            _telemetry.start_engine(self.engine, effect.attempt)
-        try:
-            response = await self.engine.acomplete(request)
-        except Exception as error:
-            self.last_error = error
-            if span is not None:
-                _telemetry.finish_engine(span, None, error)
-            raise
-        except BaseException as error:  # an interrupt or a cancellation: the span ends too
-            if span is not None:
-                _telemetry.finish_engine(span, None, error)
-            raise
-        if span is not None:
-            _telemetry.finish_engine(span, response, None)
-        if self.runtime.description.verbose:
-            log_answer(self.runtime.description.name, response, request)
-        return self._reply(response, request, varied)
+    def failed(self, error: Exception) -> None:
+        self.last_error = error
 
-
-    def _reply(self, response: Response, request: Request, varied: bool) -> Reply:
-        if not varied and request.watch is None:  # the common reply: its usage as is
+    def _reply(self, response: object, request: Request) -> Reply:
+        if not self.varied and request.watch is None:  # the common reply: usage as is
             if type(response) is Response and response.usage is ONE_REQUEST:
                 return Reply(response, _ONE_REQUEST_USAGE)
             return Reply(response, _usage(response))
         usage = _usage(response)
         extra: dict[str, int] = {}
-        if varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
+        if self.varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
             extra["varied_resends"] = 1
         if request.watch is not None and isinstance(response, Response):
             saved = self.runtime.tokens_saved(response, request)
@@ -288,10 +275,10 @@ class Call:
 _ONE_REQUEST_USAGE = MappingProxyType(ONE_REQUEST.as_dict())
 
 
-def _usage(response: Response) -> Mapping[str, int]:
+def _usage(response: object) -> Mapping[str, int]:
     """The usage of an answer as the kernel sums it (the common case costs no dict). A
     malformed answer counts as one request; ``check_output`` then says what was wrong."""
-    usage = getattr(response, "usage", None)
+    usage = response.usage if isinstance(response, Response) else None
     if usage is ONE_REQUEST or not isinstance(usage, Usage):
         return _ONE_REQUEST_USAGE
     return usage.as_dict()

@@ -18,12 +18,12 @@ from hoare.contracts.call import Call, prompt_of
 from hoare.contracts.current import current_act, current_forward
 from hoare.contracts.latest import Done, Slot
 from hoare.contracts.logs import log_outcome
-from hoare.contracts.runtime import Runtime, runtime_of
+from hoare.contracts.runtime import Runtime, call_secrets, runtime_of
 from hoare.declaration.description import ContractDescription
 from hoare.declaration.models import redact, secret_values
 from hoare.errors import ContractCallError
-from hoare.kernel import ContractViolationError, Hooks, Outcome, Phase, Violation, run_call
-from hoare.stats.records import RecordedAs, call_record
+from hoare.kernel import ContractViolationError, Hooks, Outcome, Violation, run_call
+from hoare.stats.records import RecordedAs, RecordFields, call_record, settled
 
 if TYPE_CHECKING:
     from hoare.contracts.base import Contract
@@ -64,6 +64,7 @@ def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str,
     if type(getattr(instance, "prompt", None)) is not str:
         prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = Call(instance, runtime, rest)
+    call.input_secrets = call_secrets(raw, runtime.flat_input)
     call.started_ns = started
     state = instance.__dict__  # the instance's call state, made at its first call
     bound = state.get("_hoare_bound_value") or instance._hoare_bound()
@@ -117,23 +118,26 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     if raised is not None or (call.outcome is not None and call.outcome.exception is not None):
         _attach_original(call, raised)  # else: no ContractViolationError to attach it to
     recorded = call.outcome
+    record: RecordFields | None = None  # built only for a store or a span that reads it
     if recorded is not None:
-        if raised is not None and recorded.success:  # forward did not return a checked value
-            recorded = recorded._replace(success=False)
+        recorded = settled(recorded, raised)
         call.runtime.tracker.record(recorded)
-        elapsed_ns = time.perf_counter_ns() - call.started_ns
+        elapsed_ns = time.perf_counter_ns() - call.started_ns  # the record's latency too
         perf = call.instance.__dict__.get("_hoare_perf_value") or call.instance._hoare_perf()
         perf.record(recorded.clock_marks, elapsed_ns, call.runtime.has_act)
+        # a provider fault is logged whether or not a store counts it (docs/decoding.md)
         faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
             call.runtime.provider_faults(recorded)
         # the configured StatsStore (typed object there: imported once a store is set)
         store = cast("StatsStore | None", configuration.stats_store())
-        if store is not None:
-            _store_call(store, call, recorded, elapsed_ns, faults)
+        if store is not None or call.telemetry is not None:
+            record = _call_record(call, recorded, elapsed_ns, faults)
+            if store is not None and record is not None:
+                store.record(record)
         if call.runtime.description.verbose:
             log_outcome(call.runtime.description.name, recorded)
     if call.telemetry is not None:
-        _end_span(call, recorded, raised)
+        _end_span(call, record, raised)
     latest = call.instance.__dict__.get("_hoare_latest_value") \
         or call.instance._hoare_latest()
     # what the contract_* properties read, held by the instance: not the call (its engine
@@ -146,27 +150,24 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
         latest.var.set(previous.slot)
 
 
-def _end_span(call: Call, outcome: Outcome | None, raised: BaseException | None) -> None:
-    """Close the call's OpenTelemetry span (``hoare.telemetry``); never raises."""
+def _end_span(call: Call, record: RecordFields | None, raised: BaseException | None
+              ) -> None:
+    """Close the call's OpenTelemetry span (``hoare.telemetry``) from the call's record
+    (the one the stats store is given; None: no outcome); never raises."""
     handle, call.telemetry = call.telemetry, None
     if handle is None:  # not instrumented (``finish`` looks first)
         return
     try:
-        generations = remedies = 0
-        if outcome is not None:
-            phases = [a.phase for a in outcome.attempts]
-            generations = phases.count(Phase.POST)
-            remedies = phases.count(Phase.PRE) + max(0, generations - 1)
-        _telemetry.finish_call(handle, outcome, raised, generations, remedies,
-                               configuration.label(), call.engine)
+        _telemetry.finish_call(handle, record, raised, call.engine)
     except Exception:  # tracing must never fail a call
         logging.getLogger("hoare.telemetry").debug("span not closed", exc_info=True)
 
 
-def _store_call(store: StatsStore, call: Call, outcome: Outcome, elapsed_ns: int,
-                provider_faults: int = 0) -> None:
-    """Queue the call's record for the stats store (``hoare.configure(stats=...)``), as
-    ``call_record`` builds it; never raises."""
+def _call_record(call: Call, outcome: Outcome, elapsed_ns: int, provider_faults: int
+                 ) -> RecordFields | None:
+    """The call's one record, as ``call_record`` builds it, for the stats store
+    (``hoare.configure(stats=...)``) and the span; None (logged) when it cannot be
+    built: recording never fails a call."""
     try:
         engine = call.engine
         bound = call.instance._hoare_bound()
@@ -176,13 +177,15 @@ def _store_call(store: StatsStore, call: Call, outcome: Outcome, elapsed_ns: int
             fixed = bound.recorded_as = (engine, RecordedAs.of(
                 runtime.description.name, runtime.definition_hash(), engine,
                 _family_messages(runtime.description)))
-        spent = call.spend.spent() if call.spend is not None else None
-        store.record(call_record(
+        spend = call.spend
+        spent = spend.spent() if spend is not None else None
+        return call_record(
             "contract", fixed[1], configuration.label(), elapsed_ns, outcome,
             cost=spent.get("cost") if isinstance(spent, dict) else None,
-            provider_faults=provider_faults, shadow_prefix=configuration.SHADOW_REFUSAL))
+            provider_faults=provider_faults, shadow_prefix=configuration.SHADOW_REFUSAL)
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
+        return None
 
 
 def _family_messages(description: ContractDescription) -> tuple[tuple[str, str], ...]:
@@ -217,6 +220,7 @@ def _redact_secrets(call: Call, raised: BaseException | None) -> None:
     if outcome is None:
         return
     secrets = secret_values(outcome.original_input, outcome.input_used, outcome.result)
+    secrets |= call.input_secrets
     if not secrets:
         return
 

@@ -146,10 +146,15 @@ def log_request(name: str, request: Request, effect: Generate) -> None:
         log.info("hoare %s: [%s] %s", name, message.role, message.content)
 
 
-def log_answer(name: str, response: Response, request: Request) -> None:
+def log_answer(name: str, response: object, request: Request) -> None:
     """The engine's answer, with the call's ``SecretStr`` values redacted (a model may
-    echo one it was never shown, or a rule-based engine may quote the raw input)."""
-    text = str(getattr(response, "text", response))
+    echo one it was never shown, or a rule-based engine may quote the raw input). A
+    foreign answer whose ``text`` or ``__str__`` raises is logged by its type."""
+    try:
+        text = str(response.text if isinstance(response, Response)
+                   else getattr(response, "text", response))
+    except Exception:
+        text = f"<a {type(response).__name__} whose text cannot be read>"
     secrets = secret_values(getattr(request, "input", None))
     _verbose_log().info("hoare %s: [answer] %s", name,
                         redact(text, secrets) if secrets else text)

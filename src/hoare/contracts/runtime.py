@@ -210,7 +210,8 @@ class Runtime:
             return 0
         count = 0
         for attempt in outcome.attempts:
-            dialect = getattr(attempt.raw, "decoding", None)
+            raw = attempt.raw  # an engine's answer: read only when it is a Response
+            dialect = raw.decoding if isinstance(raw, Response) else None
             if attempt.phase is not Phase.POST or dialect is None:
                 continue
             failed = [v.predicate for v in attempt.violations

@@ -5,6 +5,13 @@ A contract's input and output may be ``LLMDataModel`` subclasses or native types
 ``Literal`` …). A native type is validated through a generated model with a
 single ``value`` field and unwrapped again, so user code (``pre``, ``act``,
 ``post``, ``forward``) always sees the type its annotation names.
+
+A value built in Python (a contract's input, a pipeline hand-off, an agent's answer) is
+validated again down to every model and dataclass instance inside it
+(``declaration/revalidation.py``): pydantic keeps such an instance as it is by default
+(``revalidate_instances='never'``), so ``model_construct()``, a subclass that declares a
+field more loosely, or an instance mutated after validation would reach user code and
+the verifier's verdicts with values its type's constraints forbid.
 """
 
 from __future__ import annotations
@@ -27,8 +34,14 @@ from pydantic import (
     create_model,
 )
 from pydantic.types import _SecretBase  # SecretStr, SecretBytes and Secret[T] alike
+from pydantic_core import SchemaValidator
 
 from hoare.contracts.json_text import extract_json, json_candidates
+from hoare.declaration.revalidation import (
+    Boundary,
+    revalidating_validator,
+    revalidation_is_forced,
+)
 from hoare.errors import InvalidValue
 from hoare.kernel import exception_text
 
@@ -79,15 +92,50 @@ class TypeSpec:
     def _strict_adapter(self) -> TypeAdapter[Any]:
         return TypeAdapter(self.annotation)
 
+    @cached_property
+    def _data_boundary(self) -> SchemaValidator | None:
+        """The validator of ``validate`` for data (revalidation.py); None for a native
+        type with no model or dataclass inside, which plain validation checks whole."""
+        return self._boundary("data")
+
+    @cached_property
+    def _instance_boundary(self) -> SchemaValidator | None:
+        """The validator of ``validate`` for an instance of the model (revalidation.py)."""
+        return self._boundary("instance")
+
+    def _boundary(self, boundary: Boundary) -> SchemaValidator | None:
+        validator, classes = revalidating_validator(self.model.__pydantic_core_schema__,
+                                                    boundary)
+        inside = [cls for cls in classes if cls is not self.model] if self.wrapped else classes
+        return validator if inside else None
+
+    @cached_property
+    def _dumping_adapter(self) -> TypeAdapter[Any]:
+        return TypeAdapter(self.annotation if self.wrapped else self.model)
+
     def validate(self, value: object) -> Any:
-        """Validate a Python value; return what user code sees (model or native)."""
-        if not self.wrapped:
-            if type(value) is self.model:
-                return value
-            if isinstance(value, BaseModel) and not isinstance(value, self.model):
-                value = value.model_dump()
-            return self.model.model_validate(value)
-        return self.model.model_validate({"value": value}).value  # type: ignore[attr-defined]  # type_spec's one field
+        """Validate a Python value (a contract's input, a hand-off, an answer); return
+        what user code sees (model or native). Every model and dataclass instance inside
+        is validated again (``declaration/revalidation.py``), however it was built: what
+        comes back satisfies the type's constraints, and is a new instance of exactly
+        the declared class (not the caller's object, nor its subclass)."""
+        if self.wrapped:
+            boundary = self._data_boundary
+        elif isinstance(value, self.model):
+            boundary = self._instance_boundary
+        else:
+            if isinstance(value, BaseModel):
+                value = value.model_dump()  # another model's instance: as data
+            boundary = self._data_boundary
+        if boundary is not None and not revalidation_is_forced():
+            # a pydantic-core that keeps nested instances as they are: validate the
+            # value's dump instead (every model instance in it becomes plain data)
+            value = self._dumping_adapter.dump_python(value, round_trip=True, warnings=False)
+            boundary = None
+        given = {"value": value} if self.wrapped else value
+        validated: Any = self.model.model_validate(given) if boundary is None \
+            else boundary.validate_python(given)
+        return validated.value if self.wrapped else validated
 
     def validate_json(self, text: str) -> Any:
         """Validate an engine's JSON text; return what user code sees."""

@@ -449,5 +449,5 @@ class BudgetedEngine:
 
 
 def _usage_of(response: object) -> Usage:
-    usage = getattr(response, "usage", None)
+    usage = response.usage if isinstance(response, Response) else None  # foreign: none
     return usage if isinstance(usage, Usage) else Usage()

@@ -67,7 +67,8 @@ def make_entry(key: dict[str, Any], index: int, response: Response) -> dict[str,
     """The file's entry for an answer, checked to read back as the same answer (a NaN, a
     negative count or a non-text would make the whole file unreadable later)."""
     if not isinstance(response, Response) or not isinstance(response.texts, tuple | list):
-        raise _Malformed(f"the answer's texts are {_kind(getattr(response, 'texts', None))}, "
+        shown = response.texts if isinstance(response, Response) else response
+        raise _Malformed(f"the answer's texts are {_kind(shown)}, "
                          "not a tuple of str")
     entry = {
         "key": digest(key)[:16],

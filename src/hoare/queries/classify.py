@@ -186,8 +186,8 @@ class _LogprobSession(Session):
                 contract=step.contract)
         return step
 
-    def received(self, response: object) -> Reply:
-        reply = super().received(response)
+    def received(self, response: object, request: Request) -> Reply:
+        reply = super().received(response, request)
         if isinstance(response, Response):  # always: received() refuses anything else
             self.responses.append(response)
         return reply

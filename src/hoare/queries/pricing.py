@@ -280,9 +280,10 @@ class _Counted:
 
     def _settle(self, request: Request, response: object) -> None:
         n = max(1, request.options.n)
-        texts = getattr(response, "texts", ())
+        # an engine's answer is read only when it is a Response (a foreign one may raise)
+        texts = response.texts if isinstance(response, Response) else ()
         got = len(texts) if isinstance(texts, tuple) else n
-        usage = getattr(response, "usage", None)
+        usage = response.usage if isinstance(response, Response) else None
         cached = getattr(usage, "cached_input_tokens", 0) if usage is not None else 0
         if isinstance(cached, bool) or not isinstance(cached, int) or cached < 0:
             cached = 0  # an engine's count is foreign data: only a count >= 0 is one

@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic import Field as PydanticField
+from pydantic_core import SchemaValidator
 
 from hoare.contracts.binding import bind_predicate
 from hoare.declaration.conditions import Post, Pre
 from hoare.declaration.description import ContractDescription, declared_conditions
 from hoare.declaration.models import TypeSpec, type_spec
+from hoare.declaration.revalidation import revalidating_validator, revalidation_is_forced
 from hoare.errors import ContractDefinitionError, safe_text
 from hoare.kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
 from hoare.queries.answers import Response, WrappedParseError
@@ -313,13 +315,23 @@ class QueryRuntime:
         self.input: TypeSpec = self.description.input
         self.output: TypeSpec = self.description.output
         self.adapter: TypeAdapter[Query[Any]] = TypeAdapter(cls)
+        self._validator: SchemaValidator | None = None
 
     def validate(self, query: object) -> Query[Any]:
         """The query with its fields validated by pydantic (a dataclass instance is not
-        validated when it is made): the input the contract runs on."""
+        validated when it is made): the input the contract runs on. As a contract's
+        input (``TypeSpec.validate``), every model and dataclass instance in a field is
+        validated again, however it was built (``declaration/revalidation.py``)."""
         if not isinstance(query, self.cls):
             raise TypeError(f"expected a {self.cls.__name__}, got {type(query).__name__}")
-        return self.adapter.validate_python(init_fields(query))
+        fields = init_fields(query)
+        if not revalidation_is_forced():  # as TypeSpec.validate: validate the dump
+            fields = self.description.input.model.model_construct(**fields).model_dump(
+                round_trip=True, warnings=False)
+        validator = self._validator
+        if validator is None:
+            validator = self._validator = revalidating_validator(self.adapter.core_schema)[0]
+        return typing.cast("Query[Any]", validator.validate_python(fields))
 
 
 def init_fields(query: object) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """One policy run of a query (``Session``): it renders the prompt once, keeps the
 conversation and the samples of the last request, sends each ``Generate`` effect of the
 kernel through the (metered) engine, and supplies the kernel's hooks: the input check,
-the parser as the output check, the fallback, the z3 pre-flight. It also counts what the
-run spent and records each call for its query class and in the stats store.
+the parser as the output check, the fallback, the z3 pre-flight. Its requests go out
+through the one driver (``contracts.driver.Front.perform``/``aperform``). It also
+counts what the run spent and records each call for its query class and in the stats
+store.
 
 The policies (``policies.py``: ``query.run``, ``few_shot``, ``outcome_of``) and
 ``classify`` each drive one session through the kernel; they differ only in how many
@@ -11,7 +13,6 @@ calls they make and what they return.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import inspect
@@ -21,11 +22,11 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from hoare.contracts import configuration
+from hoare.contracts.driver import Front, Send
 from hoare.engines.base import Message, Options, Request, Response, Usage
 from hoare.errors import FatalEngineError, RetryableEngineError, UsageError
 from hoare.kernel import (
     ContractConfig,
-    Effect,
     Generate,
     Hooks,
     Outcome,
@@ -33,7 +34,6 @@ from hoare.kernel import (
     PreflightResult,
     Reply,
     RetryPolicy,
-    Sleep,
     Violation,
 )
 from hoare.queries.answers import Answer, WrappedParseError
@@ -53,7 +53,7 @@ __all__ = ["Session"]
 logger = logging.getLogger("hoare.queries")
 
 
-class Session:
+class Session(Front):
     """One policy run: the prompt, the conversation, the pending samples, the counters.
     Used by one thread or task at a time (a generator's consumer)."""
 
@@ -189,7 +189,12 @@ class Session:
         self.last_accepted = None
         return (*self.base, *self.history)
 
-    # -- effects --------------------------------------------------------------------------
+    # -- the one driver's steps (``contracts.driver.Front``) ------------------------------
+    def step(self, effect: Generate | Send) -> object:
+        if not isinstance(effect, Generate):
+            raise TypeError(f"a query performs Generate, not {type(effect).__name__}")
+        return self.next_step(effect)
+
     def next_step(self, effect: Generate) -> Reply | Request:
         """A pending sample of the last request, else the request to send."""
         if self.pending:
@@ -206,7 +211,8 @@ class Session:
                        attempt=effect.attempt, contract=self.runtime.description.name,
                        tools=self.tools, tool_choice=self.tool_choice)
 
-    def received(self, response: object) -> Reply:
+    def received(self, response: object, request: Request) -> Reply:
+        """The first sample of the answer; the others wait in ``pending``."""
         if not isinstance(response, Response):
             raise RetryableEngineError(f"the engine answered a {type(response).__name__}, "
                                        f"not a Response")
@@ -226,42 +232,9 @@ class Session:
                  "requests": 1}
         return Reply(answers[0], usage)
 
-    def failed(self, error: BaseException) -> None:
+    def failed(self, error: Exception) -> None:
         if isinstance(error, FatalEngineError):
             self.fatal = True
-
-    def perform(self, effect: Effect) -> object:
-        if isinstance(effect, Sleep):
-            time.sleep(effect.seconds)
-            return None
-        assert isinstance(effect, Generate)
-        step = self.next_step(effect)
-        if isinstance(step, Reply):
-            return step
-        try:
-            return self.received(self.engine.complete(step))
-        except Exception as error:
-            self.failed(error)
-            raise
-
-    async def aperform(self, effect: Effect) -> object:
-        if isinstance(effect, Sleep):
-            await asyncio.sleep(effect.seconds)
-            return None
-        assert isinstance(effect, Generate)
-        step = self.next_step(effect)
-        if isinstance(step, Reply):
-            return step
-        complete = getattr(self.engine, "acomplete", None)
-        try:
-            if complete is None:
-                response = await asyncio.to_thread(self.engine.complete, step)
-            else:
-                response = await complete(step)
-            return self.received(response)
-        except Exception as error:
-            self.failed(error)
-            raise
 
     # -- the kernel's hooks ---------------------------------------------------------------
     def hooks(self) -> Hooks:
@@ -331,11 +304,19 @@ _FAILED = object()
 
 
 def _definition_hash(runtime: QueryRuntime) -> str:
+    """A short hash of the query class's source (its name when the source cannot be
+    read), so a changed definition is told apart; read once per class (the source is
+    read from disk: milliseconds), kept on its runtime."""
+    found = runtime.__dict__.get("definition_hash")
+    if isinstance(found, str):
+        return found
     try:
         text = inspect.getsource(runtime.cls)
     except (OSError, TypeError):
         text = runtime.description.name
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    found = runtime.__dict__["definition_hash"] = hashlib.sha256(
+        text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return found
 
 
 def _preflight(runtime: QueryRuntime) -> Any:

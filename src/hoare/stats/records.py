@@ -1,9 +1,13 @@
-"""The record of one call in the stats store, and the one place it is built (issue 28):
-``CallRecord`` names its fields, in the order the writer and the schema expect;
-``RecordedAs`` is what names a caller's records (the same call after call); and
-``call_record`` builds the record of a contracted call, a query, an agent run or a tool
-call from what the call knows. Every front end queues what ``call_record`` returns
-(``StatsStore.record``), so what a column holds is decided here and nowhere else.
+"""The record of one call, and the one place it is built (issue 28): ``CallRecord``
+names its fields, in the order the writer and the schema expect; ``RecordedAs`` is what
+names a caller's records (the same call after call); and ``call_record`` builds the
+record of a contracted call, a query, an agent run or a tool call from what the call
+knows. Every front end queues what ``call_record`` returns (``StatsStore.record``), and a
+contracted call's span is closed from the same record (``hoare.telemetry.finish_call``),
+so what a column or a span attribute holds is decided here and nowhere else: the
+success rule (``settled``) and the counting of attempts and remedies
+(``attempt_counts``) exist once. ``contract_perf_stats`` reads the same clock: the
+call's elapsed time, measured once, is the record's latency and the aggregate's total.
 
 Apart from the store (``hoare.stats.store``) so that the calling side imports it without
 the writer (sqlite3, its thread, its exit hook). ``call_record`` runs on every
@@ -19,7 +23,8 @@ from typing import NamedTuple
 from hoare.engines.base import innermost
 from hoare.kernel import Outcome, Phase
 
-__all__ = ["CallRecord", "RecordFields", "RecordedAs", "call_record"]
+__all__ = ["CallRecord", "RecordFields", "RecordedAs", "attempt_counts", "call_record",
+           "settled"]
 
 
 class CallRecord(NamedTuple):
@@ -72,10 +77,43 @@ class RecordedAs(NamedTuple):
     def of(cls, name: str, definition_hash: str, engine: object,
            families: tuple[tuple[str, str], ...] = ()) -> RecordedAs:
         """Named after the engine under its wrappers (a budget, a cache, a deadline):
-        its class and its ``model`` (None without an engine: a tool call)."""
-        inner = innermost(engine)
+        its class and its ``model`` (None without an engine: a tool call). A foreign
+        engine whose attributes raise is named by its class alone: never raises."""
+        try:
+            inner = innermost(engine)
+        except Exception:
+            inner = engine
+        try:
+            model = getattr(inner, "model", None)
+        except Exception:
+            model = None
         return cls(name, definition_hash, None if inner is None else type(inner).__name__,
-                   getattr(inner, "model", None), families)
+                   model, families)
+
+
+def settled(outcome: Outcome, raised: BaseException | None) -> Outcome:
+    """The outcome a call is recorded with: a call that raised (``forward``, or a
+    contract it called, or the result check) did not return a checked value, so it
+    counts as failed whatever the contract's verdict was."""
+    if raised is not None and outcome.success:
+        return outcome._replace(success=False)
+    return outcome
+
+
+def attempt_counts(outcome: Outcome) -> tuple[int, int]:
+    """``(attempts, remedies)`` of a call: one attempt per generation (``Phase.POST``);
+    the remedies are the repaired inputs (``Phase.PRE``) and every generation after the
+    first. What the stats store's columns and the span's attributes both hold."""
+    attempts = outcome.attempts
+    if len(attempts) == 1 and attempts[0].phase is Phase.POST:  # the happy path
+        return 1, 0
+    generations = remedies = 0
+    for attempt in attempts:
+        if attempt.phase is Phase.POST:
+            generations += 1
+        elif attempt.phase is Phase.PRE:
+            remedies += 1
+    return generations, remedies + max(0, generations - 1)
 
 
 def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
@@ -85,33 +123,42 @@ def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
     """The record of one call (``CallRecord``'s fields as a plain tuple), stamped now.
 
     ``kind`` is ``"contract"``, ``"query"``, ``"agent"`` or ``"tool"``. With the
-    kernel's ``outcome`` (contracts, queries) the record counts its attempts: one per
-    generation (``Phase.POST``), the remedies being the repaired inputs
-    (``Phase.PRE``) and every generation after the first; it carries the pre-flight's
-    verdict, the tokens the engine reported and the trials of its predicates, and
-    counts a shadow refusal when the pre-flight's reason starts with
-    ``shadow_prefix``. Without one (an agent run, a tool call) it is ``success`` in
-    ``steps`` steps, no remedy, no tokens. The cost is what the call's meter spent."""
+    kernel's ``outcome`` (contracts, queries; ``settled`` already) the record counts its
+    attempts and remedies (``attempt_counts``); it carries the pre-flight's verdict, the
+    tokens the engine reported and the trials of its predicates, and counts a shadow
+    refusal when the pre-flight's reason starts with ``shadow_prefix``. Without one (an
+    agent run, a tool call) it is ``success`` in ``steps`` steps, no remedy, no tokens.
+    The cost is what the call's meter spent. Values are taken as they are: the writer
+    checks every one (``hoare.stats.values``), the span keeps only finite counts."""
     name, digest, engine, model, families = recorded_as
     if outcome is None:
         return (time.time(), name, digest, label, success, success and steps <= 1, steps,
                 0, None, None, None, cost, elapsed_ns / 1e6, engine, model, trials, kind,
                 provider_faults, 0, families)
-    generations = remedies = 0
-    for attempt in outcome.attempts:
-        if attempt.phase is Phase.POST:
-            generations += 1
-        elif attempt.phase is Phase.PRE:
-            remedies += 1
-    if generations > 1:
-        remedies += generations - 1
+    attempts, remedies = attempt_counts(outcome)
+    trials = outcome.trials
+    trials = _TRIALS.get(trials) or _interned(trials)
     succeeded = outcome.success
     usage = outcome.usage
     preflight = outcome.preflight
-    return (time.time(), name, digest, label, succeeded,
-            succeeded and generations <= 1, generations, remedies,
-            None if preflight is None else preflight.verdict.value,
+    return (time.time(), name, digest, label, succeeded, succeeded and attempts <= 1,
+            attempts, remedies, None if preflight is None else preflight.verdict.value,
             usage.get("input_tokens"), usage.get("output_tokens"), cost,
-            elapsed_ns / 1e6, engine, model, outcome.trials, kind, provider_faults,
+            elapsed_ns / 1e6, engine, model, trials, kind, provider_faults,
             int(shadow_prefix is not None and preflight is not None
                 and preflight.reason.startswith(shadow_prefix)), families)
+
+
+# The trials of a call, interned: the same few tuples recur call after call, and a
+# record holding the call's own (a tuple of pairs: eight objects the garbage collector
+# tracks) until the writer runs made the collector run more often. Bounded.
+_TRIALS: dict[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]] = {}
+_TRIALS_LIMIT = 4096
+
+
+def _interned(trials: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:
+    """The one kept copy of ``trials`` (kept from now on while there is room), or
+    ``trials`` itself."""
+    if len(_TRIALS) < _TRIALS_LIMIT:
+        return _TRIALS.setdefault(trials, trials)
+    return trials

@@ -24,6 +24,7 @@ __all__ = [
     "clean_record",
     "display_text",
     "finite_number",
+    "plain_row",
     "shown_value",
     "storable_text",
     "stored_integer",
@@ -98,12 +99,15 @@ def stored_integer(value: object, top: int) -> int | None:
 
 def _plain(item: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """The row of a record whose every value is already storable (the record a
-    contract call makes), or None: then ``clean_record`` checks it field by field. One
-    expression of exact type tests, so the writer's cost per record stays small."""
-    if type(item) is not tuple or not 19 <= len(item) <= 20:
+    contract call makes), or None: then ``clean_record`` checks it field by field. Exact
+    type tests only, so the writer's cost per record stays small: the texts (a caller's
+    names, its label, its engine: the same few strings call after call) are looked up
+    among those already found storable unchanged (``_storable``), and the trials among
+    those already encoded."""
+    if type(item) is not tuple or len(item) != 20:  # CallRecord's 20 fields
         return None
     ts, name, digest, label, success, first, attempts, remedies, preflight, tokens_in, \
-        tokens_out, cost, latency, engine, model, trials, kind, faults, shadow = item[:19]
+        tokens_out, cost, latency, engine, model, trials, kind, faults, shadow, _ = item
     if not (type(ts) is float and ts - ts == 0 and type(latency) is float
             and latency >= 0 and latency - latency == 0
             and type(success) is bool and type(first) is bool
@@ -120,17 +124,40 @@ def _plain(item: tuple[Any, ...]) -> tuple[Any, ...] | None:
             and (engine is None or type(engine) is str)
             and (model is None or type(model) is str)):
         return None
-    text = name + digest + label + kind + (preflight or "") + (engine or "") + (model or "")
-    if not text.isascii() or "\x00" in text or max(
-            len(name), len(digest), len(label), len(kind), len(preflight or ""),
-            len(engine or ""), len(model or "")) > TEXT_LIMIT:
-        return None
+    texts = (name, digest, label, kind, preflight, engine, model)
+    if not _STORABLE.issuperset(texts):  # exact str or None only: their own hash and eq
+        for text in texts:
+            if text not in _STORABLE and not _storable(text):
+                return None
     encoded = _ENCODED.get(trials) if type(trials) is tuple else None
     if encoded is None:
         return None
     return (ts, name, digest, label, int(success), int(first), attempts, remedies,
             preflight, tokens_in, tokens_out, cost, latency, engine, model, encoded, kind,
             faults, shadow)
+
+
+plain_row = _plain  # the writer's fast path, tried before ``clean_record``
+
+
+# Exact ``str`` values found storable unchanged (and None): each text of a record is
+# checked once per process, not once per record; bounded, past the bound texts are
+# checked every time.
+_STORABLE: set[str | None] = {None}
+_STORABLE_LIMIT = 4096
+
+
+def _storable(text: object) -> bool:
+    """``text`` is an exact ``str`` that ``storable_text`` keeps unchanged: UTF-8
+    (ASCII, here: the common case, checked in C), no NUL, within ``TEXT_LIMIT``;
+    remembered in ``_STORABLE``. A ``str`` subclass is never taken as it is (its
+    ``__eq__`` and ``__hash__`` are its own): the field-by-field check copies it."""
+    if type(text) is not str or not text.isascii() or "\x00" in text \
+            or len(text) > TEXT_LIMIT:
+        return False
+    if len(_STORABLE) < _STORABLE_LIMIT and len(text) <= 1024:  # at most ~4 MB kept
+        _STORABLE.add(text)
+    return True
 
 
 def clean_record(item: tuple[Any, ...], problems: list[str]) -> tuple[Any, ...] | None:

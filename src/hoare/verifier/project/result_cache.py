@@ -55,8 +55,12 @@ class VerdictCache:
         self.directory = directory / _FORMAT
         self.settings = json.dumps(settings, sort_keys=True, default=str)
         self._environment: str | None = None
-        self._digests: dict[Path, str | None] = {}
-        self._imports: dict[Path, list[Path]] = {}
+        # per file (its path as a string: hashing and comparing ``Path`` objects cost
+        # more than the rest of a warm run): digest, local imports, import closure
+        self._digests: dict[str, str | None] = {}
+        self._imports: dict[str, list[str]] = {}
+        self._closures: dict[str, frozenset[str]] = {}
+        self._seals: dict[str, str | None] = {}  # per file, its component's (``_closure``)
         # each file's import statements by its digest, in one file (``imports.json``):
         # a warm run reads it once instead of parsing every file
         self._statements: dict[str, list[list[Any]]] | None = None
@@ -72,41 +76,112 @@ class VerdictCache:
     # -- keys -----------------------------------------------------------------------
     def key(self, unit: Unit) -> str | None:
         """The unit's key, or None when a file it depends on cannot be read."""
-        files = self.closure(unit.path)
-        digests = []
-        for file in files:
-            digest = self._digest(file)
-            if digest is None:
-                return None
-            digests.append(f"{file}={digest}")
-        h = hashlib.sha256()
-        for part in (self.environment(), self.settings, unit.module or "", unit.only or "",
-                     str(unit.path), *digests):
-            h.update(part.encode("utf-8", "surrogatepass"))
-            h.update(b"\0")
-        return h.hexdigest()
+        path = str(unit.path)
+        self._closure(path)
+        seal = self._seals[path]
+        if seal is None:
+            return None
+        material = "\0".join((self.environment(), self.settings, unit.module or "",
+                               unit.only or "", path, seal))
+        return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
     def closure(self, path: Path) -> list[Path]:
-        """``path`` and every local file it imports, transitively, sorted."""
-        seen = {path}
-        todo = [path]
-        while todo:
-            current = todo.pop()
-            for dep in self._local_imports(current):
-                if dep not in seen:
-                    seen.add(dep)
-                    todo.append(dep)
-        return sorted(seen)
+        """``path`` and every local file it imports, transitively, sorted by name."""
+        return [Path(file) for file in sorted(self._closure(str(path)))]
 
-    def _digest(self, path: Path) -> str | None:
+    def imports_any(self, path: Path, files: set[str]) -> bool:
+        """Whether ``path`` is, or imports (transitively), one of ``files`` (paths as
+        strings, as ``os.path.realpath`` gives them)."""
+        return not files.isdisjoint(self._closure(str(path)))
+
+    def _closure(self, start: str) -> frozenset[str]:
+        """The files ``start`` imports, transitively, and itself; memoized per file.
+
+        Every unit of a project usually imports the same modules (a package's
+        ``__init__`` and what it imports): walking them again for each unit made the
+        keys of n units cost n times the size of that shared closure. So the import
+        graph's strongly connected components are found once (Tarjan's algorithm,
+        iterative: an import chain can be deeper than the recursion limit), and a
+        component's closure is its members and the closures of the components it
+        imports, computed before it and shared by every member.
+
+        Each component is also sealed: a digest of its members' paths and contents
+        and of the seals of the components it imports (None when a file cannot be
+        read). A seal changes when any file of the closure changes (its bytes, or
+        the imports that make the closure), so a key hashes one seal instead of
+        every file of its closure."""
+        done = self._closures
+        if start in done:
+            return done[start]
+        order: dict[str, int] = {start: 0}  # visiting order; lowest order reachable:
+        low: dict[str, int] = {start: 0}
+        stack = [start]  # visited, component not yet complete
+        on_stack = {start}
+        work = [(start, iter(self._local_imports(start)))]
+        while work:
+            node, edges = work[-1]
+            for dep in edges:
+                if dep in done:
+                    continue  # a complete component (of this walk or an earlier one)
+                if dep not in order:
+                    order[dep] = low[dep] = len(order)
+                    stack.append(dep)
+                    on_stack.add(dep)
+                    work.append((dep, iter(self._local_imports(dep))))
+                    break
+                if dep in on_stack:
+                    low[node] = min(low[node], order[dep])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == order[node]:
+                    members = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        members.add(member)
+                        if member == node:
+                            break
+                    files = set(members)
+                    below: set[str | None] = set()
+                    for member in members:
+                        for dep in self._local_imports(member):
+                            if dep not in members:
+                                files |= done[dep]
+                                below.add(self._seals[dep])
+                    closure = frozenset(files)
+                    seal = self._seal(sorted(members), below)
+                    for member in members:
+                        done[member] = closure
+                        self._seals[member] = seal
+        return done[start]
+
+    def _seal(self, members: list[str], below: set[str | None]) -> str | None:
+        """A component's seal (see ``_closure``): None when one of its files, or of
+        the components below it, cannot be read."""
+        parts = []
+        for member in members:
+            digest = self._digest(member)
+            if digest is None:
+                return None
+            parts.append(f"{member}={digest}")
+        if None in below:
+            return None
+        parts.append("imports")
+        parts.extend(sorted(seal for seal in below if seal is not None))
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _digest(self, path: str) -> str | None:
         if path not in self._digests:
             try:
-                self._digests[path] = hashlib.sha256(read_source(path)).hexdigest()
+                self._digests[path] = hashlib.sha256(read_source(Path(path))).hexdigest()
             except OSError:
                 self._digests[path] = None
         return self._digests[path]
 
-    def _local_imports(self, path: Path) -> list[Path]:
+    def _local_imports(self, path: str) -> list[str]:
         if path in self._imports:
             return self._imports[path]
         digest = self._digest(path)
@@ -114,7 +189,7 @@ class VerdictCache:
         names = statements.get(digest) if digest else None
         if not isinstance(names, list):
             try:
-                names = _import_statements(read_source(path))
+                names = _import_statements(read_source(Path(path)))
             except OSError:
                 names = []
             if digest:
@@ -122,8 +197,8 @@ class VerdictCache:
                 self._added = True
         if digest:
             self._used.add(digest)
-        found = local_imports(path, [(int(level), str(name), list(items))
-                                     for level, name, items in names])
+        found = [str(file) for file in local_imports(
+            Path(path), [(int(level), str(name), list(items)) for level, name, items in names])]
         self._imports[path] = found
         return found
 

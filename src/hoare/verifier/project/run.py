@@ -107,8 +107,8 @@ def run_verify(targets: Sequence[str], *, format: str | None = None,
                                     "rlimit": options.rlimit, "overrides": project.overrides})
     store = keys if use_cache else None
     if only_affected:
-        touched = set(changed)
-        units = [u for u in units if touched.intersection(keys.closure(u.path))]
+        touched = {str(path) for path in changed}
+        units = [u for u in units if keys.imports_any(u.path, touched)]
     results, cached = _results(units, options, jobs, store, project.overrides, float(bound))
     report = assemble(results)
     report.seconds = time.perf_counter() - start
@@ -246,15 +246,23 @@ def assemble(results: Sequence[dict[str, Any]]) -> Report:
     import json
 
     report = Report()
-    seen: dict[tuple[str, str], list[str]] = {}
+    # per name, the reports kept so far; the canonical text of one (to compare it in
+    # full) is made only when a second report of that name comes: most names are unique
+    seen: dict[tuple[str, str], list[list[Any]]] = {}
+
+    def whole(kept: list[Any]) -> str:
+        if kept[1] is None:
+            kept[1] = json.dumps(kept[0], sort_keys=True, default=str)
+        return str(kept[1])
+
     for result in results:
         for group, into in (("contracts", report.contracts), ("pipelines", report.pipelines)):
             for data in result.get(group, []):
-                whole = json.dumps(data, sort_keys=True, default=str)
                 same_name = seen.setdefault((group, data["name"]), [])
-                if whole in same_name:
+                entry: list[Any] = [data, None]
+                if same_name and any(whole(kept) == whole(entry) for kept in same_name):
                     continue
-                same_name.append(whole)
+                same_name.append(entry)
                 into.append(ContractReport.from_json(data))
         report.errors.extend(ImportProblem.from_json(e) for e in result.get("errors", []))
     return report

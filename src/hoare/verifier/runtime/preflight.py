@@ -28,6 +28,7 @@ import z3
 
 from hoare.declaration.description import ContractDescription, PredicateSource
 from hoare.kernel import Policy, PreflightResult, Verdict
+from hoare.verifier.runtime.certificate import DOMAIN, Certificate
 from hoare.verifier.runtime.input_keys import ABSENT, NotPlain, Snapshot, freeze, input_key
 from hoare.verifier.runtime.placeholders import fill_placeholders, input_names
 from hoare.verifier.search.candidates import constants_of
@@ -39,7 +40,12 @@ from hoare.verifier.search.falsify import (
     log_refutation,
 )
 from hoare.verifier.solve.context import MAIN
-from hoare.verifier.solve.qe import Compiled, compile_formula, eliminate
+from hoare.verifier.solve.qe import (
+    Compiled,
+    compile_formula,
+    eliminate,
+    rounds_to_int,
+)
 from hoare.verifier.solve.solver import Assertion, SolverOptions, ordered_core, solve
 from hoare.verifier.solve.z3util import constant_names, group_by_constants, is_true, named_constants
 from hoare.verifier.translate.predicates import (
@@ -63,6 +69,9 @@ _PREPARED_CACHE = 64  # translations kept per class, one per tuple of self attri
 _CANDIDATES = 8  # outputs that satisfied earlier calls, tried first by substitution
 _GIVE_UP = 3  # per-call queries in a row that z3 could not decide: stop asking
 _CONFIRMED = Confirmed()  # unsatisfiable verdicts already put through the falsifier
+# unsatisfiable verdicts resting only on exact parts (certificate.py), by identity; one
+# evicted is put through the falsifier again (sound, only slower)
+_CERTIFIED = Confirmed(2 * _INPUT_CACHE)
 
 
 @dataclass
@@ -75,7 +84,7 @@ class _Prepared:
     verdict: PreflightResult | None = None  # when no post-condition reads the input
     solver: z3.Solver | None = None
     literals: list[z3.BoolRef] | None = None
-    names: dict[str, str] | None = None
+    names: dict[int, str] | None = None  # a tracking literal's AST id -> its label
     positive: PreflightResult | None = None  # the verdict when an output exists
     relevant: set[str] | None = None  # input constants the post-conditions constrain
 
@@ -95,6 +104,7 @@ class _Prepared:
     formula: z3.BoolRef | None = None  # the input-dependent part, all conjoined
     outside: list[z3.ExprRef] = field(default_factory=list)  # its non-input constants
     candidates: list[list[tuple[z3.ExprRef, z3.ExprRef]]] = field(default_factory=list)
+    certificate: Certificate | None = None  # which per-input refusals rest on exact parts
     undecided: int = 0  # per-call queries in a row that ended unknown
     reads: list[tuple[Any, Snapshot]] = field(default_factory=list)  # values baked in
 
@@ -209,7 +219,9 @@ class Preflight:
             result = prepared.verdict if prepared.verdict is not None else \
                 self._check_input(prepared, key, used_input)
             if result.verdict is Verdict.UNSATISFIABLE:
-                final = self._falsify(prepared, instance, used_input, result)
+                # an exact certificate proves it: the concrete search could only agree
+                final = result if _CERTIFIED.get(result) is result else \
+                    self._falsify(prepared, instance, used_input, result)
                 if final.verdict is Verdict.UNSATISFIABLE:
                     return PreflightResult(final.verdict, fill_placeholders(
                         final.reason, input_names(self.desc), used_input))
@@ -280,14 +292,16 @@ class Preflight:
                 posts = [translate(p, [output.value, used.value], self_model)
                          for p in self.posts]
             prepared = _Prepared(output, used, posts)
-            assertions = [Assertion(c.label, c.expr, c.kind) for c in output.constraints]
-            for t in posts:
+            owned = [(Assertion(c.label, c.expr, c.kind), DOMAIN) for c in output.constraints]
+            for index, t in enumerate(posts):
                 if t.opaque is None:
-                    assertions += [Assertion(None, d) for d in t.defs]
-                    assertions += [Assertion(c.label, z3.Not(c.cond), "pred") for c in t.cases]
+                    owned += [(Assertion(None, d), index) for d in t.defs]
+                    owned += [(Assertion(c.label, z3.Not(c.cond), "pred"), index)
+                              for c in t.cases]
+            assertions = [assertion for assertion, _owner in owned]
             prepared.positive = self._positive(prepared)
             if self.reads_input:
-                self._split(prepared, assertions)
+                self._split(prepared, owned)
             else:
                 query = solve(assertions, self.options)
                 prepared.verdict = self._verdict(query.status, query.core, query.reason,
@@ -297,16 +311,18 @@ class Preflight:
                 self._prepared.popitem(last=False)
             return prepared
 
-    def _split(self, prepared: _Prepared, assertions: list[Assertion]) -> None:
+    def _split(self, prepared: _Prepared, owned: list[tuple[Assertion, int]]) -> None:
         """Decide once what does not depend on the input; prepare the rest.
 
         Assertions are grouped into components that share no constant. A component
         without input constants (say, ``reason.strip() != ""`` on the output) has
         the same answer for every input: it is checked now. The others are
         prepared for each call, by quantifier elimination when they are linear
-        arithmetic, else as an incremental solver.
+        arithmetic, else as an incremental solver. ``owned``: each assertion with its
+        owner (the output type or a post-condition), for the certificate.
         """
-        assertions = [a for a in assertions if a.kind != "bound"]  # the input is concrete
+        owned = [(a, owner) for a, owner in owned if a.kind != "bound"]  # a concrete input
+        assertions = [a for a, _owner in owned]
         memo: dict[int, frozenset[str]] = {}
         with Z3_LOCK:
             input_names = set(assign_names(prepared.used))
@@ -324,6 +340,10 @@ class Preflight:
         if not dynamic:
             prepared.verdict = prepared.positive
             return
+        in_dynamic = {id(a) for a in dynamic}
+        prepared.certificate = Certificate.of(
+            [(a, owner) for a, owner in owned if id(a) in in_dynamic],
+            prepared.output.exact, prepared.posts)
         with Z3_LOCK:
             relevant: set[str] = set()
             for a in dynamic:
@@ -331,7 +351,9 @@ class Preflight:
             prepared.relevant = relevant
             prepared.extract = Extractor(prepared.used.value, relevant)
             formula = z3.And(*[a.expr for a in dynamic])
-            reduced = eliminate(formula, relevant, self.options.timeout_ms)
+            # qe does not eliminate under to_int (float rounding): it would only time out
+            reduced = None if rounds_to_int(formula) else \
+                eliminate(formula, relevant, self.options.timeout_ms)
             if reduced is not None:
                 prepared.phi = compile_formula(reduced)
             prepared.formula = formula
@@ -390,7 +412,7 @@ class Preflight:
             names = {}
             for index, (label, exprs) in enumerate(grouped.items()):
                 literal = z3.Bool(f"pf.track!{index}")
-                names[str(literal)] = label
+                names[literal.get_id()] = label  # an id: str() runs z3's slow printer
                 literals.append(literal)
                 solver.add(z3.Implies(literal, z3.And(*exprs)))
             prepared.solver, prepared.literals, prepared.names = solver, literals, names
@@ -480,8 +502,13 @@ class Preflight:
                 answer = solver.check(*prepared.literals)
                 if answer == z3.unsat:
                     prepared.undecided = 0
-                    core = [prepared.names[str(c)] for c in solver.unsat_core()]
-                    return self._verdict("unsat", core, "", prepared, " for this input")
+                    core = [prepared.names[c.get_id()] for c in solver.unsat_core()]
+                    result = self._verdict("unsat", core, "", prepared, " for this input")
+                    if result.verdict is Verdict.UNSATISFIABLE and \
+                            prepared.certificate is not None and \
+                            prepared.certificate.certifies(core, exact):
+                        _CERTIFIED.put(result, result)
+                    return result
                 if answer == z3.sat:
                     prepared.undecided = 0
                     self._remember(prepared, solver.model())

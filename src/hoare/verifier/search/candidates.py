@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import annotated_types
 from pydantic import BaseModel
 
 from hoare.declaration.description import PredicateSource
@@ -381,8 +380,6 @@ def _bounds_of(item: object) -> dict[str, Any]:
         value = getattr(item, name, None)
         if value is not None:
             out[name] = value
-    if isinstance(item, annotated_types.Interval):
-        out.update({k: v for k, v in vars(item).items() if v is not None})
     metadata = getattr(item, "metadata", None)  # a nested FieldInfo
     if isinstance(metadata, list):
         for sub in metadata:

@@ -20,7 +20,7 @@ import z3
 from hoare.unmodelled import Unsupported
 from hoare.verifier.solve.z3util import is_false, is_true, named_constants
 
-__all__ = ["Compiled", "compile_formula", "eliminate"]
+__all__ = ["Compiled", "compile_formula", "eliminate", "rounds_to_int"]
 
 Compiled = Callable[[dict[str, Any]], Any]
 
@@ -52,6 +52,29 @@ def eliminate(formula: z3.BoolRef, keep: set[str], timeout_ms: int = 2_000
     if _has_quantifier(out):
         return None
     return out
+
+
+_ROUNDING = frozenset({z3.Z3_OP_TO_INT, z3.Z3_OP_IS_INT})
+
+
+def rounds_to_int(formula: z3.ExprRef) -> bool:
+    """Does ``formula`` round reals to integers (``to_int``, ``is_int``)? The float
+    translation does (a double's rounding, float ``//`` and ``%``, ``int()``), and
+    ``qe`` does not eliminate such a mixed integer/real formula: it runs until its
+    timeout (0.1 to 0.3 s of CPU, and the whole timeout of wall time on a loaded
+    machine), even for ``o.a + 1.0 <= i.x`` or ``o.a <= i.x // 1.0``."""
+    stack, seen = [formula], set()
+    while stack:
+        node = stack.pop()
+        key = node.get_id()
+        if key in seen:
+            continue
+        seen.add(key)
+        if z3.is_app(node):
+            if node.decl().kind() in _ROUNDING:
+                return True
+            stack.extend(node.children())
+    return False
 
 
 def _has_quantifier(expr: z3.ExprRef) -> bool:

@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 
 __all__ = [
     "COMPARED_KEYS",
+    "ENUM_DOMAIN_HOOKS",
     "IGNORED_METADATA",
     "atoms",
     "core_schema_gaps",
@@ -192,20 +193,39 @@ _BEHAVIOUR = frozenset({
 })
 
 
-def custom_behaviour(cls: type, base: type) -> str | None:
-    """The first behaviour method a subclass of ``base`` defines itself, if any."""
+# Hooks that widen an enum's domain: pydantic-core calls ``cls(value)`` on a value no
+# member has, so a ``_missing_`` may answer with a member built on the spot.
+ENUM_DOMAIN_HOOKS = frozenset({"_missing_"})
+
+
+def custom_behaviour(cls: type, base: type,
+                     names: frozenset[str] = _BEHAVIOUR) -> str | None:
+    """The first of ``names`` (behaviour methods by default) a subclass of ``base``
+    defines itself, if any."""
     for klass in cls.__mro__:
         module = klass.__module__
         if klass is base or not issubclass(klass, base) or module in (
                 "enum", "pydantic", "hoare.declaration.models") or module.startswith("pydantic."):
             continue
-        for name in sorted(_BEHAVIOUR):
-            found = klass.__dict__.get("_new_member_" if name == "__new__" else name)
-            function = getattr(found, "__func__", found)
-            function = getattr(function, "fget", function)
-            if getattr(function, "__qualname__", "").startswith(klass.__qualname__ + "."):
-                return name  # written by the user (enum machinery adds its own methods)
+        for name in sorted(names):
+            key = "_new_member_" if name == "__new__" else name
+            if key in klass.__dict__ and _written_by_user(klass.__dict__[key]):
+                return name
     return None
+
+
+def _written_by_user(found: object) -> bool:
+    """Not the machinery's own (enum and pydantic add methods to a user's class, and
+    builtins are their base's behaviour): a function defined in the class, or assigned
+    from anywhere else (``_missing_ = classmethod(helper)``), or ``None``
+    (``__hash__ = None``)."""
+    if found is None:
+        return True
+    function = getattr(found, "__func__", found)
+    function = getattr(function, "fget", function)
+    module = getattr(function, "__module__", None)
+    return not (module is None or module in ("builtins", "enum")
+                or module == "pydantic" or module.startswith("pydantic."))
 
 
 def is_immutable(ann: Any) -> bool:

@@ -26,6 +26,7 @@ import z3
 from hoare.verifier.solve.z3util import is_true
 from hoare.verifier.translate.metadata import (
     COMPARED_KEYS,
+    ENUM_DOMAIN_HOOKS,
     IGNORED_METADATA,
     atoms,
     custom_behaviour,
@@ -281,7 +282,8 @@ class ScalarTypes:
         if issubclass(cls, enum.Flag):
             return SOpaque(f"{owner}: {cls.__name__} is a Flag: pydantic accepts every "
                            f"combination of its members, not only the members")
-        custom = custom_behaviour(cls, enum.Enum)
+        custom = custom_behaviour(cls, enum.Enum) or \
+            custom_behaviour(cls, enum.Enum, ENUM_DOMAIN_HOOKS)
         if custom is not None:
             return SOpaque(f"{owner}: {cls.__name__} defines {custom}")
         self.leaves += 1

@@ -191,7 +191,15 @@ class TypeBuilder(ScalarTypes):
         """Whether a value of ``cls`` in this role may be an instance of a subclass:
         a value built in Python (an input, act's result, an attribute) that pydantic
         keeps as it is (``revalidate_instances='never'``, the default; other settings
-        revalidate it into exactly ``cls``). ``self`` attributes are never validated."""
+        revalidate it into exactly ``cls``). ``self`` attributes are never validated.
+
+        An input and act's result cross the contract boundary (``TypeSpec.validate``,
+        declaration/revalidation.py), which validates every model instance in them
+        again, however the caller built it (``model_construct``, a loose subclass, a
+        mutation): what pydantic enforces on ``cls``'s fields, and what a validator
+        this builder takes as only narrowing checks, holds for them. That is why
+        verdicts about inputs may rest on the constraints. The boundary returns exactly
+        ``cls``; ``open`` stays True for them all the same (precision, not soundness)."""
         if self.role == "self":
             return True
         return self.role in _PYTHON_BUILT_ROLES and \

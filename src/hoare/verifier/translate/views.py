@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import enum
 import functools
+import re
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -203,10 +205,13 @@ class ValueViews:
     def type_error(self, *operands: Sym) -> None:
         """An operation the operands' types do not support raises ``TypeError`` —
         unless an operand is an open model (``SModel.open``): a subclass may define
-        the dunder method, so the construct is opaque."""
+        the dunder method, so the construct is opaque; so is one on an object whose
+        type is not known to lack it (``inert``)."""
         for operand in operands:
             if isinstance(operand, SModel) and operand.open:
                 raise Opaque(f"an operation on {open_model_reason(operand)}")
+            if isinstance(operand, SObj) and not inert(operand.obj):
+                raise Opaque(f"an operation on a {type(operand.obj).__name__} object")
         self.error(true(), "TypeError")
 
     def int_expr(self, value: Sym) -> z3.ArithRef:
@@ -381,4 +386,28 @@ class ValueViews:
             raise Opaque(f"{what} of a value of unknown type")
         self.type_error(value)
         return None
+
+
+_INERT_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                types.MethodType, re.Pattern)
+_BINARY_OPERATORS = frozenset(
+    f"__{name}__" for name in (
+        "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub", "mul", "rmul", "truediv",
+        "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "divmod", "rdivmod", "pow",
+        "rpow", "matmul", "rmatmul", "and", "rand", "or", "ror", "xor", "rxor", "lshift",
+        "rlshift", "rshift", "rrshift", "neg", "pos", "abs", "invert"))
+
+
+def inert(obj: object) -> bool:
+    """Is ``obj`` a module, a function, a compiled pattern, or a class whose metaclass
+    defines no operator of its own (``type``, ``EnumType``, pydantic's)? Operators
+    between such an object and a value raise ``TypeError``. Any other object held as
+    ``SObj`` (an int too large for z3, an instance of a user's class or of a ``str``
+    or ``int`` subclass) may define them."""
+    if type(obj) in _INERT_TYPES:
+        return True
+    if isinstance(obj, type):
+        return not any(name in vars(cls) for cls in type.mro(type(obj))
+                       if cls not in (type, object) for name in _BINARY_OPERATORS)
+    return False
 
