@@ -277,3 +277,81 @@ def test_what_may_be_null_is_stored_as_given(tmp_path_factory: pytest.TempPathFa
     finally:
         backend.close()
     assert stored == [tuple(v[n] for n in names) for v in values]
+
+
+HOSTILE_VALUES: st.SearchStrategy[object] = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=2**62, max_value=2**80),
+    st.integers(max_value=-1), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6), st.sampled_from(["\udcff", "a\x00", "é", "x" * 5000]),
+    st.binary(max_size=4), st.just(object()),
+    st.lists(st.tuples(st.text(max_size=3), st.booleans()), max_size=2).map(tuple))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 18), HOSTILE_VALUES), max_size=3),
+       st.integers(1, 6))
+def test_the_batch_fast_path_agrees_with_the_record_by_record_check(
+        changes: list[tuple[int, object]], count: int) -> None:
+    """``plain_batch`` (column by column) takes a batch only when every record passes the
+    record-by-record fast path, and then gives exactly its rows, in order."""
+    from hoare.stats.values import clean_record, plain_batch, plain_row
+
+    base: list[object] = list(records.CallRecord(1.5, "m:C", "h", "L", True, False, 2, 1,
+                                                 "unknown", 3, None, 0.25, 4.0, "E", None,
+                                                 (("f", True),)))
+    batch = [list(base) for _ in range(count)]
+    for index, (field, value) in enumerate(changes):
+        batch[index % count][field] = value
+    items = [tuple(item) for item in batch]
+    for item in items:  # the trials' texts cached, as after a first record
+        clean_record(item, [])
+    flat = [value for item in items for value in item]
+    fast = plain_batch(flat, len(base))
+    one_by_one = [plain_row(item) for item in items]
+    if fast is None:
+        assert any(row is None for row in one_by_one)
+    else:
+        assert all(row is not None for row in one_by_one)
+        assert fast == [value for row in one_by_one if row is not None for value in row]
+
+
+@pytest.mark.parametrize("shape", ["tuple", "CallRecord"])
+def test_a_record_with_unhashable_trials_is_stored_and_the_writer_goes_on(
+        tmp_path: Path, shape: str) -> None:
+    """Trials holding a list (unhashable): the record is stored with the well-formed
+    pairs, and the writer thread lives on to write the next one (it used to die on the
+    trials' lookup, losing every later record)."""
+    from hoare.stats.query import query
+
+    store = StatsStore(tmp_path / "calls.db")
+    bad = records.CallRecord(1.0, "m:C", "h", "bad", True, True, 1, 0, None, None, None,
+                             None, 1.0, "E", None, ((["f"], True), ("g", True)))  # type: ignore[arg-type]  # the bad value under test
+    store.record(tuple(bad) if shape == "tuple" else bad)
+    store.record(bad._replace(label="after", trials=()))
+    assert store.flush(10)
+    store.close()
+    assert store._thread.is_alive() is False and (store.written, store.dropped) == (2, 0)
+    assert [(r["label"], r["trials"]) for r in query(str(tmp_path / "calls.db"))] == [
+        ("bad", [("g", True)]), ("after", [])]
+
+
+def test_an_unexpected_error_costs_its_batch_only(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import hoare.stats.store as module
+
+    store = StatsStore(tmp_path / "calls.db")
+    assert store.flush(10)
+
+    def broken(values: list[Any], width: int) -> None:
+        raise RuntimeError("a bug in the writer")
+
+    monkeypatch.setattr(module, "plain_batch", broken)
+    store.record(records.CallRecord(1.0, "m:C", "h", "lost", True, True, 1, 0, None, None,
+                                    None, None, 1.0, "E", None, ()))
+    assert store.flush(10)
+    monkeypatch.undo()
+    store.record(records.CallRecord(2.0, "m:C", "h", "kept", True, True, 1, 0, None, None,
+                                    None, None, 1.0, "E", None, ()))
+    assert store.flush(10)
+    store.close()
+    assert (store.written, store.dropped) == (1, 1)

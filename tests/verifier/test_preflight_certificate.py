@@ -496,6 +496,6 @@ def test_constants_the_certificate_accepts() -> None:
                 re.compile("a"), Ticket]
     source = describe(make(WITHIN_SLA), ContractConfig()).post[0]
     for value in accepted:
-        assert exact_translation(Translation(source, "t", reads=[(lambda: value, value)]))
+        assert exact_translation(Translation(source, "t", reads=[(lambda v=value: v, value)]))
     for value in [_Str("a"), object(), {"a": 1}]:
-        assert not exact_translation(Translation(source, "t", reads=[(lambda: value, value)]))
+        assert not exact_translation(Translation(source, "t", reads=[(lambda v=value: v, value)]))

@@ -144,13 +144,13 @@ class Call(Front):
         # the input's secrets (and the caller's own input's), for what quotes them: the
         # feedback, and the messages when rendered (lazily: an engine that never reads
         # them never needs them)
-        secrets = call_secrets(effect.input, flat) | self.input_secrets if feedback else None
+        secrets = self.quoted_secrets(effect.input, flat) if feedback else None
         if feedback and (secrets or description.feedback == "messages"):
             feedback = tuple(runtime.shown(v, secrets or frozenset()) for v in feedback)
 
         def render() -> tuple[Any, ...]:
             secrets_in = secrets if secrets is not None else \
-                call_secrets(effect.input, flat) | self.input_secrets
+                self.quoted_secrets(effect.input, flat)
             system = runtime.system(prompt_of(instance), task)
             messages = render_messages(system, effect.phase, spec_in.dump_json(effect.input),
                                        spec_in.name, feedback, effect.previous,
@@ -173,6 +173,12 @@ class Call(Front):
                        options=instance._hoare_options(), task=task, input=effect.input,
                        feedback=tuple(v.message for v in feedback) if feedback else (),
                        attempt=effect.attempt, contract=description.name, watch=watch)
+
+    def quoted_secrets(self, value: object, flat: type | None) -> frozenset[str]:
+        """The secrets a request quoting ``value`` must redact: ``value``'s and the
+        caller's own input's (no union when the latter has none)."""
+        secrets = call_secrets(value, flat)
+        return secrets | self.input_secrets if self.input_secrets else secrets
 
     def _early_check(self, used: object) -> Callable[[PredicateSource, object], bool]:
         """A post-condition called on a streamed answer's complete fields, as the kernel

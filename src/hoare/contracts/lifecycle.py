@@ -64,7 +64,11 @@ def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str,
     if type(getattr(instance, "prompt", None)) is not str:
         prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = Call(instance, runtime, rest)
-    call.input_secrets = call_secrets(raw, runtime.flat_input)
+    # the secrets of the caller's object, which the input check replaces by a validated
+    # copy; none to add for exactly the flat input model: its copy holds the same
+    # atomic values, or the input is refused
+    if type(raw) is not runtime.flat_input:
+        call.input_secrets = call_secrets(raw, runtime.flat_input)
     call.started_ns = started
     state = instance.__dict__  # the instance's call state, made at its first call
     bound = state.get("_hoare_bound_value") or instance._hoare_bound()
@@ -120,7 +124,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     recorded = call.outcome
     record: RecordFields | None = None  # built only for a store or a span that reads it
     if recorded is not None:
-        recorded = settled(recorded, raised)
+        if raised is not None:
+            recorded = settled(recorded, raised)
         call.runtime.tracker.record(recorded)
         elapsed_ns = time.perf_counter_ns() - call.started_ns  # the record's latency too
         perf = call.instance.__dict__.get("_hoare_perf_value") or call.instance._hoare_perf()
@@ -220,7 +225,8 @@ def _redact_secrets(call: Call, raised: BaseException | None) -> None:
     if outcome is None:
         return
     secrets = secret_values(outcome.original_input, outcome.input_used, outcome.result)
-    secrets |= call.input_secrets
+    if call.input_secrets:
+        secrets |= call.input_secrets
     if not secrets:
         return
 

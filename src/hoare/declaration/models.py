@@ -39,6 +39,7 @@ from pydantic_core import SchemaValidator
 from hoare.contracts.json_text import extract_json, json_candidates
 from hoare.declaration.revalidation import (
     Boundary,
+    clean_locations,
     revalidating_validator,
     revalidation_is_forced,
 )
@@ -133,8 +134,13 @@ class TypeSpec:
             value = self._dumping_adapter.dump_python(value, round_trip=True, warnings=False)
             boundary = None
         given = {"value": value} if self.wrapped else value
-        validated: Any = self.model.model_validate(given) if boundary is None \
-            else boundary.validate_python(given)
+        if boundary is None:
+            validated: Any = self.model.model_validate(given)
+        else:
+            try:
+                validated = boundary.validate_python(given)
+            except ValidationError as error:
+                raise clean_locations(error) from None
         return validated.value if self.wrapped else validated
 
     def validate_json(self, text: str) -> Any:

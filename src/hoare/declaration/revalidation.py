@@ -14,8 +14,7 @@ semantics; a module of its own because ``models.py`` (values and their rendering
 Two copies of the schema, for the two kinds of value a boundary receives:
 
 * ``data``: the value as the caller wrote it (a dict, a list, a native value), which may
-  hold instances: pydantic's validation, with every instance inside validated again as
-  under ``revalidate_instances='always'`` (its ``__dict__`` through its validators).
+  hold instances: pydantic's validation, with every instance inside checked as below.
 * ``instance``: an instance of the declared model, all of whose values were (or claim to
   have been) validated already: its values are checked against the schema *after*
   validation, which is what an instance holds: a before validator, which maps raw
@@ -28,20 +27,23 @@ Two copies of the schema, for the two kinds of value a boundary receives:
   own after validators are not run again (its fields are checked); a custom
   ``__init__`` is not called again.
 
-In both, a model's fields are matched by name as well as by alias (an instance's
-``__dict__`` is keyed by field name).
+For an instance, a model's fields are matched by name as well as by alias (its
+``__dict__`` is keyed by field name). Data is validated exactly as pydantic validates
+it; an instance nested in data is checked as ``instance`` checks one: each model
+schema dispatches on the value (a tagged union whose discriminator is ``isinstance``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, cast
 
 from pydantic import Field, ValidationError, create_model
-from pydantic_core import CoreSchema, SchemaValidator
+from pydantic_core import CoreSchema, InitErrorDetails, SchemaValidator
 
-__all__ = ["Boundary", "revalidating_validator", "revalidation_is_forced"]
+__all__ = ["Boundary", "clean_locations", "revalidating_validator", "revalidation_is_forced"]
 
 logger = logging.getLogger("hoare")
 
@@ -78,37 +80,80 @@ def _only_narrows(function: Any) -> bool:
         return False
 
 
-def _copy(node: Any, found: list[type], boundary: Boundary) -> Any:
+INSTANCE_TAG, DATA_TAG = "<instance>", "<data>"
+"""The branches of the dispatch a nested model schema becomes in ``data`` (an error's
+``loc`` names them: ``clean_locations`` removes them)."""
+
+
+def _dispatcher(cls: type) -> Callable[[object], str]:
+    """The discriminator of ``cls``'s dispatch: which branch a value takes."""
+    def which(value: object) -> str:
+        return INSTANCE_TAG if isinstance(value, cls) else DATA_TAG
+    return which
+
+
+def _copy(node: Any, found: list[type], boundary: Boundary, keep_refs: bool = True) -> Any:
     """A copy of the core schema ``node`` for ``boundary`` (the module's docstring), the
-    classes of its model and dataclass schemas collected in ``found``."""
+    classes of its model and dataclass schemas collected in ``found``. In ``data``, a
+    model or dataclass schema dispatches on the value: an instance of its class is
+    checked as ``instance`` does, anything else validated as data (``_dispatcher``); the
+    ``instance`` copies there keep no ``ref`` (the data copy's are the references)."""
     if isinstance(node, list):
-        return [_copy(item, found, boundary) for item in node]
+        return [_copy(item, found, boundary, keep_refs) for item in node]
     if not isinstance(node, dict):
         return node
     kind = node.get("type")
     if boundary == "instance":
         if kind == "function-before" or (kind == "json" and "schema" in node):
-            return _copy(node["schema"], found, boundary)
+            return _copy(node["schema"], found, boundary, keep_refs)
         if kind in _UNCHECKED_FUNCTIONS or kind == "json":
             return dict(_ANY)
         if kind == "function-after":
             inner = node["schema"]
             if _holds_instances(inner):
-                return _copy(inner, found, boundary)
+                return _copy(inner, found, boundary, keep_refs)
             if not _only_narrows(node.get("function")):
                 return dict(_ANY)
-    copied = {key: value if key in _VALUE_KEYS else _copy(value, found, boundary)
-              for key, value in node.items()}
-    if kind in _INSTANCE_KINDS and isinstance(copied.get("cls"), type):
-        found.append(copied["cls"])
-        copied["revalidate_instances"] = "always"
-        if boundary == "instance":
-            copied.pop("custom_init", None)
-        config = copied.get("config")
-        if isinstance(config, dict):  # a model reads its own config, not its parent's
-            copied["config"] = {**config, "revalidate_instances": "always",
-                                "validate_by_name": True}
+    copied = {key: value if key in _VALUE_KEYS else _copy(value, found, boundary, keep_refs)
+              for key, value in node.items() if keep_refs or key != "ref"}
+    cls = copied.get("cls")
+    if kind not in _INSTANCE_KINDS or not isinstance(cls, type):
+        return copied
+    found.append(cls)
+    if boundary == "data":  # dispatch: an instance is checked, data validated
+        checked = _copy(node, found, "instance", keep_refs=False)
+        ref = copied.pop("ref", None)
+        dispatch = {"type": "tagged-union", "choices": {INSTANCE_TAG: checked,
+                                                        DATA_TAG: copied},
+                    "discriminator": _dispatcher(cls)}
+        return dispatch if ref is None else {**dispatch, "ref": ref}
+    copied["revalidate_instances"] = "always"
+    copied.pop("custom_init", None)
+    config = copied.get("config")
+    if isinstance(config, dict):  # a model reads its own config, not its parent's
+        # an instance's ``__dict__`` is keyed by field name
+        copied["config"] = {**config, "revalidate_instances": "always",
+                            "validate_by_name": True}
     return copied
+
+
+def clean_locations(error: ValidationError) -> ValidationError:
+    """``error`` without the dispatch's branch names in its locations (``_copy``)."""
+    details = error.errors(include_url=False)
+    tags = (INSTANCE_TAG, DATA_TAG)
+    if not any(part in tags for item in details for part in item["loc"]):
+        return error
+    line_errors: list[InitErrorDetails] = []
+    for item in details:
+        detail: dict[str, Any] = {"type": item["type"], "input": item["input"],
+                                  "loc": tuple(p for p in item["loc"] if p not in tags)}
+        if "ctx" in item:
+            detail["ctx"] = item["ctx"]
+        line_errors.append(cast("InitErrorDetails", detail))
+    try:
+        return ValidationError.from_exception_data(error.title, line_errors)
+    except Exception:  # an error type pydantic-core cannot rebuild: the original
+        return error
 
 
 def revalidating_validator(schema: CoreSchema, boundary: Boundary = "data"

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic import Field as PydanticField
 from pydantic_core import SchemaValidator
 
@@ -39,7 +39,11 @@ from hoare.contracts.binding import bind_predicate
 from hoare.declaration.conditions import Post, Pre
 from hoare.declaration.description import ContractDescription, declared_conditions
 from hoare.declaration.models import TypeSpec, type_spec
-from hoare.declaration.revalidation import revalidating_validator, revalidation_is_forced
+from hoare.declaration.revalidation import (
+    clean_locations,
+    revalidating_validator,
+    revalidation_is_forced,
+)
 from hoare.errors import ContractDefinitionError, safe_text
 from hoare.kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
 from hoare.queries.answers import Response, WrappedParseError
@@ -331,7 +335,10 @@ class QueryRuntime:
         validator = self._validator
         if validator is None:
             validator = self._validator = revalidating_validator(self.adapter.core_schema)[0]
-        return typing.cast("Query[Any]", validator.validate_python(fields))
+        try:
+            return typing.cast("Query[Any]", validator.validate_python(fields))
+        except ValidationError as error:
+            raise clean_locations(error) from None
 
 
 def init_fields(query: object) -> dict[str, Any]:

@@ -142,6 +142,13 @@ class SqlAlchemyBackend:
         with self.engine.begin() as connection:
             connection.execute(sa.insert(_calls), params)
 
+    def write_values(self, values: list[Any], count: int) -> None:
+        """``count`` rows given flat (the SQLite writer's shape), as ``write``."""
+        width = len(COLUMNS)
+        if len(values) != count * width:
+            raise ValueError(f"{len(values)} values are not {count} rows of {width}")
+        self.write(list(zip(*[iter(values)] * width, strict=True)))
+
     def write_families(self, rows: Sequence[tuple[str, str, str]]) -> None:
         """The latest message of each family wins (a delete and an insert: portable)."""
         with self.engine.begin() as connection:

@@ -40,6 +40,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,6 +50,7 @@ from hoare.stats.values import (
     TRIALS_LIMIT,
     clean_record,
     display_text,
+    plain_batch,
     plain_row,
     storable_text,
 )
@@ -89,6 +91,7 @@ class Backend(Protocol):
     and ``hoare.stats.sql.SqlAlchemyBackend``); made and used by that thread only."""
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None: ...
+    def write_values(self, values: list[Any], count: int) -> None: ...
     def write_families(self, rows: Sequence[tuple[str, str, str]]) -> None: ...
     def prune(self, cutoff: float) -> None: ...
     def close(self) -> None: ...
@@ -205,11 +208,17 @@ class StatsStore:
                 continue
             self._busy = True
             batch = self._take()
-            if backend is not None:
-                self._write(backend, batch)
-            else:
+            if backend is None:
                 with self._lock:
-                    self.dropped += len(batch)
+                    self.dropped += len(batch) // FIELDS
+            else:
+                try:
+                    self._write(backend, batch)
+                except Exception as error:  # the writer goes on; the batch is counted
+                    with self._lock:
+                        self.dropped += len(batch) // FIELDS
+                    _log.warning("hoare stats: a batch was not written to %s: %s",
+                                 shown_target(self.path), display_text(repr(error), 300))
             self._busy = False
             if not self._pending:
                 with self._drained:
@@ -217,15 +226,15 @@ class StatsStore:
         if backend is not None:
             backend.close()
 
-    def _take(self) -> list[tuple[Any, ...]]:
-        """Up to BATCH records from the front of the queue, each as a tuple of its
-        fields. Every ``record`` adds whole records in one atomic call, so the queue
-        always holds whole records; callers only add at the end meanwhile."""
+    def _take(self) -> list[Any]:
+        """The values of up to BATCH records from the front of the queue, flat. Every
+        ``record`` adds a whole record in one atomic call, so the queue always holds
+        whole records; callers only add at the end meanwhile."""
         pending = self._pending
         count = min(len(pending), BATCH * FIELDS)
         taken = pending[:count]
         del pending[:count]
-        return list(zip(*[iter(taken)] * FIELDS, strict=True))
+        return taken
 
     def _prune(self, backend: Backend | None) -> float:
         """Delete the calls older than ``retention_days`` (when set); return when."""
@@ -251,33 +260,60 @@ class StatsStore:
                          "are unaffected)", self.broken)
             return None
 
-    def _write(self, backend: Backend, batch: Sequence[tuple[Any, ...]]) -> None:
-        rows = []
+    def _write(self, backend: Backend, taken: list[Any]) -> None:
+        """Write the records ``taken`` from the queue (their values, flat): the whole
+        batch checked column by column when every record is plain (``plain_batch``,
+        the records contract calls make), else record by record."""
+        values = plain_batch(taken, FIELDS)
+        if values is not None:
+            self._name_batch_families(backend, taken)
+            self._store(backend, values, len(taken) // FIELDS)
+            return
+        rows: list[tuple[Any, ...]] = []
         named: tuple[object, object] = (None, None)  # the families named last, by identity
-        for item in batch:
+        for item in zip(*[iter(taken)] * FIELDS, strict=True):
             row = plain_row(item)  # a record as call_record builds it: exact types
             if row is not None:
-                families = item[19] if len(item) == 20 else ()
-                if families and (families is not named[1] or item[1] is not named[0]):
+                families = item[19]  # a caller's: exact tuples only are looked into
+                if type(families) is tuple and families and (
+                        families is not named[1] or item[1] is not named[0]):
                     named = (item[1], families)
                     self._name_families(backend, item[1], families)
                 rows.append(row)
                 continue
             self._write_checked(backend, item, rows)
-        if not rows:
-            return
+        if rows:
+            self._store(backend, list(chain.from_iterable(rows)), len(rows))
+
+    def _store(self, backend: Backend, values: list[Any], count: int) -> None:
+        """``count`` rows (``values``, flat) in one transaction; when the database
+        refuses a value (not when it is unavailable), row by row, so only that row is
+        lost."""
         try:
-            backend.write(rows)
+            backend.write_values(values, count)
         except Exception as error:
-            if len(rows) > 1 and not _unavailable(error):
-                # a value the database refuses: row by row, so only that row is lost
-                for row in rows:
+            if count > 1 and not _unavailable(error):
+                for row in zip(*[iter(values)] * (len(values) // count), strict=True):
                     self._write_rows(backend, [row])
                 return
-            self._failed(error, len(rows))
+            self._failed(error, count)
             return
         with self._lock:
-            self.written += len(rows)
+            self.written += count
+
+    def _name_batch_families(self, backend: Backend, taken: list[Any]) -> None:
+        """Store the family messages of a batch's contracts (``_name_families``): the
+        (name, families) pairs told apart by identity (the same objects call after call;
+        the families are a caller's, not checked: never hashed nor compared here)."""
+        names, families = taken[1::FIELDS], taken[19::FIELDS]
+        if len(set(map(id, names))) == 1 and len(set(map(id, families))) == 1:
+            self._name_families(backend, names[0], families[0])
+            return
+        pairs: dict[tuple[int, int], tuple[object, object]] = {}
+        for name, family in zip(names, families, strict=True):
+            pairs.setdefault((id(name), id(family)), (name, family))
+        for name, family in pairs.values():
+            self._name_families(backend, name, family)
 
     def _write_checked(self, backend: Backend, item: tuple[Any, ...],
                        rows: list[tuple[Any, ...]]) -> None:

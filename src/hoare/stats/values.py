@@ -24,6 +24,7 @@ __all__ = [
     "clean_record",
     "display_text",
     "finite_number",
+    "plain_batch",
     "plain_row",
     "shown_value",
     "storable_text",
@@ -129,7 +130,10 @@ def _plain(item: tuple[Any, ...]) -> tuple[Any, ...] | None:
         for text in texts:
             if text not in _STORABLE and not _storable(text):
                 return None
-    encoded = _ENCODED.get(trials) if type(trials) is tuple else None
+    try:  # a tuple holding something unhashable (a list) is not a known one
+        encoded = _ENCODED.get(trials) if type(trials) is tuple else None
+    except TypeError:
+        return None
     if encoded is None:
         return None
     return (ts, name, digest, label, int(success), int(first), attempts, remedies,
@@ -138,6 +142,90 @@ def _plain(item: tuple[Any, ...]) -> tuple[Any, ...] | None:
 
 
 plain_row = _plain  # the writer's fast path, tried before ``clean_record``
+
+_NONE = type(None)
+_COLUMNS = 19  # a row's values (CallRecord's fields but the families)
+
+
+def plain_batch(values: list[Any], width: int) -> list[Any] | None:
+    """The rows of a batch of records queued flat (``width`` values each, in
+    ``CallRecord``'s order), as one flat list of the stored columns' values, when every
+    record passes ``_plain``'s checks; else None (then each record is checked on its
+    own). The same checks as ``_plain``, made column by column in C (a set of types, a
+    min, a max per column) rather than record by record in Python."""
+    count, rest = divmod(len(values), width)
+    if rest or count == 0 or width != _COLUMNS + 1:
+        return None
+    (ts, name, digest, label, success, first, attempts, remedies, preflight, tokens_in,
+     tokens_out, cost, latency, engine, model, trials, kind, faults, shadow) = (
+        values[index::width] for index in range(_COLUMNS))
+    if not (_kinds(ts) == {float} and all(map(math.isfinite, ts))
+            and _kinds(latency) == {float} and all(map(math.isfinite, latency))
+            and min(latency) >= 0 and _kinds(success) == _kinds(first) == {bool}
+            and all(_counts(column, _INT32) for column in (attempts, remedies, faults,
+                                                           shadow))
+            and _optional_counts(tokens_in) and _optional_counts(tokens_out)
+            and _optional_amounts(cost) and _kinds(trials) == {tuple}
+            and all(_texts(column, optional) for column, optional in (
+                (name, False), (digest, False), (label, False), (kind, False),
+                (preflight, True), (engine, True), (model, True)))):
+        return None
+    try:  # a tuple holding something unhashable (a list) is not a known one
+        encoded = list(map(_ENCODED.get, trials))
+    except TypeError:
+        return None
+    if None in encoded:
+        return None
+    rows: list[Any] = [None] * (count * _COLUMNS)
+    for index, column in enumerate((ts, name, digest, label, list(map(int, success)),
+                                    list(map(int, first)), attempts, remedies, preflight,
+                                    tokens_in, tokens_out, cost, latency, engine, model,
+                                    encoded, kind, faults, shadow)):
+        rows[index::_COLUMNS] = column
+    return rows
+
+
+def _kinds(column: list[Any]) -> set[type]:
+    return set(map(type, column))
+
+
+def _counts(column: list[Any], top: int) -> bool:
+    """Every value an ``int`` (exactly) in ``0..top``."""
+    return _kinds(column) == {int} and min(column) >= 0 and max(column) <= top
+
+
+def _present(column: list[Any]) -> list[Any] | None:
+    """The values that are not None; None when there is another kind of value than
+    ``int``, ``float`` or None (exact types)."""
+    kinds = _kinds(column)
+    if not kinds <= {int, float, _NONE}:
+        return None
+    return [value for value in column if value is not None] if _NONE in kinds else column
+
+
+def _optional_counts(column: list[Any]) -> bool:
+    """Every value None or an ``int`` (exactly) in ``0..INT64``."""
+    present = _present(column)
+    return present is not None and (not present or (
+        _kinds(present) == {int} and min(present) >= 0 and max(present) <= INT64))
+
+
+def _optional_amounts(column: list[Any]) -> bool:
+    """Every value None or a finite ``float`` (exactly) >= 0."""
+    present = _present(column)
+    return present is not None and (not present or (
+        _kinds(present) == {float} and all(map(math.isfinite, present))
+        and min(present) >= 0))
+
+
+def _texts(column: list[Any], optional: bool) -> bool:
+    """Every value an exact ``str`` stored unchanged (or None when ``optional``): looked
+    up among those already found so (``_STORABLE``), the others checked once each."""
+    if not _kinds(column) <= ({str, _NONE} if optional else {str}):
+        return False
+    if _STORABLE.issuperset(column):
+        return True
+    return all(_storable(text) for text in set(column) - _STORABLE if text is not None)
 
 
 # Exact ``str`` values found storable unchanged (and None): each text of a record is

@@ -5,6 +5,7 @@ parameter's type."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,8 +192,8 @@ def _typed_parameters(desc: ContractDescription, source: PredicateSource, node: 
     when every value is an instance of exactly that class (an output from JSON)."""
     arguments = node.args
     names = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-    if source.is_method:
-        names = names[1:]  # self
+    if source.is_method or inspect.ismethod(source.fn):
+        names = names[1:]  # self (or a bound method's own first parameter)
     roles: list[tuple[Any, bool]] = []
     if source.phase == "pre":
         roles.append((desc.input, False))

@@ -1,7 +1,10 @@
 """The hand-off of a pipeline, in z3: the condition that stage B accepts what stage A
-returns, modelled as ``Pipeline`` hands it over (``TypeSpec.validate``): the same model
-class passes as it is; another model is dumped (``model_dump()``: field names or
-serialisation aliases, excluded fields left out, computed fields added) and validated
+returns, modelled as ``Pipeline`` hands it over (``TypeSpec.validate``): an instance of
+the same model class, at the top or nested, is checked again, which gives back A's
+values unchanged (they are what validation produced: a before validator is not run
+again on them, an after validator only when it narrows, declaration/revalidation.py);
+another model is dumped (``model_dump()``: field names or serialisation aliases,
+excluded fields left out, computed fields added) and validated
 in Python mode (aliases or names per ``validate_by_alias``/``validate_by_name``,
 ``extra``, defaults of absent fields, strict mode, lax conversions); a native value is
 validated as ``{"value": v}``. Whatever of that is not modelled (serialisers, B's
@@ -410,8 +413,7 @@ def _convert(a: Sym, b: Sym, link: Link, where: str, ctx: _Ctx) -> z3.BoolRef:
     if isinstance(a, SModel) and isinstance(b, SModel):
         if ctx.dumped:
             return _from_dump(a, b, link, where)
-        if a.cls is b.cls and getattr(b.cls, "model_config", {}).get(
-                "revalidate_instances", "never") == "never":
+        if a.cls is b.cls:  # checked again at B's boundary: A's values, unchanged
             return _same(a, b, link, where)
         if getattr(b.cls, "model_config", {}).get("from_attributes") or \
                 issubclass(a.cls, b.cls):
