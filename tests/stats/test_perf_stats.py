@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from library_under_test import LIBRARY
 
 from hoare import Contract, LLMDataModel, contract
@@ -136,3 +138,97 @@ def test_counts_are_exact_under_many_threads() -> None:
     counts = json.loads(done.stdout)
     assert counts["total_execution"] == counts["output_validation"] == 400
     assert counts["forward_execution"] == 400 and counts["act_execution"] == 0
+
+
+def _reference_sums(calls: list[tuple[list[tuple[object, int]], int, bool]]
+                    ) -> dict[str, list[float]]:
+    """The per-call fold as it was written first (one Python loop over each call's
+    marks): what the grouped, column-wise fold must reproduce."""
+    from hoare.stats.perf import OPERATIONS as OPS
+
+    index = {phase: i for i, parts in enumerate(OPS.values()) for phase in parts}
+    columns: list[list[float]] = [[] for _ in range(6)]
+    for marks, total_ns, act in calls:
+        ops = [0, 0, 0, 0]
+        phases = 0
+        previous, start = marks[0] if marks else (None, 0)
+        for phase, now in marks[1:]:
+            if previous is not None:
+                position = index.get(previous.value)
+                if position is not None and (act or position != index["act"]):
+                    ops[position] += now - start
+                    phases += now - start
+            previous, start = phase, now
+        for position in range(4):
+            if ops[position] > 0:
+                columns[position].append(ops[position] / 1e9)
+        total = max(total_ns, phases)
+        columns[4].append((total - phases) / 1e9)
+        columns[5].append(total / 1e9)
+    return dict(zip([*OPS, "overhead", "total_execution"], columns, strict=True))
+
+
+def _kernel_shaped_marks() -> st.SearchStrategy[list[tuple[object, int]]]:
+    """Clock marks as the kernel makes them: a prefix of the phases in their order, or a
+    fallback after any of them (FORWARD, RESULT, None), or a forward that raised (the
+    marks end at FORWARD); plus arbitrary sequences, as ``PerfStats.add`` may give."""
+    from hoare.kernel import Phase
+
+    order = [Phase.INPUT, Phase.PRE, Phase.ACT, Phase.PREFLIGHT, Phase.POST]
+    shaped = st.tuples(st.integers(1, 5), st.booleans(), st.booleans()).map(
+        lambda t: [*order[:t[0]], Phase.FORWARD,
+                   *(() if t[1] else (Phase.RESULT, None))][: None if t[2] else 99])
+    anything = st.lists(st.sampled_from([*Phase, None]), max_size=9)
+    return st.one_of(shaped, anything).flatmap(lambda phases: st.lists(
+        st.integers(0, 10**7), min_size=len(phases), max_size=len(phases)).map(
+        lambda steps: [(p, sum(steps[: i + 1])) for i, p in enumerate(phases)]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_kernel_shaped_marks(), st.integers(0, 10**8), st.booleans()),
+                max_size=150))
+def test_the_grouped_fold_equals_the_per_call_loop(
+        calls: list[tuple[list[tuple[object, int]], int, bool]]) -> None:
+    stats = PerfStats()
+    for marks, total, act in calls:
+        stats.record(marks, total, act)
+    found = stats.as_dict()
+    for name, seconds in _reference_sums(calls).items():
+        item = found[name]
+        assert item["count"] == len(seconds), name
+        assert item["total"] == pytest.approx(math.fsum(seconds), rel=1e-9, abs=1e-15), name
+        if seconds:
+            assert item["min"] == pytest.approx(min(seconds), rel=1e-12), name
+            assert item["max"] == pytest.approx(max(seconds), rel=1e-12), name
+
+
+@settings(max_examples=200, deadline=None)
+@given(_kernel_shaped_marks(), st.booleans(), st.integers(1, 200), st.randoms())
+def test_a_batch_of_one_shape_folds_as_the_per_call_loop(
+        marks: list[tuple[object, int]], act: bool, count: int, rng: object) -> None:
+    """The steady state: every queued call went through the same phases (the batch is
+    folded in one pass over its columns)."""
+    import random
+
+    assert isinstance(rng, random.Random)
+    calls = []
+    for _ in range(count):
+        now = 0
+        shifted = []
+        for phase, _ in marks:
+            now += rng.randrange(0, 10**6)
+            shifted.append((phase, now))
+        calls.append((shifted, rng.randrange(0, 10**7), act))
+    stats = PerfStats()
+    for each, total, has_act in calls:
+        stats.record(each, total, has_act)
+    found = stats.as_dict()
+    for name, seconds in _reference_sums(calls).items():
+        assert found[name]["count"] == len(seconds), name
+        assert found[name]["total"] == pytest.approx(math.fsum(seconds), rel=1e-9,
+                                                     abs=1e-15), name
+        if len(seconds) > 1:
+            mean = math.fsum(seconds) / len(seconds)
+            std = math.sqrt(max(math.fsum((s - mean) ** 2 for s in seconds) / len(seconds),
+                                0.0))
+            assert found[name]["std"] == pytest.approx(std, rel=1e-6, abs=1e-12), name

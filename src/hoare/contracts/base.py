@@ -153,12 +153,11 @@ class Contract(Generic[In, Out]):
     @property
     def contract_outcome(self) -> Outcome | None:
         """The kernel ``Outcome`` of the latest call in this thread or task."""
-        call = self._hoare_latest().get()
-        return None if call is None else call.outcome
+        return _latest_outcome(self)
 
     @property
     def contract_successful(self) -> bool:
-        outcome = self.contract_outcome
+        outcome = _latest_outcome(self)  # forward reads it on every call
         return bool(outcome and outcome.success)
 
     @property
@@ -166,7 +165,7 @@ class Contract(Generic[In, Out]):
         """The validated output of the latest call in this thread or task. ``None`` when
         that call failed (check ``contract_successful`` first, as ``forward`` does):
         typed as the output so that ``forward`` can return it without a cast."""
-        outcome = self.contract_outcome
+        outcome = _latest_outcome(self)
         return None if outcome is None else outcome.result  # type: ignore[return-value]  # None: failed
 
     @property
@@ -214,6 +213,18 @@ class Contract(Generic[In, Out]):
     def contract_stats(cls) -> dict[str, Any]:
         """Success statistics of this contract class over every call so far (spec §7)."""
         return runtime_of(cls).tracker.snapshot().as_dict()
+
+
+def _latest_outcome(instance: Contract[Any, Any]) -> Outcome | None:
+    """The outcome of ``instance``'s latest call in this thread or task, as
+    ``Latest.get`` finds it (inline: forward reads it on every call); None before the
+    instance's first call (no ``Latest`` yet) or when that call has no outcome."""
+    latest: Latest | None = instance.__dict__.get("_hoare_latest_value")
+    if latest is None:
+        return None
+    slot = latest.var.get()
+    call = None if slot is None else latest.calls.get(slot.key)
+    return None if call is None else call.outcome
 
 
 _CALL_STATE = frozenset({"_hoare_latest_value", "_hoare_bound_value", "_hoare_perf_value"})

@@ -105,7 +105,7 @@ class Bound:
         if checker is not None:  # on, off or shadow: decorator, configure, [tool.hoare]
             self.preflight = configuration.preflight_hook(
                 runtime.preflight_choice, description.name,
-                lambda used: checker.check(instance, used))
+                partial(checker.check, instance))  # check(instance, used), no frame
         method = getattr(instance, "on_violation", None)
         self.handler = runtime.handler or method or runtime.log_violation
         self.hooks: Hooks | None = None  # the hooks of a call without extra kwargs

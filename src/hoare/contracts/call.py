@@ -79,8 +79,11 @@ class Call(Front):
         self.varied = False  # the current request was varied (``vary``)
         self.previous: Call | None = None  # the call of this instance this one is inside
         self.slot: Slot | None = None  # what the caller's context holds (``Latest``)
-        engine = instance._hoare_engine()
-        budget = instance.__dict__.get("_hoare_budget_value")
+        state = instance.__dict__
+        engine = state.get("_hoare_engine_value")
+        if engine is None:
+            engine = instance._hoare_engine()  # the configured default
+        budget = state.get("_hoare_budget_value")
         self.spend: Spend | None = None
         if budget is not None:  # one meter per call, or the caller's shared meter
             self.spend = budget.meter() if isinstance(budget, Budget) else budget
@@ -97,7 +100,10 @@ class Call(Front):
     def forward(self, used: object, outcome: Outcome) -> object:
         self.outcome = outcome
         try:
-            return self.runtime.description.forward(self.instance, used, **self.rest)
+            rest = self.rest
+            if rest:
+                return self.runtime.description.forward(self.instance, used, **rest)
+            return self.runtime.description.forward(self.instance, used)
         except BaseException as error:  # remembered so the call is recorded as failed
             self.forward_error = error
             raise
@@ -130,24 +136,27 @@ class Call(Front):
         description = runtime.description
         repair = effect.phase is Phase.PRE
         task: Literal["generate", "repair_input"] = "repair_input" if repair else "generate"
-        spec_in = description.input if repair else description.used_input
+        spec_in = description.input if repair else runtime.used_input
         target = description.input if repair else description.output
 
-        secrets = call_secrets(effect.input,
-                                runtime.flat_input if repair else runtime.flat_used_input)
-        if self.input_secrets:
-            secrets |= self.input_secrets
+        flat = runtime.flat_input if repair else runtime.flat_used_input
         feedback = effect.feedback
+        # the input's secrets (and the caller's own input's), for what quotes them: the
+        # feedback, and the messages when rendered (lazily: an engine that never reads
+        # them never needs them)
+        secrets = self.quoted_secrets(effect.input, flat) if feedback else None
         if feedback and (secrets or description.feedback == "messages"):
-            feedback = tuple(runtime.shown(v, secrets) for v in feedback)
+            feedback = tuple(runtime.shown(v, secrets or frozenset()) for v in feedback)
 
         def render() -> tuple[Any, ...]:
+            secrets_in = secrets if secrets is not None else \
+                self.quoted_secrets(effect.input, flat)
             system = runtime.system(prompt_of(instance), task)
             messages = render_messages(system, effect.phase, spec_in.dump_json(effect.input),
                                        spec_in.name, feedback, effect.previous,
                                        runtime.config.accumulate_errors, runtime.feedback_chars)
-            if secrets:  # e.g. a secret echoed back in the previous answer
-                messages = tuple(replace(m, content=redact(m.content, secrets))
+            if secrets_in:  # e.g. a secret echoed back in the previous answer
+                messages = tuple(replace(m, content=redact(m.content, secrets_in))
                                  for m in messages)
             return messages
 
@@ -159,10 +168,17 @@ class Call(Front):
                 from hoare.contracts.early_stop import EarlyStop
 
                 watch = EarlyStop(plan, self._early_check(effect.input))
-        return Request(render=render, schema=schema, schema_name=target.name,
+        return Request(render=render, schema=schema,
+                       schema_name=target.name if repair else runtime.output_name,
                        options=instance._hoare_options(), task=task, input=effect.input,
                        feedback=tuple(v.message for v in feedback) if feedback else (),
                        attempt=effect.attempt, contract=description.name, watch=watch)
+
+    def quoted_secrets(self, value: object, flat: type | None) -> frozenset[str]:
+        """The secrets a request quoting ``value`` must redact: ``value``'s and the
+        caller's own input's (no union when the latter has none)."""
+        secrets = call_secrets(value, flat)
+        return secrets | self.input_secrets if self.input_secrets else secrets
 
     def _early_check(self, used: object) -> Callable[[PredicateSource, object], bool]:
         """A post-condition called on a streamed answer's complete fields, as the kernel
@@ -246,6 +262,10 @@ class Call(Front):
         self.last_error = error
 
     def _reply(self, response: object, request: Request) -> Reply:
+        if not self.varied and request.watch is None:  # the common reply: usage as is
+            if type(response) is Response and response.usage is ONE_REQUEST:
+                return Reply(response, _ONE_REQUEST_USAGE)
+            return Reply(response, _usage(response))
         usage = _usage(response)
         extra: dict[str, int] = {}
         if self.varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]

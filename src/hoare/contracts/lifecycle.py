@@ -18,7 +18,7 @@ from hoare.contracts.call import Call, prompt_of
 from hoare.contracts.current import current_act, current_forward
 from hoare.contracts.latest import Done, Slot
 from hoare.contracts.logs import log_outcome
-from hoare.contracts.runtime import call_secrets, runtime_of
+from hoare.contracts.runtime import Runtime, call_secrets, runtime_of
 from hoare.declaration.description import ContractDescription
 from hoare.declaration.models import redact, secret_values
 from hoare.errors import ContractCallError
@@ -50,11 +50,19 @@ def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[
 
 def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
           ) -> tuple[Call, Any]:
-    """Bind the input, make the call the instance's latest, and create the kernel call."""
+    """Bind the input, make the call the instance's latest, and create the kernel call.
+    Runs on every call: the common case (one positional input, no extra kwargs, the
+    instance's shared hooks) takes no detour through a helper."""
     started = time.perf_counter_ns()
-    runtime = runtime_of(instance)
-    raw, rest = _bind(runtime.description, args, kwargs)
-    prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
+    runtime: Runtime | None = getattr(instance, "__hoare_runtime__", None)
+    if runtime is None:
+        runtime = runtime_of(instance)  # raises: not decorated
+    if len(args) == 1:  # what _bind returns for one positional argument
+        raw, rest = args[0], kwargs
+    else:
+        raw, rest = _bind(runtime.description, args, kwargs)
+    if type(getattr(instance, "prompt", None)) is not str:
+        prompt_of(instance)  # a missing prompt is a definition error, not an engine failure
     call = Call(instance, runtime, rest)
     # the secrets of the caller's object, which the input check replaces by a validated
     # copy; none to add for exactly the flat input model: its copy holds the same
@@ -62,11 +70,18 @@ def begin(instance: Contract[Any, Any], args: tuple[Any, ...], kwargs: dict[str,
     if type(raw) is not runtime.flat_input:
         call.input_secrets = call_secrets(raw, runtime.flat_input)
     call.started_ns = started
-    run = run_call(raw, runtime.config, _hooks_for(call, instance._hoare_bound()))
-    latest = instance._hoare_latest()
-    previous = latest.get()
-    if isinstance(previous, Call) and previous.running:  # a call nested in one of ours
-        call.previous = previous
+    state = instance.__dict__  # the instance's call state, made at its first call
+    bound = state.get("_hoare_bound_value") or instance._hoare_bound()
+    hooks = bound.hooks
+    if rest or hooks is None:
+        hooks = _hooks_for(call, bound)
+    run = run_call(raw, runtime.config, hooks)
+    latest = state.get("_hoare_latest_value") or instance._hoare_latest()
+    current = latest.var.get()
+    if current is not None:
+        previous = latest.calls.get(current.key)
+        if isinstance(previous, Call) and previous.running:  # a call nested in one of ours
+            call.previous = previous
     if _telemetry.tracer is not None:  # made current: finish always follows
         call.telemetry = _telemetry.start_call(runtime.description.name)
     slot = call.slot = Slot(latest.forget)
@@ -104,7 +119,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     # else: forward (or something it called) raised; call.outcome is what forward got
     if call.outcome is not None and call.outcome.violations:
         _redact_secrets(call, raised)
-    _attach_original(call, raised)
+    if raised is not None or (call.outcome is not None and call.outcome.exception is not None):
+        _attach_original(call, raised)  # else: no ContractViolationError to attach it to
     recorded = call.outcome
     record: RecordFields | None = None  # built only for a store or a span that reads it
     if recorded is not None:
@@ -112,8 +128,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
             recorded = settled(recorded, raised)
         call.runtime.tracker.record(recorded)
         elapsed_ns = time.perf_counter_ns() - call.started_ns  # the record's latency too
-        call.instance._hoare_perf().record(recorded.clock_marks, elapsed_ns,
-                                           call.runtime.has_act)
+        perf = call.instance.__dict__.get("_hoare_perf_value") or call.instance._hoare_perf()
+        perf.record(recorded.clock_marks, elapsed_ns, call.runtime.has_act)
         # a provider fault is logged whether or not a store counts it (docs/decoding.md)
         faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
             call.runtime.provider_faults(recorded)
@@ -127,7 +143,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
             log_outcome(call.runtime.description.name, recorded)
     if call.telemetry is not None:
         _end_span(call, record, raised)
-    latest = call.instance._hoare_latest()
+    latest = call.instance.__dict__.get("_hoare_latest_value") \
+        or call.instance._hoare_latest()
     # what the contract_* properties read, held by the instance: not the call (its engine
     # and kwargs), and never by a context (which would keep the instance alive)
     slot = call.slot

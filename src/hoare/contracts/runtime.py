@@ -78,6 +78,11 @@ class Runtime:
         self.flat_input = _flat_model(description.input)
         self.flat_used_input = _flat_model(description.used_input)
         self.has_act = description.act is not None
+        self.used_input = description.used_input  # what requests quote, per class
+        self.output_name = description.output.name
+        # the output model whose instances pass the result check by isinstance alone
+        # (not a wrapped native type, which is_instance checks strictly)
+        self.output_model = None if description.output.wrapped else description.output.model
 
     def definition_hash(self) -> str:
         """A hash of the contract's definition (its class's source, else its shape), so
@@ -119,6 +124,16 @@ class Runtime:
             if repeated is not None:  # early stop judged its first value (§8.10)
                 raise InvalidValue(f"the answer gives the key {repeated!r} twice: give each "
                                    "field once")
+        texts = raw.texts
+        text = texts[0] if texts else ""  # Response.text, inline: this runs on every answer
+        if type(text) is str and text[:1] == "{" and text[-1:] == "}":
+            # the common answer, one bare JSON object: read_answer's first candidate is
+            # this very text, so validating it first gives what read_answer would (on an
+            # error, read_answer searches the text for another candidate, as always)
+            try:
+                return self.description.output.validate_json(text)
+            except ValidationError:
+                pass
         return _validate_answer(self.description.output, raw)
 
     def stop_plan(self) -> Plan | None:
@@ -141,6 +156,9 @@ class Runtime:
         return max(0, round((typical or 0) - response.usage.output_tokens))
 
     def check_result(self, value: object) -> None:
+        model = self.output_model
+        if model is not None and isinstance(value, model):  # is_instance's answer, inline
+            return
         spec = self.description.output
         if not spec.is_instance(value):
             raise TypeError(f"{self.description.cls.__qualname__}.forward must return "
@@ -152,18 +170,20 @@ class Runtime:
         once: with ``"schema"``, the post-conditions that JSON Schema can say and z3
         proves implied are folded in; a contract whose posts are ignored, or that cannot
         be compiled (said once, at WARNING), gets its type's schema."""
+        found = self._decoding
+        if found is not None:  # compiled, or the type's: decided once per class
+            return found
         mode = self.description.decoding
         if mode == "none":
             return None
         if mode == "types" or self.config.policy is Policy.IGNORE \
                 or not self.description.post:
-            return self.description.output.schema
-        found = self._decoding
-        if found is None:
-            with self._decoding_lock:
-                found = self._decoding
-                if found is None:
-                    found = self._decoding = self._compile_decoding()
+            found = self._decoding = self.description.output.schema
+            return found
+        with self._decoding_lock:
+            found = self._decoding
+            if found is None:
+                found = self._decoding = self._compile_decoding()
         return found
 
     def enforced(self, dialect: str) -> frozenset[str]:

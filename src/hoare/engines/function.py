@@ -80,7 +80,10 @@ class FunctionEngine:
         return error
 
     def _answer(self, request: Request) -> object:
-        answer: object = self.fn(request)
+        return self._settled(self.fn(request))
+
+    def _settled(self, answer: object) -> object:
+        """``fn``'s answer, awaited to its end when it is a coroutine or an awaitable."""
         if inspect.iscoroutine(answer):
             answer = _run_coroutine(answer)
         elif inspect.isawaitable(answer):
@@ -95,7 +98,10 @@ class FunctionEngine:
     def complete(self, request: Request) -> Response:
         seconds = request.options.timeout
         if seconds is None:
-            return self._wrap(self._answer(request))
+            answer: object = self.fn(request)
+            if type(answer) is str:  # the common answer: nothing to await or to check
+                return Response((answer,), ("stop",), ONE_REQUEST, self.model)
+            return self._wrap(self._settled(answer))
         try:
             answer = call_within(lambda: self._answer(request), seconds, "FunctionEngine")
         except WatchdogTimeout:

@@ -147,6 +147,7 @@ class Preflight:
         self._inputs: OrderedDict[tuple[Any, ...], PreflightResult] = OrderedDict()
         self._lock = threading.RLock()
         self._unkeyed: bool | None = None  # a method post reads self beyond attributes
+        self._constant: PreflightResult | None = None  # the verdict of every call, if one
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -197,6 +198,9 @@ class Preflight:
     def check(self, instance: object, used_input: object) -> PreflightResult:
         """Is there an output passing the post-conditions for ``used_input``? Safe from
         many threads on one instance: z3 is used from one thread at a time (z3_lock)."""
+        constant = self._constant
+        if constant is not None:  # decided once for every call (see below): no z3, no lock
+            return constant
         MAIN.__enter__()  # z3 from one thread at a time, in the main context (z3_context)
         try:
             try:
@@ -206,6 +210,12 @@ class Preflight:
             prepared = self._prepared.get(key)
             if prepared is None or prepared.stale():
                 prepared = self._prepare(key, instance, replace=prepared)
+            if key == () and not prepared.reads and prepared.verdict is not None \
+                    and prepared.verdict.verdict is not Verdict.UNSATISFIABLE:
+                # no post-condition reads the input, self, or a value that may change
+                # (a module constant, a closure, a class attribute): the verdict holds
+                # for every call of every instance; a refusal still goes to _falsify
+                self._constant = prepared.verdict
             result = prepared.verdict if prepared.verdict is not None else \
                 self._check_input(prepared, key, used_input)
             if result.verdict is Verdict.UNSATISFIABLE:

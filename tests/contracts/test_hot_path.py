@@ -1,0 +1,232 @@
+"""The happy path's shortcuts (issue 31) give what the long way gives: a bare JSON
+answer validated first reads as ``read_answer`` reads it, a pre-flight verdict kept
+for every call is the one the full check gives, and the secret walk that moved into
+``render`` still redacts every message an engine reads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from hoare import Contract, Field, LLMDataModel, Post, contract
+from hoare.contracts import call as call_module
+from hoare.contracts.runtime import runtime_of
+from hoare.declaration.models import read_answer
+from hoare.engines import FunctionEngine, Request, Response
+from hoare.errors import InvalidValue
+from hoare.kernel import Verdict
+
+FAST = {"delay": 0, "jitter": 0, "tries": 2}
+SECRET = "hunter2-very-secret"
+LIMIT = 10  # a module constant a post-condition reads
+
+
+class Item(LLMDataModel):
+    name: str = Field(min_length=1)
+    count: int = Field(ge=0, le=100)
+
+
+class Order(LLMDataModel):
+    items: list[Item] = Field(max_length=3)
+    note: str | None = None
+
+
+class Ask(LLMDataModel):
+    text: str
+    limit: int = 5
+
+
+@contract(remedy_retry_params=FAST, preflight=False)
+class Ordering(Contract):
+    prompt = "Order."
+
+    def forward(self, input: Ask) -> Order:
+        return self.contract_result
+
+
+_JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 200), st.text(max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(["name", "count", "items",
+                                                             "note", "x"]),
+                                            inner, max_size=4)),
+    max_leaves=12)
+
+
+def _answers() -> st.SearchStrategy[str]:
+    """Answer texts that start with ``{`` and end with ``}`` (the shortcut's case):
+    valid orders, near misses, objects followed by prose or by a second object, and
+    broken JSON."""
+    order = st.fixed_dictionaries({"items": st.lists(st.fixed_dictionaries(
+        {"name": st.text(max_size=4), "count": st.integers(-3, 120)}), max_size=4)},
+        optional={"note": st.one_of(st.none(), st.text(max_size=5))})
+    texts = st.one_of(order.map(json.dumps), _JSON_VALUES.map(json.dumps))
+    return st.one_of(
+        texts,
+        st.tuples(texts, st.sampled_from(["", " and {}", "} {", "\n{\"x\": 1}",
+                                          " then {\"items\": []}"])).map("".join),
+    ).filter(lambda text: text[:1] == "{" and text[-1:] == "}")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_answers())
+def test_a_bare_object_answer_reads_as_read_answer_reads_it(text: str) -> None:
+    runtime = runtime_of(Ordering)
+    spec = runtime.description.output
+    try:
+        expected: Any = read_answer(spec, text, "stop")
+    except InvalidValue as error:
+        with pytest.raises(InvalidValue) as raised:
+            runtime.check_output(Response((text,), ("stop",)), Ask(text="t"))
+        assert str(raised.value) == str(error)
+        return
+    found = runtime.check_output(Response((text,), ("stop",)), Ask(text="t"))
+    assert type(found) is type(expected) and found == expected
+
+
+def test_a_text_that_is_not_one_object_still_gives_its_leading_object() -> None:
+    text = '{"items": []} (the order; no note) {}'
+    assert text[:1] == "{" and text[-1:] == "}"
+    with pytest.raises(ValidationError):
+        Order.model_validate_json(text)
+    found = runtime_of(Ordering).check_output(Response((text,), ("stop",)), Ask(text="t"))
+    assert found == Order(items=[])
+
+
+# -- the pre-flight verdict kept for every call ------------------------------------------
+
+def _no_input_posts() -> type[Contract]:
+    @contract(remedy_retry_params=FAST)
+    class Plain(Contract):
+        prompt = "Order."
+        post_conditions = (Post(lambda order: len(order.items) <= 3, "few items"),)
+
+        def forward(self, input: Ask) -> Order:
+            return self.contract_result if self.contract_successful else Order(items=[])
+
+    return Plain
+
+
+def _input_posts() -> type[Contract]:
+    @contract(remedy_retry_params=FAST)
+    class Reads(Contract):
+        prompt = "Order."
+
+        def post(self, order: Order, ask: Ask) -> bool:
+            return len(order.items) <= ask.limit
+
+        def forward(self, input: Ask) -> Order:
+            return self.contract_result if self.contract_successful else Order(items=[])
+
+    return Reads
+
+
+def _constant_posts() -> type[Contract]:
+    @contract(remedy_retry_params=FAST)
+    class ReadsConstant(Contract):
+        prompt = "Order."
+
+        def post(self, order: Order) -> bool:
+            return len(order.items) <= LIMIT
+
+        def forward(self, input: Ask) -> Order:
+            return self.contract_result if self.contract_successful else Order(items=[])
+
+    return ReadsConstant
+
+
+@pytest.mark.parametrize("make", [_no_input_posts, _input_posts, _constant_posts])
+def test_the_kept_verdict_is_the_full_check_s(make: Any) -> None:
+    """Whatever the shortcut keeps, a fresh checker (no shortcut yet) agrees on every
+    input; a verdict that depends on the input, or on a value that may change, is never
+    kept."""
+    cls = make()
+    engine = FunctionEngine(lambda request: '{"items": []}')
+    checker = runtime_of(cls).preflight_checker()
+    if checker is None:
+        pytest.skip("no pre-flight for this contract")
+    for limit in (-1, 0, 2, 5):
+        ask = Ask(text="t", limit=limit)
+        instance = cls(engine=engine)
+        instance(ask)
+        kept = instance.contract_outcome.preflight
+        fresh = type(checker)(checker.desc, checker.options)
+        assert fresh.check(instance, ask).verdict is kept.verdict, limit
+    if make is _no_input_posts:
+        assert checker._constant is not None, "a verdict that holds for every call is kept"
+        assert checker._constant.verdict is not Verdict.UNSATISFIABLE
+    else:
+        assert checker._constant is None
+
+
+def test_a_changed_constant_is_seen_after_a_kept_verdict() -> None:
+    """A post reading a module constant is never kept: when the constant makes every
+    output impossible, the next call is refused (the stale check still runs)."""
+    global LIMIT
+    cls = _constant_posts()
+    instance = cls(engine=FunctionEngine(lambda request: '{"items": []}'))
+    instance(Ask(text="t"))
+    assert instance.contract_outcome.preflight.verdict is not Verdict.UNSATISFIABLE
+    saved, LIMIT = LIMIT, -1
+    try:
+        instance(Ask(text="t"))
+        assert instance.contract_outcome.preflight.verdict is Verdict.UNSATISFIABLE
+    finally:
+        LIMIT = saved
+
+
+# -- the secret walk, where its result is used ---------------------------------------------
+
+class Inner(BaseModel):
+    name: str = "x"
+
+
+class SecretInner(Inner):
+    password: SecretStr
+
+
+class Holder(LLMDataModel):
+    inner: Inner  # may hold a subclass instance with a secret: never a flat model
+
+
+@contract(remedy_retry_params=FAST, preflight=False)
+class Echo(Contract):
+    prompt = "Echo."
+
+    def forward(self, input: Holder) -> Item:
+        return self.contract_result
+
+
+def test_the_walk_runs_where_a_message_is_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request walks its input for secrets only where the result is used: when it
+    quotes feedback, or when an engine reads its messages (``render``)."""
+    walked: list[object] = []
+    real = call_module.call_secrets
+
+    def counting(value: object, flat: type | None) -> frozenset[str]:
+        walked.append(value)
+        return real(value, flat)
+
+    monkeypatch.setattr(call_module, "call_secrets", counting)
+    held = Holder(inner=SecretInner(password=SecretStr(SECRET)))
+    silent = Echo(engine=FunctionEngine(lambda request: '{"name": "a", "count": 1}'))
+    silent(held)
+    assert silent.contract_successful
+    assert walked == [], "no message rendered and no feedback: nothing to redact"
+    seen: list[Request] = []
+
+    def reading(request: Request) -> str:
+        seen.append(request)
+        assert all(SECRET not in m.content for m in request.messages)
+        return f'{{"name": "", "count": 1, "echo": "{SECRET}"}}' if len(seen) == 1 \
+            else '{"name": "a", "count": 1}'
+
+    Echo(engine=FunctionEngine(reading))(held)
+    assert len(seen) == 2 and walked, "the rendered requests walked their input"
+    assert all(SECRET not in text for request in seen for text in request.feedback)
+    assert all(SECRET not in m.content for request in seen for m in request.messages)
