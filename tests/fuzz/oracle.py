@@ -3,7 +3,9 @@ a contradiction in real Python.
 
 Values are built as the library meets them: outputs from JSON text
 (``model_validate_json``, as an engine's answer), inputs from Python objects
-(``model_validate``, the constructor, subclass instances of str and int). The
+(``model_validate``, the constructor, ``model_construct()`` with unchecked values,
+subclass instances of str and int) as the contract's input check hands them to user
+code (``TypeSpec.validate``, which validates every instance again). The
 predicates run for real under the kernel's semantics (spec §3.2: a raise or a
 falsy non-None result fails). A contradiction is a value real Python gives that
 a verdict excludes:
@@ -22,7 +24,6 @@ a verdict excludes:
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -31,14 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hoare.declaration.models import type_spec
+
 from .cases import Case, load, unload
 from .models import Model, Pool
 
 __all__ = ["CaseResult", "Contradiction", "run_case"]
 
-# HOARE_FUZZ_UNCHECKED_INPUTS=1: inputs also built by model_construct (a known open
-# contradiction, tests/verifier/test_verifier_fuzz_regressions.py), so the default run stays useful
-UNCHECKED_INPUTS = os.environ.get("HOARE_FUZZ_UNCHECKED_INPUTS") == "1"
 INPUT_DRAWS = 60
 OUTPUT_DRAWS = 250
 RUNNABLE_CAP = 12  # inputs passing the pre-conditions that the search pairs with outputs
@@ -118,14 +118,18 @@ def _pythonize(rng: random.Random, raw: Any) -> Any:
 
 
 def _build_input(model: type[BaseModel], raw: Any, rng: random.Random) -> BaseModel | None:
-    if UNCHECKED_INPUTS and isinstance(raw, dict) and rng.random() < 0.2:
-        # an instance pydantic does not validate again (model_construct): see
-        # tests/verifier/test_verifier_fuzz_regressions.py; off by default (README)
-        return model.model_construct(**raw)
+    """An input as a caller builds it (validated, constructed, or ``model_construct()``
+    with the raw values, which pydantic does not check), as the contract's input check
+    (``TypeSpec.validate``) hands it to user code; None when that check refuses it."""
     try:
-        if isinstance(raw, dict) and rng.random() < 0.3:
-            return model(**_pythonize(rng, raw))
-        return model.model_validate(_pythonize(rng, raw))
+        if isinstance(raw, dict) and rng.random() < 0.2:
+            built: Any = model.model_construct(**_pythonize(rng, raw))
+        elif isinstance(raw, dict) and rng.random() < 0.3:
+            built = model(**_pythonize(rng, raw))
+        else:
+            built = model.model_validate(_pythonize(rng, raw))
+        checked: BaseModel = type_spec(model).validate(built)
+        return checked
     except Exception:
         return None
 
