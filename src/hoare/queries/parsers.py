@@ -49,14 +49,21 @@ class Parser(Generic[A]):
     ``tools``: tool types offered to the model with the request; ``force_tool``: the
     request requires a tool call (``tool_choice: "required"``, as Delphyne's
     ``final_tool_call_as``). ``shows``: the type whose schema the prompt's ``format``
-    shows when nothing is decoded against it (``json_as(T)``, ``yaml_as(T)``, ...)."""
+    shows when nothing is decoded against it (``json_as(T)``, ``yaml_as(T)``, ...).
+    ``answers``: the type every parsed value is, validated from JSON text (structured,
+    JSON, first word, narrowed by ``validate``); None when a step may return anything
+    (a user's function, ``map``, YAML's Python objects): the pre-flight's domain is that
+    type, so it refuses only for a parser that has one."""
 
-    __slots__ = ("_parse", "description", "force_tool", "shows", "structured", "tools")
+    __slots__ = ("_parse", "answers", "description", "force_tool", "shows", "structured",
+                 "tools")
 
     def __init__(self, parse: Callable[[Answer], A], *, description: str = "",
                  structured: TypeSpec | None = None, tools: tuple[type, ...] = (),
-                 force_tool: bool = False, shows: TypeSpec | None = None) -> None:
+                 force_tool: bool = False, shows: TypeSpec | None = None,
+                 answers: TypeSpec | None = None) -> None:
         self._parse = parse
+        self.answers = answers
         self.description = description
         self.structured = structured
         self.tools = tools
@@ -82,20 +89,23 @@ class Parser(Generic[A]):
 
     def _derived(self, parse: Callable[[Answer], B], what: str, *,
                  structured: TypeSpec | None = None, shows: TypeSpec | None = None,
-                 tools: tuple[type, ...] | None = None) -> Parser[B]:
-        """A parser built on this one, keeping its request settings (schema, tools)."""
+                 tools: tuple[type, ...] | None = None,
+                 answers: TypeSpec | None = None) -> Parser[B]:
+        """A parser built on this one, keeping its request settings (schema, tools), not
+        its ``answers`` (a step may return anything)."""
         return Parser(parse, description=f"{self.description}.{what}",
                       structured=structured if structured is not None else self.structured,
                       tools=self.tools if tools is None else tools,
                       force_tool=self.force_tool,
-                      shows=shows if shows is not None else self.shows)
+                      shows=shows if shows is not None else self.shows, answers=answers)
 
     def _then(self, step: Callable[[A], B], what: str, *,
-              structured: TypeSpec | None = None, shows: TypeSpec | None = None
-              ) -> Parser[B]:
+              structured: TypeSpec | None = None, shows: TypeSpec | None = None,
+              answers: TypeSpec | None = None) -> Parser[B]:
         def parse(answer: Answer) -> B:
             return step(self.parse(answer))
-        return self._derived(parse, what, structured=structured, shows=shows)
+        return self._derived(parse, what, structured=structured, shows=shows,
+                             answers=answers)
 
     def map(self, fn: Callable[[A], B]) -> Parser[B]:
         """Apply ``fn`` to the parsed value; an exception it raises is a ``ParseError``."""
@@ -109,7 +119,7 @@ class Parser(Generic[A]):
             if verdict is None:
                 return value
             raise verdict if isinstance(verdict, ParseError) else ParseError(str(verdict))
-        return self._then(step, "validate")
+        return self._then(step, "validate", answers=self.answers)  # only narrows
 
     def wrap_errors(self) -> Parser[A | WrappedParseError]:
         """Return a ``WrappedParseError`` value instead of failing."""
@@ -144,7 +154,7 @@ class Parser(Generic[A]):
         """Read the text as JSON (fenced or in prose) validated as ``annotation``."""
         spec = type_spec(annotation)
         return self._then(lambda text: _from_json(spec, _text(text)),
-                          f"json_as({spec.name})", shows=spec)
+                          f"json_as({spec.name})", shows=spec, answers=spec)
 
     def yaml_as(self, annotation: Any) -> Parser[Any]:
         """Read the text as YAML validated as ``annotation`` (PyYAML, ``hoare[queries]``)."""
@@ -321,7 +331,7 @@ def first_word_as(annotation: Any) -> Parser[Any]:
             raise ParseError(f"the answer's first word {safe_excerpt(words[0])!r} is not "
                              f"one of {list(values)}")
         return words[0]
-    return Parser(parse, description="first_word")
+    return Parser(parse, description="first_word", answers=type_spec(annotation))
 
 
 def safe_excerpt(text: str, limit: int = 80) -> str:
@@ -337,7 +347,8 @@ def structured_as(annotation: Any) -> Parser[Any]:
     ``annotation`` and the answer's JSON is validated by pydantic."""
     spec = type_spec(annotation)
     return Parser(lambda answer: _from_json(spec, answer.text),
-                  description=f"structured_as({spec.name})", structured=spec, shows=spec)
+                  description=f"structured_as({spec.name})", structured=spec, shows=spec,
+                  answers=spec)
 
 
 structured = GenericParser(structured_as, "structured")

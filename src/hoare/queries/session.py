@@ -47,6 +47,7 @@ from hoare.queries.templates import render
 from hoare.stats.records import RecordedAs, call_record
 
 if TYPE_CHECKING:
+    from hoare.declaration.models import TypeSpec
     from hoare.stats.store import StatsStore
 
 __all__ = ["Session"]
@@ -258,8 +259,9 @@ class Session(Front):
                 return self.fallback(outcome)
             return _FAILED
 
+        bounded = answers_bounded(self.parser, self.runtime.output)
         return Hooks(check_input, check_output, forward, self.runtime.pre, self.runtime.post,
-                     preflight=_preflight(self.runtime))
+                     preflight=_preflight(self.runtime) if bounded else None)
 
     def spent(self) -> dict[str, float]:
         if self.meter is not None:
@@ -326,6 +328,19 @@ def _definition_hash(runtime: QueryRuntime) -> str:
     found = runtime.__dict__["definition_hash"] = hashlib.sha256(
         text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return found
+
+
+def answers_bounded(parser: Parser[Any], output: TypeSpec) -> bool:
+    """Is every value ``parser`` returns a value of ``output`` as validated from JSON
+    text, the domain the pre-flight models? A user's parse function, ``map`` or YAML's
+    Python objects may return values outside it: a refusal there could be false."""
+    answers = parser.answers
+    if answers is None:
+        return False
+    try:
+        return answers is output or bool(answers.annotation == output.annotation)
+    except Exception:  # an annotation whose == raises: not known to be the same
+        return False
 
 
 def _preflight(runtime: QueryRuntime) -> Any:
