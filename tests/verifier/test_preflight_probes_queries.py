@@ -7,6 +7,10 @@ objects) gave a false refusal: ``Query[Annotated[int, Field(le=10)]]`` read by
 the answer ``25`` parses and passes. The class: a refusal over a domain the values do
 not come from. A parser now says which type bounds its values (``Parser.answers``),
 kept only by the steps that narrow (``validate``); the pre-flight runs only for those.
+
+A second class, the same place: a query's pre-flight ignored the pre-flight mode, so
+``configure(preflight="shadow")`` or ``False`` (and ``[tool.hoare] preflight``) still
+refused. It now takes the contract's hook (``configuration.preflight_hook``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
-from hoare import Post
+import hoare.contracts.configuration as configuration
+from hoare import Post, configure
 from hoare.engines import FunctionEngine
 from hoare.engines.base import Request
 from hoare.errors import ContractViolationError
@@ -116,3 +121,25 @@ def test_first_word_is_bounded_by_its_literal() -> None:
     outcome = raised.value.outcome
     assert answer.requests == 0 and outcome is not None
     assert outcome.violations[0].kind is ViolationKind.UNSATISFIABLE
+
+
+@pytest.mark.parametrize("mode", [False, "shadow"])
+def test_a_query_follows_the_configured_preflight_mode(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Any, mode: Any) -> None:
+    """Failed before: refused at zero requests whatever the mode."""
+    monkeypatch.chdir(tmp_path)  # no [tool.hoare] above
+    monkeypatch.setattr(configuration, "_shadow_logged", set())
+    configure(preflight=mode)
+    try:
+        answer = Counting("25")
+        with pytest.raises(ContractViolationError) as raised:
+            above(None)(20).run(answer.engine, tries=1)
+        outcome = raised.value.outcome
+        assert answer.requests == 1 and outcome is not None
+        assert all(v.kind is not ViolationKind.UNSATISFIABLE for v in outcome.violations)
+    finally:
+        configure(preflight=None)
+    refused = Counting("25")
+    with pytest.raises(ContractViolationError):
+        above(None)(20).run(refused.engine, tries=1)
+    assert refused.requests == 0  # on again

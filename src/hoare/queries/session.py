@@ -370,7 +370,8 @@ def _preflight(runtime: QueryRuntime) -> Any:
         fields = init_fields(used)
         result: PreflightResult = checker.check(None, model.model_construct(**fields))
         return result
-    return check
+    # on, off or shadow as for a contract: configure(preflight=...), else [tool.hoare]
+    return configuration.preflight_hook(None, runtime.description.name, check)
 
 
 def _auto_examples(session: Session) -> list[str]:
