@@ -144,7 +144,11 @@ class Preflight:
         # request, say) must not keep a translation each after they are gone
         self._prepared: OrderedDict[tuple[Any, ...], _Prepared] = OrderedDict()
         self._prepared_made = 0  # names each translation's z3 constants apart
-        self._inputs: OrderedDict[tuple[Any, ...], PreflightResult] = OrderedDict()
+        # each verdict with the translation it came from: a call that read a translation
+        # since replaced (a constant changed meanwhile, on another thread) must not
+        # leave its verdict for the new one
+        self._inputs: OrderedDict[tuple[Any, ...], tuple[_Prepared, PreflightResult]] = \
+            OrderedDict()
         self._lock = threading.RLock()
         self._unkeyed: bool | None = None  # a method post reads self beyond attributes
         self._constant: PreflightResult | None = None  # the verdict of every call, if one
@@ -438,12 +442,12 @@ class Preflight:
             cache_key = None
         if cache_key is not None:
             cached = self._inputs.get(cache_key)
-            if cached is not None:
-                return cached
+            if cached is not None and cached[0] is prepared:
+                return cached[1]
         result = self._solve(prepared, env, exact)
         if cache_key is not None and result.verdict is not Verdict.UNKNOWN:
             with self._lock:
-                self._inputs[cache_key] = result
+                self._inputs[cache_key] = (prepared, result)
                 if len(self._inputs) > _INPUT_CACHE:
                     self._inputs.popitem(last=False)
         return result
