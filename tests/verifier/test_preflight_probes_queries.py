@@ -143,3 +143,53 @@ def test_a_query_follows_the_configured_preflight_mode(monkeypatch: pytest.Monke
     with pytest.raises(ContractViolationError):
         above(None)(20).run(refused.engine, tries=1)
     assert refused.requests == 0  # on again
+
+
+# -- the same class in static verify: ``hoare verify`` of a query with such a parser ----
+
+@settings(max_examples=15, deadline=None)
+@given(limit=st.integers(-(2**40), 2**40), parser=st.sampled_from(["int", "map"]))
+def test_verify_never_fails_a_query_whose_parser_returns_other_values(
+        limit: int, parser: str) -> None:
+    """``hoare verify`` read a query's answers as ``T``; with ``Parser(int)`` (or a
+    ``map``) the answer ``limit + 1`` parses and passes ``n > limit`` though ``T``
+    says ``le=limit``: a false ``post_satisfiable``/``predicate_vacuous`` fail. Such a
+    query's answer is now opaque to the verifier."""
+    import hoare
+
+    chosen = Parser(lambda a: int(a.text)) if parser == "int" else \
+        get_text.map(lambda text: int(text))
+
+    @dataclass
+    class Unbounded(Query[Annotated[int, Field(le=limit)]]):
+        """Give a number."""
+
+        x: int
+        __parser__ = chosen
+        post_conditions = [Post(lambda n: n > limit, "above")]
+
+    answer = Unbounded(1).parser_for().parse(_answer(str(limit + 1)))
+    assert answer > limit  # the oracle: a parsed answer that passes
+    statuses = {c.kind: c.status for c in hoare.verify(Unbounded).contracts[0].checks}
+    assert statuses.get("post_satisfiable") != "fail"
+    assert statuses.get("predicate_vacuous") != "fail"
+
+
+def test_verify_still_fails_a_structured_query_no_answer_can_pass() -> None:
+    import hoare
+
+    @dataclass
+    class Bounded(Query[Small]):
+        """Give a number."""
+
+        x: int
+        post_conditions = [Post(lambda n: n > 10, "above")]
+
+    statuses = {c.kind: c.status for c in hoare.verify(Bounded).contracts[0].checks}
+    assert statuses["post_satisfiable"] == "fail"
+
+
+def _answer(text: str) -> Any:
+    from hoare.queries.answers import Answer
+
+    return Answer(text, (), None, None)

@@ -68,11 +68,36 @@ class Mode:
 
 
 class _Described:
-    """``Query.__hoare__``: the contract description, built on first access (the class
-    is a dataclass only once ``@dataclass`` has run, after ``__init_subclass__``)."""
+    """``Query.__hoare__``: the contract description ``hoare verify`` checks, built on
+    first access (the class is a dataclass only once ``@dataclass`` has run, after
+    ``__init_subclass__``). Its answers are ``T``'s values only when every answer
+    mode's parser returns values of ``T`` as validated from JSON; a user's parse
+    function, ``map`` or YAML may return others, so then the answer is ``Any`` (the
+    verifier's verdicts about it are ``unknown``, never a false ``fail``)."""
 
     def __get__(self, instance: object, owner: type) -> ContractDescription:
-        return runtime_of(owner).description
+        description = runtime_of(owner).description
+        if _every_parser_bounded(typing.cast("type[Query[Any]]", owner), description.output):
+            return description
+        return dataclasses.replace(description, output=type_spec(Any))
+
+
+def _every_parser_bounded(cls: type[Query[Any]], output: TypeSpec) -> bool:
+    """Does every answer mode of ``cls`` parse into ``output``'s values (the domain
+    the verifier and the pre-flight model)?"""
+    from hoare.queries.session import answers_bounded  # the session imports this module
+
+    try:
+        modes = cls.__modes__ or {None: Mode()}
+        for mode in modes.values():
+            chosen = mode.parser or cls.__parser__ or structured
+            if isinstance(chosen, GenericParser):
+                chosen = chosen.for_type(cls.answer_type())
+            if not isinstance(chosen, Parser) or not answers_bounded(chosen, output):
+                return False
+    except Exception:  # a mode or parser that cannot be read: not known to be bounded
+        return False
+    return True
 
 
 class Query(Generic[T]):
