@@ -244,18 +244,20 @@ class Call(Front):
         if not isinstance(effect, Generate):
             raise TypeError(f"a contract call performs Generate, not {type(effect).__name__}")
         request = self.request(effect)
-        if self.repeated(effect):
+        if effect.attempt != 1 and self.repeated(effect):  # attempt 1 repeats nothing
             request = self.vary(request, effect)
             self.varied = True
-        else:
+        elif self.varied:
             self.varied = False
-        if self.runtime.description.verbose:
-            log_request(self.runtime.description.name, request, effect)
+        description = self.runtime.description
+        if description.verbose:
+            log_request(description.name, request, effect)
         return request
 
     def received(self, response: object, request: Request) -> object:
-        if self.runtime.description.verbose:
-            log_answer(self.runtime.description.name, response, request)
+        description = self.runtime.description
+        if description.verbose:
+            log_answer(description.name, response, request)
         return self._reply(response, request)
 
     def failed(self, error: Exception) -> None:
