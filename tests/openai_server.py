@@ -411,6 +411,7 @@ class OpenAIServer:
         self.received: list[Received] = []
         self.streamed: list[int] = []  # per streamed answer: pieces written before hang-up
         self._lock = threading.Lock()
+        self._streams_ended = threading.Condition(self._lock)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -559,8 +560,9 @@ class OpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client cancelled the stream
                 finally:
-                    with server._lock:
+                    with server._streams_ended:
                         server.streamed.append(written)
+                        server._streams_ended.notify_all()
                     self.close_connection = True
 
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -574,6 +576,17 @@ class OpenAIServer:
         self._thread.start()
         _forget_formats(self.url)
         return self
+
+    def streams_written(self, count: int = 1, timeout: float = 10.0) -> list[int]:
+        """``streamed`` once ``count`` streamed answers have ended on the server's side.
+        The client may return (it read ``[DONE]``, or it hung up) before the handler's
+        thread has counted what it wrote: read the counts through this, not directly."""
+        with self._streams_ended:
+            if not self._streams_ended.wait_for(lambda: len(self.streamed) >= count,
+                                                timeout):
+                raise AssertionError(f"{len(self.streamed)} of {count} streams ended "
+                                     f"within {timeout} s")
+            return list(self.streamed)
 
     def stop(self) -> None:
         if self._httpd is not None:

@@ -62,7 +62,7 @@ def test_a_doomed_stream_is_cancelled_and_the_remedy_goes_on() -> None:
         outcome = contracted.contract_outcome
         body = server.bodies[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
-    assert server.streamed[0] < len(BAD) // 2  # the rest of the answer was never sent
+    assert server.streams_written()[0] < len(BAD) // 2  # the rest was never sent
     first = outcome.attempts[0].violations[0]
     assert first.kind is ViolationKind.TYPE and first.error_type == "StoppedEarly"
     assert first.message == "the answer was stopped early: label is good or bad"
@@ -83,7 +83,7 @@ def test_a_field_that_fails_its_own_type_stops_the_stream_async() -> None:
         result, outcome = asyncio.run(main())
     assert result.score == 3
     assert "field 'score' is not valid" in outcome.attempts[0].violations[0].message
-    assert server.streamed[0] < len(pieces) // 2
+    assert server.streams_written()[0] < len(pieces) // 2
 
 
 def test_a_post_condition_reading_the_input_is_checked_early() -> None:

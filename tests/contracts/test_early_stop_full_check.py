@@ -167,7 +167,7 @@ def test_under_policy_ignore_no_post_condition_is_evaluated_early() -> None:
     with OpenAIServer([stream(*pieces)]) as server:
         contracted = Ignored(engine=server.engine())
         result = contracted(Q(text="t"))
-        assert server.streamed[0] == len(pieces)  # read to its end
+        assert server.streams_written()[0] == len(pieces)  # read to its end
     assert result.label == "meh" and contracted.contract_outcome.usage.get(
         "stopped_early", 0) == 0
 
