@@ -6,6 +6,8 @@ import ipaddress
 import os
 import re
 import socket
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -128,3 +130,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(str(error)) from None
     if os.environ.get("HOARE_TEST_WHEEL"):
         print(where)
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    """An OpenTelemetry SDK in-memory exporter that hoare's spans go to while the test
+    runs (``hoare.telemetry.instrument``); skipped without the [otel] extra."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="the [otel] extra is not "
+                              "installed")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from hoare import telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.instrument(tracer_provider=provider)
+    try:
+        yield exporter
+    finally:
+        telemetry.uninstrument()
+        provider.shutdown()

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,19 +53,6 @@ class Positive(Contract[Q, A]):
         if q.n < 0:
             raise ValueError("negative input: no best effort")
         return self.contract_result if self.contract_successful else A(n=1)
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.instrument(tracer_provider=provider)
-    try:
-        yield exporter
-    finally:
-        telemetry.uninstrument()
-        provider.shutdown()
 
 
 def scripted(*answers: str) -> FunctionEngine:

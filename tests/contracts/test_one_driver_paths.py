@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +15,10 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from hoare import Contract, LLMDataModel, contract, telemetry
+from hoare import Contract, LLMDataModel, contract
 from hoare.engines import FunctionEngine
 from hoare.engines.base import Engine, Request, Response
 
@@ -73,19 +71,6 @@ def _agent(engine: Engine) -> object:
 PATHS: dict[str, Callable[[Engine], object]] = {
     "contract": _contract, "query": _query, "agent": _agent}
 ANSWERS = {"contract": '{"n": 2}', "query": '{"n": 2}', "agent": json.dumps({"answer": "2"})}
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.instrument(tracer_provider=provider)
-    try:
-        yield exporter
-    finally:
-        telemetry.uninstrument()
-        provider.shutdown()
 
 
 def _chat_spans(exporter: InMemorySpanExporter) -> list[Any]:

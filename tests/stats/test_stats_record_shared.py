@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import sqlite3
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,6 @@ from hoare.stats.store import StatsStore
 
 otel = pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,
 )
@@ -60,19 +57,6 @@ def _usage_engine(*answers: str) -> FunctionEngine:
     queue = iter(answers)
     return FunctionEngine(lambda request: Response((next(queue),), ("stop",),
                                                    Usage(1, 7, 3), "m1"), model="m1")
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.instrument(tracer_provider=provider)
-    try:
-        yield exporter
-    finally:
-        telemetry.uninstrument()
-        provider.shutdown()
 
 
 @dataclass
