@@ -274,3 +274,60 @@ def test_the_engines_structured_setting_is_kept(structured: str, expected: Any) 
             schema["properties"]
     else:
         assert sent == expected
+
+
+def test_response_init_written_out_matches_its_fields() -> None:
+    """``Response.__init__`` is written by hand (the hot path): it must take every
+    dataclass field, in order, with the field's default, and set each one as given,
+    so ``dataclasses.replace``, pickling and equality see what the dataclass would."""
+    import dataclasses
+    import inspect
+    import pickle
+
+    from hoare.engines.base import Response, Usage
+
+    fields = dataclasses.fields(Response)
+    parameters = list(inspect.signature(Response).parameters.values())
+    assert [p.name for p in parameters] == [f.name for f in fields]
+    for field, parameter in zip(fields, parameters, strict=True):
+        if field.default is not dataclasses.MISSING:
+            assert parameter.default == field.default, field.name
+        elif field.default_factory is not dataclasses.MISSING:
+            assert parameter.default is None, field.name  # usage: a fresh Usage()
+        else:
+            assert parameter.default is inspect.Parameter.empty, field.name
+    assert Response(("a",)).usage == Usage() and Response(("a",)).usage is not Usage()
+    distinct: dict[str, Any] = {f.name: object() for f in fields}  # a marker per field
+    built = Response(**distinct)
+    for name, marker in distinct.items():
+        assert getattr(built, name) is marker, name
+    sample = Response(("x", "y"), ("stop", None), Usage(1, 2, 3), "m", True, (), "llama_cpp",
+                      "why", ((), None))
+    assert dataclasses.replace(sample) == sample
+    assert pickle.loads(pickle.dumps(sample)) == sample
+    assert hash(dataclasses.replace(sample)) == hash(sample)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(sample, "texts", ())  # noqa: B010  (the frozen check itself)
+
+
+def test_rendered_request_is_the_request_the_constructor_builds() -> None:
+    """``rendered_request`` (a contract's per-call request, built positionally) leaves
+    every slot as ``Request(render=..., ...)`` does with the same arguments."""
+    from hoare.engines.base import rendered_request
+
+    def render() -> tuple[Message, ...]:
+        return (Message("user", "hi"),)
+
+    def watch(text: str) -> str | None:
+        return None
+
+    for options in (None, Options(temperature=0.5)):
+        arguments: dict[str, Any] = {
+            "render": render, "schema": {"type": "object"}, "schema_name": "Out",
+            "options": options, "task": "repair_input", "input": object(),
+            "feedback": ("fix it",), "attempt": 3, "contract": "C", "watch": watch}
+        built = Request(**arguments)
+        fast = rendered_request(**arguments)
+        for name in Request.__slots__:
+            assert getattr(fast, name) == getattr(built, name), name
+        assert fast.messages == built.messages

@@ -218,7 +218,11 @@ class Contract(Generic[In, Out]):
 def _latest_outcome(instance: Contract[Any, Any]) -> Outcome | None:
     """The outcome of ``instance``'s latest call in this thread or task, as
     ``Latest.get`` finds it (inline: forward reads it on every call); None before the
-    instance's first call (no ``Latest`` yet) or when that call has no outcome."""
+    instance's first call (no ``Latest`` yet) or when that call has no outcome. Inside
+    a call of ``instance`` (its forward, predicates, act), that call is the latest."""
+    current = CURRENT_CALL.get(None)
+    if current is not None and current.instance is instance:
+        return current.outcome  # begin made it the latest before setting CURRENT_CALL
     latest: Latest | None = instance.__dict__.get("_hoare_latest_value")
     if latest is None:
         return None

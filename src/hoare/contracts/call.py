@@ -26,7 +26,14 @@ from hoare.declaration.models import (
     safe_repr,
     secret_values,
 )
-from hoare.engines.base import ONE_REQUEST, Request, Response, Usage, innermost
+from hoare.engines.base import (
+    ONE_REQUEST,
+    Request,
+    Response,
+    Usage,
+    innermost,
+    rendered_request,
+)
 from hoare.engines.budget import Budget, BudgetedEngine, Spend
 from hoare.errors import (
     ContractDefinitionError,
@@ -168,11 +175,11 @@ class Call(Front):
                 from hoare.contracts.early_stop import EarlyStop
 
                 watch = EarlyStop(plan, self._early_check(effect.input))
-        return Request(render=render, schema=schema,
-                       schema_name=target.name if repair else runtime.output_name,
-                       options=instance._hoare_options(), task=task, input=effect.input,
-                       feedback=tuple(v.message for v in feedback) if feedback else (),
-                       attempt=effect.attempt, contract=description.name, watch=watch)
+        return rendered_request(
+            render, schema, target.name if repair else runtime.output_name,
+            instance._hoare_options(), task, effect.input,
+            tuple(v.message for v in feedback) if feedback else (), effect.attempt,
+            description.name, watch)
 
     def quoted_secrets(self, value: object, flat: type | None) -> frozenset[str]:
         """The secrets a request quoting ``value`` must redact: ``value``'s and the
@@ -266,8 +273,8 @@ class Call(Front):
     def _reply(self, response: object, request: Request) -> Reply:
         if not self.varied and request.watch is None:  # the common reply: usage as is
             if type(response) is Response and response.usage is ONE_REQUEST:
-                return Reply(response, _ONE_REQUEST_USAGE)
-            return Reply(response, _usage(response))
+                return _reply((response, _ONE_REQUEST_USAGE))
+            return _reply((response, _usage(response)))
         usage = _usage(response)
         extra: dict[str, int] = {}
         if self.varied:  # counted in the outcome's usage: outcome.usage["varied_resends"]
@@ -281,6 +288,7 @@ class Call(Front):
 
 
 _ONE_REQUEST_USAGE = MappingProxyType(ONE_REQUEST.as_dict())
+_reply = Reply._make  # the namedtuple's own constructor from a pair, without __new__'s frame
 
 
 def _usage(response: object) -> Mapping[str, int]:

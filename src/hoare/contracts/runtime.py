@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import annotated_types
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
+from pydantic_core import PydanticUndefined, SchemaValidator
 
 from hoare.contracts import configuration
 from hoare.contracts.logs import NOT_VALID, REPEATED, log_violation
@@ -83,6 +83,9 @@ class Runtime:
         # the output model whose instances pass the result check by isinstance alone
         # (not a wrapped native type, which is_instance checks strictly)
         self.output_model = None if description.output.wrapped else description.output.model
+        # the compiled validator an answer's bare JSON object goes to, as the output
+        # model's own model_validate_json would send it (None: go through the model)
+        self.output_json = _json_validator(self.output_model)
 
     def definition_hash(self) -> str:
         """A hash of the contract's definition (its class's source, else its shape), so
@@ -131,6 +134,9 @@ class Runtime:
             # this very text, so validating it first gives what read_answer would (on an
             # error, read_answer searches the text for another candidate, as always)
             try:
+                validator = self.output_json
+                if validator is not None:
+                    return validator.validate_json(text)
                 return self.description.output.validate_json(text)
             except ValidationError:
                 pass
@@ -352,6 +358,19 @@ def _validate_answer(spec: TypeSpec, response: Response) -> object:
                            "JSON value")
     return read_answer(spec, text, response.finish_reasons[0] if response.finish_reasons
                        else None)
+
+
+def _json_validator(model: type[BaseModel] | None) -> SchemaValidator | None:
+    """``model``'s compiled validator when its ``model_validate_json`` is pydantic's own
+    (which only hands the text to it): None for a model that overrides it, or whose
+    validator is not built yet."""
+    if model is None or not model.__pydantic_complete__:
+        return None
+    own = getattr(model.model_validate_json, "__func__", None)
+    if own is not getattr(BaseModel.model_validate_json, "__func__", None):
+        return None
+    validator = model.__dict__.get("__pydantic_validator__")
+    return validator if isinstance(validator, SchemaValidator) else None
 
 
 def runtime_of(target: object) -> Runtime:

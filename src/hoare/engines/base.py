@@ -280,12 +280,44 @@ class Request:
         return key
 
 
+def rendered_request(
+    render: Callable[[], tuple[Message, ...]], schema: Mapping[str, Any] | None,
+    schema_name: str, options: Options | None, task: Literal["generate", "repair_input"],
+    input: object, feedback: tuple[str, ...], attempt: int, contract: str,
+    watch: Callable[[str], str | None] | None,
+) -> Request:
+    """``Request(render=render, schema=schema, ...)`` with no tools, built positionally:
+    a contract builds one per engine call, and keyword parsing and the checks of
+    ``Request.__init__`` (one of messages or render; a known ``tool_choice``), which hold
+    here by construction, cost twice the rest."""
+    request = _new_object(Request)
+    request._messages = None
+    request._render = render
+    request.schema = schema
+    request.schema_name = schema_name
+    request.options = options or Options()
+    request.task = task
+    request.input = input
+    request.feedback = feedback
+    request.attempt = attempt
+    request.contract = contract
+    request.tools = ()
+    request.watch = watch
+    request.tool_choice = None
+    return request
+
+
+_new_object = object.__new__
+
 ONE_REQUEST = Usage(requests=1)  # the usage of an answer that reports no token counts
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Response:
-    """An engine's answer: one text per completion requested (``options.n``)."""
+    """An engine's answer: one text per completion requested (``options.n``).
+
+    Its ``__init__`` is written out: every engine call builds one, and the dataclass's
+    generated one costs twice as much for the same fields."""
 
     texts: tuple[str, ...]
     finish_reasons: tuple[str | None, ...] = ()
@@ -307,6 +339,26 @@ class Response:
     logprobs: tuple[tuple[TokenLogprob, ...] | None, ...] = ()
     """Per completion (as ``texts``), its tokens' log-probabilities when the request
     asked for them (``Options.logprobs``); None where the server gave none."""
+
+    def __init__(
+        self, texts: tuple[str, ...], finish_reasons: tuple[str | None, ...] = (),
+        usage: Usage | None = None, model: str = "", cached: bool = False,
+        tool_calls: tuple[ToolCall, ...] = (), decoding: str | None = None,
+        stopped_early: str | None = None,
+        logprobs: tuple[tuple[TokenLogprob, ...] | None, ...] = (),
+    ) -> None:
+        """The fields in order, as the dataclass sets them (``usage`` defaults to a fresh
+        ``Usage()``)."""
+        set_field = object.__setattr__  # frozen
+        set_field(self, "texts", texts)
+        set_field(self, "finish_reasons", finish_reasons)
+        set_field(self, "usage", Usage() if usage is None else usage)
+        set_field(self, "model", model)
+        set_field(self, "cached", cached)
+        set_field(self, "tool_calls", tool_calls)
+        set_field(self, "decoding", decoding)
+        set_field(self, "stopped_early", stopped_early)
+        set_field(self, "logprobs", logprobs)
 
     @property
     def text(self) -> str:
@@ -330,7 +382,7 @@ __all__ = ["ONE_REQUEST", "BudgetExceeded", "CacheMiss", "ContentFiltered", "Eng
            "EngineAnswerError", "EngineError", "FatalEngineError", "InvalidOptions", "Message",
            "ModelRefusal",
            "Options", "Request", "Response", "RetryableEngineError", "TokenLogprob", "ToolCall",
-           "Usage", "innermost"]
+           "Usage", "innermost", "rendered_request"]
 
 
 def require_engine(engine: object, wrapper: str) -> None:
