@@ -230,3 +230,30 @@ def test_the_walk_runs_where_a_message_is_rendered(monkeypatch: pytest.MonkeyPat
     assert len(seen) == 2 and walked, "the rendered requests walked their input"
     assert all(SECRET not in text for request in seen for text in request.feedback)
     assert all(SECRET not in m.content for request in seen for m in request.messages)
+
+
+class Shouting(LLMDataModel):
+    """An output model with its own ``model_validate_json``: the answer's shortcut to the
+    compiled validator must not skip it."""
+
+    word: str
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, **kwargs: Any) -> Shouting:
+        found = super().model_validate_json(json_data, **kwargs)
+        return cls(word=found.word.upper())
+
+
+def test_an_output_model_s_own_model_validate_json_is_honoured() -> None:
+    @contract(remedy_retry_params=FAST)
+    class Shout(Contract[Ask, Shouting]):
+        prompt = "shout"
+
+        def forward(self, input: Ask) -> Shouting:
+            return self.contract_result
+
+    runtime = runtime_of(Shout)
+    assert runtime.output_json is None  # the override is seen at decoration
+    assert Shout(engine=FunctionEngine(lambda r: '{"word": "hi"}'))(Ask(text="t")) == \
+        Shouting(word="HI")
+    assert runtime_of(Ordering).output_json is Order.__pydantic_validator__
