@@ -127,3 +127,44 @@ def floor(ticket: object, engine: Callable[[object], str] = floor_engine) -> obj
     if not post_positive_not_urgent(output):
         raise ValueError("a positive ticket is not urgent (priority 3 or more)")
     return output
+
+
+def kernel_alone() -> Callable[[object], object]:
+    """The floor's work driven by hoare's kernel alone, with no library around it: the
+    same 7 checks as kernel predicates, the engine's text validated as the output,
+    ``forward`` returning the result, and the outcome counted by a ``SuccessTracker``
+    (as every contract call's is). What no library change can take below: the kernel
+    is the trusted core, and issue 31 leaves it unchanged."""
+    from hoare.kernel import (
+        ContractConfig,
+        Hooks,
+        Predicate,
+        RetryPolicy,
+        SuccessTracker,
+        run_call,
+        run_sync,
+    )
+
+    def predicates(checks: tuple[tuple[Callable[[object], bool], str], ...],
+                   phase: str) -> tuple[Predicate, ...]:
+        return tuple(Predicate(f"{phase}{i}", fn, message, f"{phase}{i}", uses_context=False)
+                     for i, (fn, message) in enumerate(checks))
+
+    hooks = Hooks(
+        check_input=lambda raw: raw,
+        check_output=lambda raw, used: validate_json(raw),
+        forward=lambda used, outcome: outcome.result,
+        pre_conditions=predicates(workload.PRE, "pre"),
+        post_conditions=predicates(workload.POST, "post"))
+    config = ContractConfig(retry=RetryPolicy(tries=5, delay=0, jitter=0))
+    tracker = SuccessTracker()
+
+    def perform(effect: object) -> object:
+        return floor_engine(getattr(effect, "input", None))
+
+    def call(ticket: object) -> object:
+        outcome, value = run_sync(run_call(ticket, config, hooks), perform)
+        tracker.record(outcome)
+        return value
+
+    return call

@@ -23,6 +23,7 @@ from scenarios.contracts import (
     floor,
     instant,
     instant_rendering,
+    kernel_alone,
 )
 
 GOAL_FACTOR, GOAL_EXTRA_US = 1.0, 15.0  # hoare <= floor + 15 µs
@@ -76,8 +77,11 @@ def run(ctx: Context) -> Report:
             hoare.configure(stats=None)
 
     stats_path = Path(tempfile.mkdtemp(prefix="hoare-bench-stats-")) / "calls.db"
+    kernel = kernel_alone()
+    assert kernel(TICKET) == floor(TICKET), "the kernel-alone path failed"
     variants = {
         "floor": lambda n: measure.time_batch(lambda: floor(TICKET), n),
+        "kernel_alone": lambda n: measure.time_batch(lambda: kernel(TICKET), n),
         "hoare_stats_on": recorded_batch,
         "hoare_stats_calling_thread": calling_side,
         "hoare_preflight_off": lambda n: measure.time_batch(lambda: off(TICKET), n),
@@ -91,6 +95,12 @@ def run(ctx: Context) -> Report:
     budget = GOAL_FACTOR * floor_us + GOAL_EXTRA_US
     report.figures["goal_budget_us"] = round(budget, 3)
     report.row("floor (hand-written)", us(results["floor"]))
+    kernel_over = results["kernel_alone"]["median"] - floor_us
+    report.figures["kernel_alone_over_floor_us"] = round(kernel_over, 3)
+    report.row("the floor's work through the kernel alone, no library (info)",
+               us(results["kernel_alone"]))
+    report.row("  kernel's own cost over the floor (info: the library gets the rest)",
+               f"{kernel_over:.1f} µs")
     for name, label in (("hoare_preflight_off", "hoare, pre-flight off"),
                         ("hoare_preflight_on", "hoare, pre-flight on (default)")):
         median = results[name]["median"]
