@@ -17,18 +17,27 @@ predicate, which an opaque predicate prevents: such a check is ``unknown``. A
 
 A negative verdict (``fail``, ``warn``; and a composition ``pass``, which claims
 that no rejected value exists) is put through ``falsifier.falsify`` first: a concrete
-value refuting it makes the check ``unknown`` and is logged as a translator bug.
+value refuting it makes the check ``unknown`` and is logged as a translator bug. A
+``fail`` or ``warn`` whose proof rests only on exact parts skips that search
+(``exactness``), as the pre-flight's exact refusals do.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import z3
 
 from hoare.declaration.description import ContractDescription
+from hoare.verifier.checks.exactness import (
+    Part,
+    exact_refutation,
+    owned_by,
+    translation_parts,
+    type_part,
+)
 from hoare.verifier.checks.falsifier import Falsifier, falsify, translated_sources
 from hoare.verifier.checks.fields import check_fields
 from hoare.verifier.checks.model import (
@@ -81,11 +90,12 @@ def check_pre(cm: ContractModel, options: SolverOptions) -> CheckResult:
     query = solve(type_assertions(cm.input) + predicate_assertions(cm.pre), options,
                   nice_strings(cm.input), cm.cache)
     if query.status == "unsat":
-        return falsify(cm, CheckResult(kind, "fail", f"no valid {cm.desc.input.name} passes "
-                                       f"the pre-conditions: the contract can never run",
-                                       constraints=query.core, notes=notes,
-                                       assumptions=assumptions), options,
-                       lambda f: f.passing(cm.pre, "pre"))
+        return _refuted(cm, CheckResult(kind, "fail", f"no valid {cm.desc.input.name} passes "
+                                        f"the pre-conditions: the contract can never run",
+                                        constraints=query.core, notes=notes,
+                                        assumptions=assumptions), options,
+                        lambda f: f.passing(cm.pre, "pre"), query.core,
+                        [type_part(cm.input), *translation_parts(cm.pre)])
     if query.status == "unknown":
         return unknown_result(kind, query, notes)
     assert query.model is not None
@@ -154,12 +164,15 @@ def check_post(cm: ContractModel, options: SolverOptions,
     if query.status == "unsat":
         source = "act's output (act is opaque)" if cm.act_output is not None else \
             "any input passing the pre-conditions"
-        return falsify(cm, CheckResult(kind, "fail", f"no valid {cm.desc.output.name} "
-                                       f"passes the post-conditions for {source}: "
-                                       f"remediation can never succeed",
-                                       constraints=query.core, notes=notes,
-                                       assumptions=assumptions), options,
-                       lambda f: f.passing(cm.post, "post"))
+        parts = [type_part(cm.output), *translation_parts(cm.post)] + (
+            [type_part(cm.act_output)] if cm.act_output is not None else
+            [type_part(cm.input), *translation_parts(cm.pre)])
+        return _refuted(cm, CheckResult(kind, "fail", f"no valid {cm.desc.output.name} "
+                                        f"passes the post-conditions for {source}: "
+                                        f"remediation can never succeed",
+                                        constraints=query.core, notes=notes,
+                                        assumptions=assumptions), options,
+                        lambda f: f.passing(cm.post, "post"), query.core, parts)
     if query.status == "unknown":
         return unknown_result(kind, query, notes)
     assert query.model is not None
@@ -214,12 +227,14 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
     can_pass = QueryResult("sat") if reused is not None else \
         solve(context + defs + predicate_assertions([t]), options, nice_strings(*typed),
               cm.cache)
+    typed_parts = [type_part(tv) for tv in typed]
     if can_pass.status == "unsat":
-        return falsify(cm, CheckResult(kind, "fail", f"{t.label} can never pass for a valid "
-                                       f"{'input' if is_pre else 'output'}",
-                                       constraints=can_pass.core, predicate=t.name,
-                                       notes=notes, assumptions=assumptions), options,
-                       lambda f: f.passing([t], t.source.phase, with_pre=False))
+        return _refuted(cm, CheckResult(kind, "fail", f"{t.label} can never pass for a "
+                                        f"valid {'input' if is_pre else 'output'}",
+                                        constraints=can_pass.core, predicate=t.name,
+                                        notes=notes, assumptions=assumptions), options,
+                        lambda f: f.passing([t], t.source.phase, with_pre=False),
+                        can_pass.core, [*typed_parts, *translation_parts([t])])
     if reused is not None:
         sampled = sampled_failing(cm, t)
         if sampled is not None:
@@ -228,19 +243,20 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
                                notes=notes,
                                assumptions=_merged(assumptions, _self_assumptions(known)))
     negated = f"not {t.label}"
-    can_fail = solve(context + defs + [Assertion(negated, t.fails(), "goal")], options,
-                     nice_strings(*typed), cm.cache)
+    goal = Assertion(negated, t.fails(), "goal")
+    can_fail = solve(context + defs + [goal], options, nice_strings(*typed), cm.cache)
     if can_fail.status == "unsat":
         core = [label for label in can_fail.core if label != negated]
         reason = "the types imply it" if core else "it holds for every value"
         if t.may_return_none:
             reason += ("; note that a predicate returning None passes (spec §3.2): "
                        "return a bool, e.g. `... is not None`")
-        return falsify(cm, CheckResult(kind, "warn", f"{t.label} can never fail: {reason} "
-                                       f"(a weak guarantee)", constraints=core,
-                                       predicate=t.name, notes=notes,
-                                       assumptions=assumptions), options,
-                       lambda f: f.failing(t))
+        goal_part = owned_by(t, [*defs, goal])
+        return _refuted(cm, CheckResult(kind, "warn", f"{t.label} can never fail: {reason} "
+                                        f"(a weak guarantee)", constraints=core,
+                                        predicate=t.name, notes=notes,
+                                        assumptions=assumptions), options,
+                        lambda f: f.failing(t), can_fail.core, [*typed_parts, goal_part])
     for query in (can_pass, can_fail):
         if query.status == "unknown":
             return unknown_result(kind, query, notes, t.name)
@@ -287,6 +303,17 @@ def check_vacuity(cm: ContractModel, t: Translation, options: SolverOptions,
     return CheckResult(kind, "pass", f"{t.label} can pass and can fail", witness=results[0],
                        counterexample=results[1], predicate=t.name, notes=notes,
                        assumptions=_merged(assumptions, example_assumptions))
+
+
+def _refuted(cm: ContractModel, result: CheckResult, options: SolverOptions,
+             search: Callable[[Falsifier], Counterexample | None], core: Sequence[str],
+             parts: Sequence[Part]) -> CheckResult:
+    """A negative verdict z3 proved with ``core`` on a query of ``parts``: as is when
+    the proof rests only on exact parts (``exactness``: the concrete search could
+    only agree), else after the falsifier's search."""
+    if exact_refutation(core, parts):
+        return result
+    return falsify(cm, result, options, search)
 
 
 def _merged(assumptions: list[str], examples: list[str]) -> list[str]:
