@@ -229,7 +229,7 @@ def test_a_version_1_database_is_migrated(database: str) -> None:
         version = connection.execute(sa.text(
             "SELECT value FROM meta WHERE key = 'schema_version'")).scalar_one()
     engine.dispose()
-    assert version == str(SCHEMA_VERSION) == "4"
+    assert version == str(SCHEMA_VERSION) == "5"
     assert [(r["contract"], r["label"], r["kind"]) for r in query(database)] == [
         ("old:C", "v1", "contract"), ("m:C", "v2", "tool")]
 
@@ -302,7 +302,7 @@ def test_a_version_3_database_is_migrated_to_shadow_refusals(database: str) -> N
         version = connection.execute(sa.text(
             "SELECT value FROM meta WHERE key = 'schema_version'")).scalar_one()
     engine.dispose()
-    assert version == str(SCHEMA_VERSION) == "4"
+    assert version == str(SCHEMA_VERSION) == "5"
     assert [(r["label"], r["shadow_refusals"]) for r in query(database)] == [
         ("v1", 0), ("v4", 1)]
 

@@ -24,7 +24,8 @@ from hoare.engines import FunctionEngine, Response, Usage
 from hoare.kernel import Outcome, Phase
 from hoare.queries import Query
 from hoare.stats import records
-from hoare.stats.schema import COLUMNS
+from hoare.stats.schema import COLUMNS, SHAPE_COLUMNS
+from hoare.stats.shapes import ShapeIds
 from hoare.stats.store import StatsStore
 
 otel = pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
@@ -271,13 +272,26 @@ HOSTILE_VALUES: st.SearchStrategy[object] = st.one_of(
     st.lists(st.tuples(st.text(max_size=3), st.booleans()), max_size=2).map(tuple))
 
 
+# The shapes the batch path met, across the examples (its cache is what is under test)
+_SHAPES_STORED: list[tuple[Any, ...]] = []
+
+
+def _add_shape(shape: tuple[Any, ...]) -> int:
+    _SHAPES_STORED.append(shape)
+    return len(_SHAPES_STORED) - 1
+
+
+_SHAPE_IDS = ShapeIds(_add_shape)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 18), HOSTILE_VALUES), max_size=3),
        st.integers(1, 6))
 def test_the_batch_fast_path_agrees_with_the_record_by_record_check(
         changes: list[tuple[int, object]], count: int) -> None:
-    """``plain_batch`` (column by column) takes a batch only when every record passes the
-    record-by-record fast path, and then gives exactly its rows, in order."""
+    """``plain_batch`` (column by column) and the shapes' ids it is looked up by
+    (``ShapeIds``, one cache across the examples) take a batch only when every record
+    passes the record-by-record fast path, and then store exactly its rows, in order."""
     from hoare.stats.values import clean_record, plain_batch, plain_row
 
     base: list[object] = list(records.CallRecord(1.5, "m:C", "h", "L", True, False, 2, 1,
@@ -291,12 +305,21 @@ def test_the_batch_fast_path_agrees_with_the_record_by_record_check(
         clean_record(item, [])
     flat = [value for item in items for value in item]
     fast = plain_batch(flat, len(base))
+    ids = None if fast is None else _SHAPE_IDS.of_records(fast)
     one_by_one = [plain_row(item) for item in items]
-    if fast is None:
+    if fast is None or ids is None:
         assert any(row is None for row in one_by_one)
-    else:
-        assert all(row is not None for row in one_by_one)
-        assert fast == [value for row in one_by_one if row is not None for value in row]
+        return
+    assert all(row is not None for row in one_by_one)
+    numbers = fast.numbers(ids)
+    stored = []
+    for index in range(count):
+        ts, shape, latency, tokens_in, tokens_out, cost = numbers[index * 6:index * 6 + 6]
+        named = dict(zip(SHAPE_COLUMNS, _SHAPES_STORED[shape], strict=True))
+        named.update(ts=ts, latency_ms=latency, input_tokens=tokens_in,
+                     output_tokens=tokens_out, cost=cost)
+        stored.append(tuple(named[name] for name in COLUMNS))
+    assert stored == one_by_one
 
 
 @pytest.mark.parametrize("shape", ["tuple", "CallRecord"])

@@ -182,7 +182,7 @@ def test_a_version_3_store_is_read_then_migrated_to_4(tmp_path: Path) -> None:
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     connection.close()
-    assert version == str(SCHEMA_VERSION) == "4"
+    assert version == str(SCHEMA_VERSION) == "5"
     assert [(r["label"], r["shadow_refusals"]) for r in query(str(path))] == [
         ("v3", 0), ("v4", 1)]
     store = StatsStore(path)  # opening a current store again changes nothing

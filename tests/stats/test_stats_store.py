@@ -351,7 +351,7 @@ def test_a_version_1_file_is_read_and_migrated(tmp_path: Path) -> None:
         version = connection.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert version == str(SCHEMA_VERSION) == "4"
+    assert version == str(SCHEMA_VERSION) == "5"
     assert [(r["label"], r["kind"]) for r in query(str(path))] == [
         ("v1", "contract"), ("v2", "agent")]
 

@@ -17,15 +17,22 @@ except ImportError as missing:  # pragma: no cover - the [sql] extra is not inst
                       "pip install 'hoare[sql]'") from missing
 
 from hoare.stats.schema import (
+    CALLS_VIEW,
     COLUMNS,
     FILL,
     MIGRATIONS,
+    NUMBER_COLUMNS,
     SCHEMA_VERSION,
+    SHAPE_COLUMNS,
     SINCE,
+    SPLIT_CALLS,
+    SPLIT_STEP,
     StoreError,
     refuse_newer,
+    split_row,
     version_number,
 )
+from hoare.stats.shapes import ShapeIds, fingerprint
 
 __all__ = ["SqlAlchemyBackend", "read_families", "read_rows"]
 
@@ -33,30 +40,33 @@ _metadata = sa.MetaData()
 _meta = sa.Table("meta", _metadata,
                  sa.Column("key", sa.String(64), primary_key=True),
                  sa.Column("value", sa.Text, nullable=False))
-_calls = sa.Table(
-    "calls", _metadata,
-    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
-              autoincrement=True),
-    sa.Column("ts", sa.Double, nullable=False),
-    sa.Column("contract", sa.Text, nullable=False),
-    sa.Column("contract_hash", sa.Text, nullable=False),
-    sa.Column("label", sa.Text, nullable=False),
-    sa.Column("success", sa.Integer, nullable=False),
-    sa.Column("first_attempt", sa.Integer, nullable=False),
-    sa.Column("attempts", sa.Integer, nullable=False),
-    sa.Column("remedies", sa.Integer, nullable=False),
-    sa.Column("preflight", sa.Text),
-    sa.Column("input_tokens", sa.BigInteger),
-    sa.Column("output_tokens", sa.BigInteger),
-    sa.Column("cost", sa.Double),
-    sa.Column("latency_ms", sa.Double, nullable=False),
-    sa.Column("engine", sa.Text),
-    sa.Column("model", sa.Text),
-    sa.Column("trials", sa.Text, nullable=False),
-    sa.Column("kind", sa.Text, nullable=False, server_default="contract"),
-    sa.Column("provider_faults", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("shadow_refusals", sa.Integer, nullable=False, server_default="0"),
-)
+_ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
+# the type of each column of a call (``COLUMNS``), in the tables and as read
+_TYPES: dict[str, Any] = {
+    "ts": sa.Double, "latency_ms": sa.Double, "input_tokens": sa.BigInteger,
+    "output_tokens": sa.BigInteger, "cost": sa.Double, "success": sa.Integer,
+    "first_attempt": sa.Integer, "attempts": sa.Integer, "remedies": sa.Integer,
+    "provider_faults": sa.Integer, "shadow_refusals": sa.Integer}
+_DEFAULTS = {"kind": "contract", "provider_faults": "0", "shadow_refusals": "0"}
+
+
+def _column(name: str) -> sa.Column[Any]:
+    return sa.Column(name, _TYPES.get(name, sa.Text), server_default=_DEFAULTS.get(name))
+
+
+# No NOT NULL: see hoare.stats.sqlite's tables
+_shapes = sa.Table("call_shapes", _metadata,
+                   sa.Column("id", _ID, primary_key=True, autoincrement=True),
+                   sa.Column("fingerprint", sa.Text, index=True),
+                   *(_column(name) for name in SHAPE_COLUMNS))
+_numbers = sa.Table("call_numbers", _metadata,
+                    sa.Column("id", _ID, primary_key=True, autoincrement=True),
+                    sa.Column("shape", _ID),
+                    *(_column(name) for name in NUMBER_COLUMNS if name != "shape"))
+# ``calls`` as it is read: version 4's table, or the view of schema 5 (never created
+# from this description: apart from the tables ``create_all`` makes)
+_calls = sa.Table("calls", sa.MetaData(), sa.Column("id", _ID, primary_key=True),
+                  *(_column(name) for name in COLUMNS))
 _families = sa.Table("families", _metadata,
                      sa.Column("contract", sa.Text, primary_key=True),
                      sa.Column("family", sa.Text, primary_key=True),
@@ -85,7 +95,11 @@ def _migrate(engine: sa.Engine) -> None:
                 version = SCHEMA_VERSION if found is None else found
                 if found is None:
                     _metadata.create_all(connection, checkfirst=True)
+                    connection.execute(sa.text(CALLS_VIEW))
                 for step in range(version, SCHEMA_VERSION):
+                    if step == SPLIT_STEP:
+                        _split_calls(connection)
+                        continue
                     for statement in MIGRATIONS[step].split(";"):
                         connection.execute(sa.text(statement))
                 connection.execute(sa.delete(_meta).where(_meta.c.key == "schema_version"))
@@ -96,6 +110,27 @@ def _migrate(engine: sa.Engine) -> None:
             if attempt == 4:
                 raise
             time.sleep(0.05 * (attempt + 1))
+
+
+def _split_calls(connection: sa.Connection) -> None:
+    """Version 4 to 5 (``SPLIT_CALLS``), inside the migration's transaction: the two
+    tables, every call moved with its id, the view, each shape's fingerprint. The ids
+    are given, so PostgreSQL's sequences are moved past them."""
+    _metadata.create_all(connection, tables=[_shapes, _numbers], checkfirst=True)
+    for statement in SPLIT_CALLS:
+        connection.execute(sa.text(statement))
+    if connection.dialect.name == "postgresql":
+        for table in ("call_shapes", "call_numbers"):
+            connection.execute(sa.text(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), max(id)) "
+                f"FROM {table} HAVING max(id) IS NOT NULL"))
+    shapes = connection.execute(sa.select(_shapes.c.id, *(
+        _shapes.c[name] for name in SHAPE_COLUMNS))).all()
+    if shapes:
+        connection.execute(sa.update(_shapes).where(_shapes.c.id == sa.bindparam("key"))
+                           .values(fingerprint=sa.bindparam("print")),
+                           [{"key": row[0], "print": fingerprint(tuple(row[1:]))}
+                            for row in shapes])
 
 
 def _stored_version(connection: sa.Connection) -> int | None:
@@ -129,25 +164,45 @@ class SqlAlchemyBackend:
         except BaseException:
             self.engine.dispose()
             raise
+        self.shapes = ShapeIds(self.find_or_add_shape)
 
     def prune(self, cutoff: float) -> None:
         with self.engine.begin() as connection:
-            connection.execute(sa.delete(_calls).where(_calls.c.ts < cutoff))
+            connection.execute(sa.delete(_numbers).where(_numbers.c.ts < cutoff))
+
+    def find_or_add_shape(self, shape: tuple[Any, ...]) -> int:
+        """The id of a stored shape, added when the store has none."""
+        key = fingerprint(shape)
+        with self.engine.begin() as connection:
+            found = connection.execute(sa.select(sa.func.min(_shapes.c.id)).where(
+                _shapes.c.fingerprint == key)).scalar()
+            if found is not None:
+                return int(found)
+            added = connection.execute(sa.insert(_shapes).values(
+                fingerprint=key, **dict(zip(SHAPE_COLUMNS, shape, strict=True)))
+                .returning(_shapes.c.id)).scalar_one()
+            return int(added)
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        params = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
-        for item in params:  # booleans as 0/1: PostgreSQL has no implicit bool -> int
-            item["success"] = int(item["success"])
-            item["first_attempt"] = int(item["first_attempt"])
-        with self.engine.begin() as connection:
-            connection.execute(sa.insert(_calls), params)
+        """Calls given as rows in ``COLUMNS``' order (``clean_record``'s), in one
+        transaction, their shapes found or added first."""
+        values: list[Any] = []
+        for row in rows:
+            shape, (ts, latency, tokens_in, tokens_out, cost) = split_row(row)
+            values += (ts, self.shapes.of_stored(shape), latency, tokens_in, tokens_out,
+                       cost)
+        self.write_values(values, len(rows))
 
     def write_values(self, values: list[Any], count: int) -> None:
-        """``count`` rows given flat (the SQLite writer's shape), as ``write``."""
-        width = len(COLUMNS)
+        """``count`` calls, their ``call_numbers`` values (``NUMBER_COLUMNS``) flat, in
+        one transaction."""
+        width = len(NUMBER_COLUMNS)
         if len(values) != count * width:
             raise ValueError(f"{len(values)} values are not {count} rows of {width}")
-        self.write(list(zip(*[iter(values)] * width, strict=True)))
+        with self.engine.begin() as connection:
+            connection.execute(sa.insert(_numbers), [
+                dict(zip(NUMBER_COLUMNS, values[start:start + width], strict=True))
+                for start in range(0, len(values), width)])
 
     def write_families(self, rows: Sequence[tuple[str, str, str]]) -> None:
         """The latest message of each family wins (a delete and an insert: portable)."""

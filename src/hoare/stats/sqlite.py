@@ -13,50 +13,71 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from itertools import chain
 from typing import Any
 
 from hoare.stats.schema import (
-    COLUMNS,
+    CALLS_VIEW,
     FILL,
     MIGRATIONS,
+    NUMBER_COLUMNS,
     SCHEMA_VERSION,
+    SHAPE_COLUMNS,
     SINCE,
+    SPLIT_CALLS,
+    SPLIT_STEP,
     StoreError,
     refuse_newer,
+    split_row,
     version_number,
 )
+from hoare.stats.shapes import ShapeIds, fingerprint
 from hoare.stats.values import display_text
 
 __all__ = ["SQLITE_SCHEMA", "SqliteBackend", "read_families", "read_rows"]
 
-SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS calls (
-    id INTEGER PRIMARY KEY,
-    ts REAL NOT NULL,
-    contract TEXT NOT NULL,
-    contract_hash TEXT NOT NULL,
-    label TEXT NOT NULL,
-    success INTEGER NOT NULL,
-    first_attempt INTEGER NOT NULL,
-    attempts INTEGER NOT NULL,
-    remedies INTEGER NOT NULL,
-    preflight TEXT,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    cost REAL,
-    latency_ms REAL NOT NULL,
-    engine TEXT,
-    model TEXT,
-    trials TEXT NOT NULL,
-    kind TEXT NOT NULL DEFAULT 'contract',
-    provider_faults INTEGER NOT NULL DEFAULT 0,
-    shadow_refusals INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS families (contract TEXT NOT NULL, family TEXT NOT NULL,
-    message TEXT NOT NULL, PRIMARY KEY (contract, family));
-"""
+_SHAPE_DECLARED = {"contract": "TEXT", "contract_hash": "TEXT", "label": "TEXT",
+                   "kind": "TEXT DEFAULT 'contract'", "engine": "TEXT", "model": "TEXT",
+                   "success": "INTEGER", "first_attempt": "INTEGER", "attempts": "INTEGER",
+                   "remedies": "INTEGER", "preflight": "TEXT", "trials": "TEXT",
+                   "provider_faults": "INTEGER DEFAULT 0",
+                   "shadow_refusals": "INTEGER DEFAULT 0"}
+# What an INSERT on the ``calls`` view (another program's, as into version 4's table)
+# stores for a column it leaves out: version 4's defaults.
+_INSERTED = {"kind": "coalesce(NEW.kind, 'contract')",
+             "provider_faults": "coalesce(NEW.provider_faults, 0)",
+             "shadow_refusals": "coalesce(NEW.shadow_refusals, 0)"}
+
+# Schema 5's tables (``hoare.stats.schema``), one statement each. No NOT NULL: the
+# writer checks every value before it binds it (``hoare.stats.values``), the reader
+# every value it reads, and a migrated store keeps every row it held, a row another
+# program wrote with NULLs in it too.
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS call_shapes (id INTEGER PRIMARY KEY, fingerprint TEXT, "
+    + ", ".join(f"{c} {_SHAPE_DECLARED[c]}" for c in SHAPE_COLUMNS) + ")",
+    "CREATE INDEX IF NOT EXISTS call_shapes_fingerprint ON call_shapes (fingerprint)",
+    "CREATE TABLE IF NOT EXISTS call_numbers (id INTEGER PRIMARY KEY, ts REAL, shape "
+    "INTEGER, latency_ms REAL, input_tokens INTEGER, output_tokens INTEGER, cost REAL)",
+)
+# The view takes what version 4's table took: an INSERT (its shape a row of its own)
+# and a DELETE.
+_VIEW_TRIGGERS = (
+    "CREATE TRIGGER calls_insert INSTEAD OF INSERT ON calls BEGIN "
+    f"INSERT INTO call_shapes ({', '.join(SHAPE_COLUMNS)}) VALUES ("
+    + ", ".join(_INSERTED.get(c, f"NEW.{c}") for c in SHAPE_COLUMNS) + "); "
+    "INSERT INTO call_numbers (id, ts, shape, latency_ms, input_tokens, output_tokens, "
+    "cost) VALUES (NEW.id, NEW.ts, last_insert_rowid(), NEW.latency_ms, NEW.input_tokens, "
+    "NEW.output_tokens, NEW.cost); END",
+    "CREATE TRIGGER calls_delete INSTEAD OF DELETE ON calls BEGIN "
+    "DELETE FROM call_numbers WHERE id = OLD.id; END",
+)
+SQLITE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    *_TABLES,
+    "CREATE TABLE IF NOT EXISTS families (contract TEXT NOT NULL, family TEXT NOT NULL, "
+    "message TEXT NOT NULL, PRIMARY KEY (contract, family))",
+    CALLS_VIEW,
+    *_VIEW_TRIGGERS,
+)
 
 
 class SqliteBackend:
@@ -66,6 +87,9 @@ class SqliteBackend:
         _check_sqlite(path)  # a refused store is refused before anything touches it
         self.connection = sqlite3.connect(path, timeout=30, isolation_level=None,
                                           check_same_thread=False)
+        # text another program stored that is not UTF-8 is read escaped (a migration
+        # reads the shapes back), not raised
+        self.connection.text_factory = _lenient_text
         try:
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
@@ -73,33 +97,55 @@ class SqliteBackend:
         except BaseException:
             self.connection.close()
             raise
+        self.shapes = ShapeIds(self.find_or_add_shape)
 
     def prune(self, cutoff: float) -> None:
-        self.connection.execute("DELETE FROM calls WHERE ts < ?", (cutoff,))
+        self.connection.execute("DELETE FROM call_numbers WHERE ts < ?", (cutoff,))
+
+    def find_or_add_shape(self, shape: tuple[Any, ...]) -> int:
+        """The id of a stored shape, added when the store has none (in its own
+        transaction: a shape added for a batch that is then refused stays, unused)."""
+        key = fingerprint(shape)
+        with self._transaction():
+            found = self.connection.execute(
+                "SELECT min(id) FROM call_shapes WHERE fingerprint = ?", (key,)).fetchone()
+            if found[0] is not None:
+                return int(found[0])
+            cursor = self.connection.execute(_ADD_SHAPE, (key, *shape))
+            return int(cursor.lastrowid or 0)
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """``rows`` in one transaction (``write_values``)."""
-        self.write_values(list(chain.from_iterable(rows)), len(rows))
+        """Calls given as rows in ``COLUMNS``' order (``clean_record``'s), in one
+        transaction (``write_values``), their shapes found or added first."""
+        values: list[Any] = []
+        for row in rows:
+            shape, (ts, latency, tokens_in, tokens_out, cost) = split_row(row)
+            values += (ts, self.shapes.of_stored(shape), latency, tokens_in, tokens_out,
+                       cost)
+        self.write_values(values, len(rows))
 
     def write_values(self, values: list[Any], count: int) -> None:
-        """``count`` rows, their values flat, in one transaction; the rows in multi-row
-        INSERTs of power-of-two sizes (one statement each, so a few prepared statements
-        serve every batch). One statement per chunk, not per row: ``sqlite3`` lets go
-        of the GIL at each statement step, and a step per row would hand the GIL back
-        and forth with the calling threads hundreds of times a batch (measured: +2 µs
-        per call on the calling thread). ``values`` is changed in place (stand-ins)."""
-        width = len(COLUMNS)
+        """``count`` calls, their ``call_numbers`` values (``NUMBER_COLUMNS``) flat, in
+        one transaction; the rows in multi-row INSERTs of power-of-two sizes (one
+        statement each, so a few prepared statements serve every batch). One statement
+        per chunk, not per row: ``sqlite3`` lets go of the GIL at each statement step,
+        and a step per row would hand the GIL back and forth with the calling threads
+        hundreds of times a batch (measured: +2 µs per call on the calling thread).
+        ``values`` is changed in place (stand-ins)."""
+        width = len(NUMBER_COLUMNS)
         if len(values) != count * width:
             raise ValueError(f"{len(values)} values are not {count} rows of {width}")
-        for column, stand_in in _STAND_INS:  # no None bound (see _STAND_INS)
+        nulls = 0  # the columns holding a NULL, as bits (see _STAND_INS)
+        for bit, (column, stand_in) in enumerate(_STAND_INS):
             present = values[column::width]
             if None in present:
                 values[column::width] = list(map(stand_in.get, present, present))
+                nulls |= 1 << bit
         with self._transaction():
             start = 0
             while start < count:
                 size = min(_CHUNK, 1 << ((count - start).bit_length() - 1))
-                self.connection.execute(_insert(size),
+                self.connection.execute(_insert(size, nulls),
                                         values[start * width:(start + size) * width])
                 start += size
 
@@ -127,31 +173,39 @@ class SqliteBackend:
         self.connection.close()
 
 
+def _lenient_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "backslashreplace")
+
+
+_ADD_SHAPE = (f"INSERT INTO call_shapes (fingerprint, {', '.join(SHAPE_COLUMNS)}) VALUES "
+              f"({', '.join(['?'] * (len(SHAPE_COLUMNS) + 1))})")
+
 # Rows per INSERT: SQLite before 3.32 allows 999 bound values in a statement
-_CHUNK = 256 if sqlite3.sqlite_version_info >= (3, 32) else 32
-_INSERTS: dict[int, str] = {}
+_CHUNK = 256 if sqlite3.sqlite_version_info >= (3, 32) else 128
+_INSERTS: dict[tuple[int, int], str] = {}
 
 
 # What the writer binds for a NULL in a column that may hold one, and the INSERT turns
 # back into NULL (``NULLIF``): binding None itself costs ``sqlite3`` an adapter lookup
-# per value (measured: ~0.4 µs each, two or more per call). Each stand-in is a value no
-# checked row holds there: counts and costs are >= 0, texts are text, never the
-# integer 0.
+# per value (measured: ~0.4 µs each), a NULLIF costs SQLite a function call per row
+# (~0.1 µs), so a column gets its NULLIF only in a batch where it holds a NULL. Each
+# stand-in is a value no checked row holds there: counts and costs are >= 0.
 _STAND_INS: tuple[tuple[int, dict[None, int]], ...] = tuple(
-    (COLUMNS.index(name), {None: stand_in}) for name, stand_in in (
-        ("preflight", 0), ("input_tokens", -1), ("output_tokens", -1), ("cost", -1),
-        ("engine", 0), ("model", 0)))
-_PLACEHOLDERS = {COLUMNS[column]: f"NULLIF(?, {stand_in[None]})"
-                 for column, stand_in in _STAND_INS}
+    (NUMBER_COLUMNS.index(name), {None: -1})
+    for name in ("input_tokens", "output_tokens", "cost"))
 
 
-def _insert(rows: int) -> str:
-    """The INSERT of ``rows`` rows (made once per size)."""
-    text = _INSERTS.get(rows)
+def _insert(rows: int, nulls: int) -> str:
+    """The INSERT of ``rows`` calls into ``call_numbers``, with a NULLIF for each
+    column of ``_STAND_INS`` whose bit is set in ``nulls`` (made once per kind)."""
+    text = _INSERTS.get((rows, nulls))
     if text is None:
-        one = f"({', '.join(_PLACEHOLDERS.get(c, '?') for c in COLUMNS)})"
-        text = _INSERTS[rows] = (f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES "
-                                 + ", ".join([one] * rows))
+        marks = {NUMBER_COLUMNS[column]: f"NULLIF(?, {stand_in[None]})"
+                 for bit, (column, stand_in) in enumerate(_STAND_INS) if nulls >> bit & 1}
+        one = f"({', '.join(marks.get(c, '?') for c in NUMBER_COLUMNS)})"
+        text = _INSERTS[rows, nulls] = (
+            f"INSERT INTO call_numbers ({', '.join(NUMBER_COLUMNS)}) VALUES "
+            + ", ".join([one] * rows))
     return text
 
 
@@ -204,8 +258,8 @@ def _check_sqlite(path: str) -> None:
 def _stored_version(connection: sqlite3.Connection, path: str) -> int | None:
     """The schema version of a hoare store, None for a database without tables (a new
     store); ``StoreError`` for another application's database or a newer schema."""
-    tables = {row[0] for row in connection.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {row[0] for row in connection.execute(  # ``calls`` is a view from schema 5
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     if not tables:
         return None
     if not {"meta", "calls"} <= tables:
@@ -230,11 +284,13 @@ def _migrate_sqlite(connection: sqlite3.Connection, path: str) -> None:
     try:
         version = _stored_version(connection, path)
         if version is None:
-            for statement in SQLITE_SCHEMA.strip().split(";"):
-                if statement.strip():
-                    connection.execute(statement)
+            for statement in SQLITE_SCHEMA:
+                connection.execute(statement)
             version = SCHEMA_VERSION
         for step in range(version, SCHEMA_VERSION):
+            if step == SPLIT_STEP:
+                _split_calls(connection)
+                continue
             for statement in MIGRATIONS[step].split(";"):
                 connection.execute(statement)
         if version != SCHEMA_VERSION or not connection.execute(
@@ -245,6 +301,18 @@ def _migrate_sqlite(connection: sqlite3.Connection, path: str) -> None:
     except BaseException:
         connection.execute("ROLLBACK")
         raise
+
+
+def _split_calls(connection: sqlite3.Connection) -> None:
+    """Version 4 to 5 (``SPLIT_CALLS``), inside the migration's transaction: the two
+    tables, every call moved with its id, the view and its triggers, each shape's
+    fingerprint (so the writer finds the shapes it meets again)."""
+    for statement in (*_TABLES, *SPLIT_CALLS, *_VIEW_TRIGGERS):
+        connection.execute(statement)
+    shapes = connection.execute(
+        f"SELECT id, {', '.join(SHAPE_COLUMNS)} FROM call_shapes").fetchall()
+    connection.executemany("UPDATE call_shapes SET fingerprint = ? WHERE id = ?",
+                           [(fingerprint(shape[1:]), shape[0]) for shape in shapes])
 
 
 def read_rows(path: str, columns: Sequence[str], contract: str | None, label: str | None,

@@ -40,11 +40,12 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
 from hoare.stats.records import CallRecord
+from hoare.stats.schema import NUMBER_COLUMNS, split_row
+from hoare.stats.shapes import ShapeIds
 from hoare.stats.sqlite import SqliteBackend
 from hoare.stats.values import (
     TRIALS_LIMIT,
@@ -88,7 +89,12 @@ def sqlite_path(target: str) -> str:
 
 class Backend(Protocol):
     """What a back end provides to the writer thread (``hoare.stats.sqlite.SqliteBackend``
-    and ``hoare.stats.sql.SqlAlchemyBackend``); made and used by that thread only."""
+    and ``hoare.stats.sql.SqlAlchemyBackend``); made and used by that thread only.
+    ``shapes`` are the ids of the store's call shapes (``hoare.stats.shapes``);
+    ``write_values`` takes calls as ``call_numbers`` rows, flat (``NUMBER_COLUMNS``),
+    ``write`` as rows in ``COLUMNS``' order."""
+
+    shapes: ShapeIds
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None: ...
     def write_values(self, values: list[Any], count: int) -> None: ...
@@ -262,12 +268,22 @@ class StatsStore:
 
     def _write(self, backend: Backend, taken: list[Any]) -> None:
         """Write the records ``taken`` from the queue (their values, flat): the whole
-        batch checked column by column when every record is plain (``plain_batch``,
-        the records contract calls make), else record by record."""
-        values = plain_batch(taken, FIELDS)
-        if values is not None:
-            self._name_batch_families(backend, taken)
-            self._store(backend, values, len(taken) // FIELDS)
+        batch checked column by column, each record's shape by one lookup, when every
+        record is plain (``plain_batch``, the records contract calls make); else record
+        by record."""
+        batch = plain_batch(taken, FIELDS)
+        shape_ids = None
+        seen = backend.shapes.first_seen
+        if batch is not None:
+            try:
+                shape_ids = backend.shapes.of_records(batch)
+            except Exception as error:  # a shape the database refuses: record by record
+                if _unavailable(error):
+                    raise
+        if batch is not None and shape_ids is not None:
+            if backend.shapes.first_seen != seen:  # a contract (and its hash) seen first
+                self._name_batch_families(backend, taken)
+            self._store(backend, batch.numbers(shape_ids), len(shape_ids))
             return
         rows: list[tuple[Any, ...]] = []
         named: tuple[object, object] = (None, None)  # the families named last, by identity
@@ -282,19 +298,31 @@ class StatsStore:
                 rows.append(row)
                 continue
             self._write_checked(backend, item, rows)
-        if rows:
-            self._store(backend, list(chain.from_iterable(rows)), len(rows))
+        values: list[Any] = []
+        for row in rows:
+            shape, (ts, latency, tokens_in, tokens_out, cost) = split_row(row)
+            try:
+                shape_id = backend.shapes.of_stored(shape)
+            except Exception as error:  # refused: that record only; unavailable: all
+                self._failed(error, len(rows) if _unavailable(error) else 1)
+                if _unavailable(error):
+                    return
+                continue
+            values += (ts, shape_id, latency, tokens_in, tokens_out, cost)
+        if values:
+            self._store(backend, values, len(values) // len(NUMBER_COLUMNS))
 
     def _store(self, backend: Backend, values: list[Any], count: int) -> None:
-        """``count`` rows (``values``, flat) in one transaction; when the database
-        refuses a value (not when it is unavailable), row by row, so only that row is
-        lost."""
+        """``count`` calls (their ``call_numbers`` values, flat) in one transaction;
+        when the database refuses a value (not when it is unavailable), row by row, so
+        only that row is lost."""
         try:
             backend.write_values(values, count)
         except Exception as error:
             if count > 1 and not _unavailable(error):
-                for row in zip(*[iter(values)] * (len(values) // count), strict=True):
-                    self._write_rows(backend, [row])
+                width = len(values) // count
+                for start in range(0, len(values), width):
+                    self._store(backend, values[start:start + width], 1)
                 return
             self._failed(error, count)
             return
@@ -355,15 +383,6 @@ class StatsStore:
                 backend.write_families(rows)
         except Exception as error:  # labels only: the calls are still recorded
             _log.debug("hoare stats: family messages not stored: %s", error)
-
-    def _write_rows(self, backend: Backend, rows: Sequence[tuple[Any, ...]]) -> None:
-        try:
-            backend.write(rows)
-        except Exception as error:
-            self._failed(error, len(rows))
-            return
-        with self._lock:
-            self.written += len(rows)
 
     def _failed(self, error: Exception, count: int) -> None:
         """Dropped and counted; the next batch tries again."""

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from itertools import chain
+from typing import Any, NamedTuple
 
 __all__ = [
     "INT64",
     "TEXT_LIMIT",
+    "TRIALS_AT",
     "TRIALS_LIMIT",
+    "PlainBatch",
     "clean_record",
     "display_text",
     "finite_number",
@@ -29,6 +32,7 @@ __all__ = [
     "shown_value",
     "storable_text",
     "stored_integer",
+    "stored_shape",
 ]
 
 _INT32 = 2**31 - 1  # the attempt and fault columns are INTEGER (32 bits) in PostgreSQL
@@ -99,31 +103,62 @@ def stored_integer(value: object, top: int) -> int | None:
 
 
 def _plain(item: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The row of a record whose every value is already storable (the record a
-    contract call makes), or None: then ``clean_record`` checks it field by field. Exact
-    type tests only, so the writer's cost per record stays small: the texts (a caller's
-    names, its label, its engine: the same few strings call after call) are looked up
-    among those already found storable unchanged (``_storable``), and the trials among
-    those already encoded."""
+    """The row (``COLUMNS``' order) of a record whose every value is already storable
+    (the record a contract call makes), or None: then ``clean_record`` checks it field
+    by field. Exact type tests only, so the writer's cost per record stays small: its
+    numbers (``_plain_numbers``) and its shape (``stored_shape``)."""
     if type(item) is not tuple or len(item) != 20:  # CallRecord's 20 fields
         return None
     ts, name, digest, label, success, first, attempts, remedies, preflight, tokens_in, \
         tokens_out, cost, latency, engine, model, trials, kind, faults, shadow, _ = item
-    if not (type(ts) is float and ts - ts == 0 and type(latency) is float
+    if not _plain_numbers(ts, latency, tokens_in, tokens_out, cost):
+        return None
+    shape = stored_shape((name, digest, label, kind, engine, model, success, first,
+                          attempts, remedies, preflight, trials, faults, shadow))
+    if shape is None:
+        return None
+    name, digest, label, kind, engine, model, success, first, attempts, remedies, \
+        preflight, encoded, faults, shadow = shape
+    return (ts, name, digest, label, success, first, attempts, remedies, preflight,
+            tokens_in, tokens_out, cost, latency, engine, model, encoded, kind, faults,
+            shadow)
+
+
+plain_row = _plain  # the writer's fast path, tried before ``clean_record``
+
+
+def _plain_numbers(ts: object, latency: object, tokens_in: object, tokens_out: object,
+                   cost: object) -> bool:
+    """A record's own numbers are storable as they are (exact types, in range)."""
+    return (type(ts) is float and ts - ts == 0 and type(latency) is float
             and latency >= 0 and latency - latency == 0
-            and type(success) is bool and type(first) is bool
+            and (tokens_in is None or (type(tokens_in) is int and 0 <= tokens_in <= INT64))
+            and (tokens_out is None
+                 or (type(tokens_out) is int and 0 <= tokens_out <= INT64))
+            and (cost is None or (type(cost) is float and cost >= 0 and cost - cost == 0)))
+
+
+def stored_shape(shape: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A record's shape (``SHAPE_COLUMNS``' values as the record holds them: booleans,
+    the trials as a tuple) as stored, when every value is storable unchanged; else
+    None (then ``clean_record`` checks the record field by field). Run once per
+    distinct shape, not per record (``hoare.stats.shapes``). The texts (a caller's names,
+    its label, its engine: the same few strings call after call) are looked up among
+    those already found storable unchanged (``_storable``), and the trials among those
+    already encoded."""
+    if type(shape) is not tuple or len(shape) != 14:
+        return None
+    name, digest, label, kind, engine, model, success, first, attempts, remedies, \
+        preflight, trials, faults, shadow = shape
+    if not (type(success) is bool and type(first) is bool
             and type(attempts) is int and 0 <= attempts <= _INT32
             and type(remedies) is int and 0 <= remedies <= _INT32
             and type(faults) is int and 0 <= faults <= _INT32
             and type(shadow) is int and 0 <= shadow <= _INT32
-            and (tokens_in is None or (type(tokens_in) is int and 0 <= tokens_in <= INT64))
-            and (tokens_out is None
-                 or (type(tokens_out) is int and 0 <= tokens_out <= INT64))
-            and (cost is None or (type(cost) is float and cost >= 0 and cost - cost == 0))
             and type(name) is str and type(digest) is str and type(label) is str
             and type(kind) is str and (preflight is None or type(preflight) is str)
             and (engine is None or type(engine) is str)
-            and (model is None or type(model) is str)):
+            and (model is None or type(model) is str) and type(trials) is tuple):
         return None
     texts = (name, digest, label, kind, preflight, engine, model)
     if not _STORABLE.issuperset(texts):  # exact str or None only: their own hash and eq
@@ -131,28 +166,58 @@ def _plain(item: tuple[Any, ...]) -> tuple[Any, ...] | None:
             if text not in _STORABLE and not _storable(text):
                 return None
     try:  # a tuple holding something unhashable (a list) is not a known one
-        encoded = _ENCODED.get(trials) if type(trials) is tuple else None
+        encoded = _ENCODED.get(trials)
     except TypeError:
         return None
     if encoded is None:
         return None
-    return (ts, name, digest, label, int(success), int(first), attempts, remedies,
-            preflight, tokens_in, tokens_out, cost, latency, engine, model, encoded, kind,
-            faults, shadow)
+    return (name, digest, label, kind, engine, model, int(success), int(first), attempts,
+            remedies, preflight, encoded, faults, shadow)
 
-
-plain_row = _plain  # the writer's fast path, tried before ``clean_record``
 
 _NONE = type(None)
 _COLUMNS = 19  # a row's values (CallRecord's fields but the families)
 
 
-def plain_batch(values: list[Any], width: int) -> list[Any] | None:
-    """The rows of a batch of records queued flat (``width`` values each, in
-    ``CallRecord``'s order), as one flat list of the stored columns' values, when every
-    record passes ``_plain``'s checks; else None (then each record is checked on its
-    own). The same checks as ``_plain``, made column by column in C (a set of types, a
-    min, a max per column) rather than record by record in Python."""
+class PlainBatch(NamedTuple):
+    """A batch of records whose own numbers are storable as they are, column by
+    column, with each record's shape as the record holds it, to be looked up
+    (``hoare.stats.shapes.ShapeIds``) and checked once per distinct shape
+    (``stored_shape``): ``SHAPE_COLUMNS``' values, but the trials by identity
+    (``id``: the same interned tuple call after call, ``call_record``'s; hashing an
+    ``int`` never runs a caller's code, and costs less than hashing the pairs); the
+    trials themselves are ``trials``."""
+
+    ts: list[Any]
+    latency: list[Any]
+    tokens_in: list[Any]
+    tokens_out: list[Any]
+    cost: list[Any]
+    trials: list[Any]
+    shapes: list[tuple[Any, ...]]
+
+    def numbers(self, shape_ids: list[int]) -> list[Any]:
+        """The ``call_numbers`` rows (``NUMBER_COLUMNS``' order), flat, given the id of
+        each record's shape."""
+        width = 6
+        rows: list[Any] = [None] * (len(self.ts) * width)
+        for index, column in enumerate((self.ts, shape_ids, self.latency, self.tokens_in,
+                                        self.tokens_out, self.cost)):
+            rows[index::width] = column
+        return rows
+
+
+TRIALS_AT = 11  # where a shape holds its trials (``SHAPE_COLUMNS``)
+
+
+def plain_batch(values: list[Any], width: int) -> PlainBatch | None:
+    """A batch of records queued flat (``width`` values each, in ``CallRecord``'s
+    order) as a ``PlainBatch``, when every record's numbers pass ``_plain``'s checks and
+    every value of its shape has the exact type ``stored_shape`` takes (so that the
+    shapes hash and compare as plain values, and a shape equal to one already checked
+    is stored as that one); else None (then each record is checked on its own). The
+    checks run column by column in C (a set of types, a min, a max per column) rather
+    than record by record in Python."""
     count, rest = divmod(len(values), width)
     if rest or count == 0 or width != _COLUMNS + 1:
         return None
@@ -161,37 +226,31 @@ def plain_batch(values: list[Any], width: int) -> list[Any] | None:
         values[index::width] for index in range(_COLUMNS))
     if not (_kinds(ts) == {float} and all(map(math.isfinite, ts))
             and _kinds(latency) == {float} and all(map(math.isfinite, latency))
-            and min(latency) >= 0 and _kinds(success) == _kinds(first) == {bool}
-            and all(_counts(column, _INT32) for column in (attempts, remedies, faults,
-                                                           shadow))
-            and _optional_counts(tokens_in) and _optional_counts(tokens_out)
-            and _optional_amounts(cost) and _kinds(trials) == {tuple}
-            and all(_texts(column, optional) for column, optional in (
-                (name, False), (digest, False), (label, False), (kind, False),
-                (preflight, True), (engine, True), (model, True)))):
+            and min(latency) >= 0 and _token_counts(tokens_in, tokens_out)
+            and _optional_amounts(cost)
+            and set(map(type, chain(name, digest, label, kind))) == {str}
+            and set(map(type, chain(preflight, engine, model))) <= {str, _NONE}
+            and set(map(type, chain(success, first))) == {bool}
+            and set(map(type, chain(attempts, remedies, faults, shadow))) == {int}
+            and _kinds(trials) == {tuple}):
         return None
-    try:  # a tuple holding something unhashable (a list) is not a known one
-        encoded = list(map(_ENCODED.get, trials))
-    except TypeError:
-        return None
-    if None in encoded:
-        return None
-    rows: list[Any] = [None] * (count * _COLUMNS)
-    for index, column in enumerate((ts, name, digest, label, list(map(int, success)),
-                                    list(map(int, first)), attempts, remedies, preflight,
-                                    tokens_in, tokens_out, cost, latency, engine, model,
-                                    encoded, kind, faults, shadow)):
-        rows[index::_COLUMNS] = column
-    return rows
+    return PlainBatch(ts, latency, tokens_in, tokens_out, cost, trials, list(zip(
+        name, digest, label, kind, engine, model, success, first, attempts, remedies,
+        preflight, map(id, trials), faults, shadow, strict=True)))
+
+
+def _token_counts(tokens_in: list[Any], tokens_out: list[Any]) -> bool:
+    """Both columns ``_optional_counts``; when neither holds None (the engine reported
+    its usage), in one pass."""
+    if set(map(type, chain(tokens_in, tokens_out))) == {int}:
+        low: int = min(min(tokens_in), min(tokens_out))
+        high: int = max(max(tokens_in), max(tokens_out))
+        return low >= 0 and high <= INT64
+    return _optional_counts(tokens_in) and _optional_counts(tokens_out)
 
 
 def _kinds(column: list[Any]) -> set[type]:
     return set(map(type, column))
-
-
-def _counts(column: list[Any], top: int) -> bool:
-    """Every value an ``int`` (exactly) in ``0..top``."""
-    return _kinds(column) == {int} and min(column) >= 0 and max(column) <= top
 
 
 def _present(column: list[Any]) -> list[Any] | None:
@@ -216,16 +275,6 @@ def _optional_amounts(column: list[Any]) -> bool:
     return present is not None and (not present or (
         _kinds(present) == {float} and all(map(math.isfinite, present))
         and min(present) >= 0))
-
-
-def _texts(column: list[Any], optional: bool) -> bool:
-    """Every value an exact ``str`` stored unchanged (or None when ``optional``): looked
-    up among those already found so (``_STORABLE``), the others checked once each."""
-    if not _kinds(column) <= ({str, _NONE} if optional else {str}):
-        return False
-    if _STORABLE.issuperset(column):
-        return True
-    return all(_storable(text) for text in set(column) - _STORABLE if text is not None)
 
 
 # Exact ``str`` values found storable unchanged (and None): each text of a record is
