@@ -321,3 +321,60 @@ def test_hostile_values_never_lose_a_batch_in_postgresql(database: str) -> None:
     assert [label for label in labels if label.startswith("good-")] == \
         [f"good-{i}" for i in range(50)]
     assert "nul\\x00label" in labels and store.dropped == 0
+
+
+V4 = V3.replace("provider_faults INTEGER NOT NULL DEFAULT 0);",
+                "provider_faults INTEGER NOT NULL DEFAULT 0, shadow_refusals INTEGER NOT NULL "
+                "DEFAULT 0); CREATE TABLE families (contract TEXT NOT NULL, family TEXT NOT "
+                "NULL, message TEXT NOT NULL, PRIMARY KEY (contract, family));").replace(
+    "('schema_version', '3')", "('schema_version', '4')")
+
+
+def test_a_version_4_database_is_migrated_losing_nothing(database: str) -> None:
+    """Schema 5 (a call's shape stored once, its numbers per call, ``calls`` a view):
+    a version 4 database keeps every row, its id and every figure ``hoare stats``
+    shows; the calls written after it continue its ids (the sequences moved past the
+    migrated ones), and a record of a migrated shape adds no shape."""
+    from hoare.stats.report import summarize
+
+    engine = sa.create_engine(database)
+    with engine.begin() as connection:
+        for statement in V4.strip().split(";"):
+            if statement.strip():
+                connection.execute(sa.text(statement))
+        for index in range(30):
+            connection.execute(sa.text(
+                "INSERT INTO calls (ts, contract, contract_hash, label, success, "
+                "first_attempt, attempts, remedies, preflight, input_tokens, cost, "
+                "latency_ms, engine, model, trials, kind, provider_faults, shadow_refusals) "
+                "VALUES (:ts, :contract, 'h', :label, :ok, :ok, 1, 0, :preflight, :tokens, "
+                ":cost, :latency, 'E', NULL, :trials, 'contract', 0, :shadow)"),
+                {"ts": 1.0 + index, "contract": f"m:C{index % 2}", "label": f"l{index % 3}",
+                 "ok": int(index % 4 != 0), "preflight": None if index % 5 else "unknown",
+                 "tokens": None if index % 2 else index, "cost": index / 10,
+                 "latency": 2.0 * index, "shadow": int(index % 7 == 0),
+                 "trials": json.dumps([["f", index % 4 != 0]])})
+        connection.execute(sa.text("INSERT INTO families VALUES ('m:C0', 'f', 'rule f')"))
+    before = query(database)
+    assert len(before) == 31
+    store = StatsStore(database)
+    store.record(CallRecord(100.0, "m:C1", "h", "l1", True, True, 1, 0, None, None, None,
+                            0.1, 2.0, "E", None, (("f", True),)))
+    store.close()
+    assert (store.written, store.broken) == (1, None)
+    with engine.connect() as connection:
+        version = connection.execute(sa.text(
+            "SELECT value FROM meta WHERE key = 'schema_version'")).scalar_one()
+        shapes = connection.execute(sa.text("SELECT count(*) FROM call_shapes")).scalar_one()
+        distinct = connection.execute(sa.text(
+            "SELECT count(*) FROM (SELECT DISTINCT contract, label, success, preflight, "
+            "trials, shadow_refusals FROM calls) AS d")).scalar_one()
+    engine.dispose()
+    after = query(database)
+    assert version == "5" and after[:-1] == before
+    assert summarize(after[:-1]) == summarize(before)
+    assert after[-1]["id"] > max(r["id"] for r in before) and after[-1]["label"] == "l1"
+    assert shapes == distinct  # the new record's shape was a migrated one
+    from hoare.stats.query import family_messages
+
+    assert family_messages(database) == {("m:C0", "f"): "rule f"}

@@ -127,6 +127,8 @@ class StatsStore:
         self._drained = threading.Condition()  # notified when the queue is written
         self._forked = False  # a forked child's copy: its writer starts on first record
         self.sanitized = 0  # records stored with a value replaced (``clean_record``)
+        self.crashed = False  # the writer thread stopped on an error of its own
+        self._in_flight = 0  # records taken from the queue and not yet counted
         self._reported: set[str] = set()  # the kinds of bad value already warned about
         self._named: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # families written
         self._thread = threading.Thread(target=self._run, name="hoare-stats", daemon=True)
@@ -174,11 +176,14 @@ class StatsStore:
         self._lock = threading.Lock()
         self._drained = threading.Condition()
         self.dropped = self.written = 0
+        self.crashed = False
+        self._in_flight = 0
         self._forked = True
         self.broken = "a forked child's store, opened at its first record"
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until every queued record is written (or dropped); False on timeout."""
+        """Wait until every queued record is written (or dropped); False on timeout, or
+        when the writer thread has stopped on an error (``crashed``)."""
         deadline = time.monotonic() + timeout
         with self._drained:
             while self._pending or self._busy:
@@ -187,7 +192,7 @@ class StatsStore:
                     return False
                 self._wake.set()
                 self._drained.wait(min(left, POLL))
-        return True
+        return not self.crashed
 
     def close(self) -> None:
         self.flush()
@@ -197,8 +202,41 @@ class StatsStore:
 
     # -- the writing thread ----------------------------------------------------------
     def _run(self) -> None:
+        """The writer thread. Should it stop on an error of its own (a bug: the
+        store's errors are caught batch by batch), the store says so (``broken``, a
+        WARNING) and counts what it held and every later record as dropped; ``flush``
+        then returns False."""
+        try:
+            self._serve()
+        except BaseException as error:  # the thread ends here: said, and counted
+            self._stopped_by(error)
+
+    def _stopped_by(self, error: BaseException) -> None:
+        with self._lock:
+            self.broken = f"the writer thread stopped: {display_text(repr(error), 300)}"
+            self.crashed = True
+            queued = len(self._pending) // FIELDS  # whole records (see ``_take``)
+            del self._pending[:queued * FIELDS]
+            lost = self._in_flight + queued
+            self.dropped += lost
+            self._in_flight = 0
+        self._busy = False
+        _log.warning("hoare stats: %s: %s; %d record(s) dropped, and later ones are "
+                     "dropped and counted (the calls are unaffected)",
+                     shown_target(self.path), self.broken, lost)
+        with self._drained:
+            self._drained.notify_all()
+
+    def _serve(self) -> None:
         self._busy = True  # until the store is open: flush() waits for the verdict
         backend = self._open()
+        try:
+            self._serve_with(backend)
+        finally:
+            if backend is not None:
+                backend.close()
+
+    def _serve_with(self, backend: Backend | None) -> None:
         pruned = self._prune(backend)
         self._busy = False
         while True:
@@ -214,6 +252,7 @@ class StatsStore:
                 continue
             self._busy = True
             batch = self._take()
+            self._in_flight = len(batch) // FIELDS
             if backend is None:
                 with self._lock:
                     self.dropped += len(batch) // FIELDS
@@ -225,12 +264,11 @@ class StatsStore:
                         self.dropped += len(batch) // FIELDS
                     _log.warning("hoare stats: a batch was not written to %s: %s",
                                  shown_target(self.path), display_text(repr(error), 300))
+            self._in_flight = 0
             self._busy = False
             if not self._pending:
                 with self._drained:
                     self._drained.notify_all()
-        if backend is not None:
-            backend.close()
 
     def _take(self) -> list[Any]:
         """The values of up to BATCH records from the front of the queue, flat. Every
