@@ -141,6 +141,12 @@ class SqliteBackend:
             if None in present:
                 values[column::width] = list(map(stand_in.get, present, present))
                 nulls |= 1 << bit
+        if count <= _CHUNK and count & (count - 1) == 0:
+            # one statement, a transaction of its own: the writer lets go of the GIL
+            # once (each time it takes the GIL back, the calling threads are made to
+            # hand it over), not three times (BEGIN, INSERT, COMMIT)
+            self.connection.execute(_insert(count, nulls), values)
+            return
         with self._transaction():
             start = 0
             while start < count:
@@ -180,8 +186,9 @@ def _lenient_text(raw: bytes) -> str:
 _ADD_SHAPE = (f"INSERT INTO call_shapes (fingerprint, {', '.join(SHAPE_COLUMNS)}) VALUES "
               f"({', '.join(['?'] * (len(SHAPE_COLUMNS) + 1))})")
 
-# Rows per INSERT: SQLite before 3.32 allows 999 bound values in a statement
-_CHUNK = 256 if sqlite3.sqlite_version_info >= (3, 32) else 128
+# Rows per INSERT (a power of two): SQLite allows 32766 bound values in a statement,
+# 999 before 3.32
+_CHUNK = 1024 if sqlite3.sqlite_version_info >= (3, 32) else 128
 _INSERTS: dict[tuple[int, int], str] = {}
 
 

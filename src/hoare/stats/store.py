@@ -66,7 +66,7 @@ __all__ = [
     "sqlite_path",
 ]
 
-BATCH = 256
+BATCH = 1024  # records a batch takes at most: one INSERT when it is full (sqlite.py)
 QUEUE_SIZE = 10_000  # records
 FIELDS = len(CallRecord._fields)  # values a record takes in the queue
 _WHOLE = object()  # marks a record queued whole: (_WHOLE, record, padding...)
