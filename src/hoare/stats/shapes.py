@@ -51,24 +51,26 @@ class ShapeIds:
         unchanged (the batch is then checked record by record). Only plain values are
         hashed and compared: a caller's object never runs here."""
         known = self._of_records
-        shapes = batch.shapes
+        shapes = batch.shapes()  # one, when the batch has one shape
         ids = list(map(known.get, shapes))
-        if None not in ids:
-            return cast(list[int], ids)
-        if len(known) + len(shapes) > SHAPES_KEPT:
-            known.clear()
-            self._pinned.clear()
-        for index, shape in enumerate(shapes):
-            if shape in known:
-                continue
-            trials = batch.trials[index]
-            stored = stored_shape((*shape[:TRIALS_AT], trials, *shape[TRIALS_AT + 1:]))
-            if stored is None:
-                return None
-            known[shape] = self.of_stored(stored)  # the store's errors are the batch's
-            self.first_seen += 1
-            self._pinned.append(trials)  # its id stays this tuple's while it is known
-        return [known[shape] for shape in shapes]
+        if None in ids:
+            if len(known) + len(shapes) > SHAPES_KEPT:
+                known.clear()
+                self._pinned.clear()
+            for index, shape in enumerate(shapes):
+                if shape in known:
+                    continue
+                trials = batch.trials[index]
+                stored = stored_shape((*shape[:TRIALS_AT], trials,
+                                       *shape[TRIALS_AT + 1:]))
+                if stored is None:
+                    return None
+                known[shape] = self.of_stored(stored)  # the store's errors: the batch's
+                self.first_seen += 1
+                self._pinned.append(trials)  # its id stays this tuple's while known
+            ids = [known[shape] for shape in shapes]
+        found = cast(list[int], ids)  # no None left: every shape is known
+        return found * len(batch.ts) if len(found) == 1 else found
 
     def of_stored(self, shape: tuple[Any, ...]) -> int:
         """The id of a shape as stored (``SHAPE_COLUMNS``' values: text, integers, None),

@@ -1,7 +1,9 @@
 """The stats store in a SQLite file (stdlib ``sqlite3``, WAL mode): the embedded back
-end, its schema and migration, and its reading side. A path or a ``sqlite:///`` URL
-names the file. Several processes can write one file (a busy timeout); SQLite's
-journal keeps the file whole through a ``kill -9``.
+end, its schema (version 5: ``call_shapes``, ``call_numbers`` and their view ``calls``,
+which takes an INSERT or a DELETE as version 4's table did) and migration, and its
+reading side. A path or a ``sqlite:///`` URL names the file. Several processes can
+write one file (a busy timeout); SQLite's journal keeps the file whole through a
+``kill -9``.
 
 A file that is refused (a newer schema; tables that are not a hoare store) is checked
 through a read-only connection first and is never modified: no pragma, no table, no

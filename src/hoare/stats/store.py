@@ -12,9 +12,13 @@ share one schema (``hoare.stats.schema``); reading lives in ``hoare.stats.query`
 
 Writes never block or fail a call. A call adds its record's values to a bounded queue
 (``record``: one atomic ``list.extend``, no lock, no I/O, no object left for the garbage
-collector); a daemon thread takes whole records and writes batches of up to 256
-records, one transaction and a few multi-row INSERTs each, with a busy timeout, so
-several processes can write one store. A full queue drops the record and counts it
+collector); a daemon thread does all the rest: it takes whole records, checks them
+column by column, finds each record's shape (schema 5: who made the call, its outcome,
+its trials, stored once: ``hoare.stats.shapes``) by one dictionary lookup, and writes
+its numbers in batches of up to 1024 records, one transaction each (a full batch is one
+multi-row INSERT), with a busy timeout, so several processes can write one store. If
+the thread stops on an error of its own, the store says so (``broken``, ``crashed``)
+and counts what is lost. A full queue drops the record and counts it
 (``dropped``); a store that cannot be opened (a read-only path, a directory, a server
 that refuses) logs one WARNING and its records are dropped and counted, never raised;
 a batch that cannot be written is dropped and counted, and the next batch tries

@@ -7,8 +7,10 @@ Every value is checked before it is written, record by record (``clean_record``)
 counts beyond the column's range, NaN or infinite figures, text that is not UTF-8 (lone
 surrogates, as ``os.environ`` gives for undecodable bytes: stored escaped, ``\\xff``)
 or too long are stored sanitized, and a record that cannot be is skipped (the problems
-said, for the writer's WARNING). A record a contract call makes passes one expression of
-exact type tests (``_plain``), so the writer's cost per record stays small.
+said, for the writer's WARNING). A record a contract call makes passes exact type
+tests: a whole batch column by column (``plain_batch``), each distinct shape once
+(``stored_shape``), so the writer's cost per record stays small; one record at a time,
+``_plain``.
 """
 
 from __future__ import annotations
@@ -183,10 +185,10 @@ class PlainBatch(NamedTuple):
     """A batch of records whose own numbers are storable as they are, column by
     column, with each record's shape as the record holds it, to be looked up
     (``hoare.stats.shapes.ShapeIds``) and checked once per distinct shape
-    (``stored_shape``): ``SHAPE_COLUMNS``' values, but the trials by identity
-    (``id``: the same interned tuple call after call, ``call_record``'s; hashing an
-    ``int`` never runs a caller's code, and costs less than hashing the pairs); the
-    trials themselves are ``trials``."""
+    (``stored_shape``): ``shape_columns`` are ``SHAPE_COLUMNS``' values, but the trials
+    by identity (``id``: the same interned tuple call after call, ``call_record``'s;
+    hashing an ``int`` never runs a caller's code, and costs less than hashing the
+    pairs); the trials themselves are ``trials``."""
 
     ts: list[Any]
     latency: list[Any]
@@ -194,7 +196,18 @@ class PlainBatch(NamedTuple):
     tokens_out: list[Any]
     cost: list[Any]
     trials: list[Any]
-    shapes: list[tuple[Any, ...]]
+    shape_columns: tuple[list[Any], ...]
+
+    def shapes(self) -> list[tuple[Any, ...]]:
+        """Each record's shape, or, for a batch of one shape (every column one value:
+        the common case, told in C at a few nanoseconds a value), that shape alone.
+        The columns hold exact ``str``, ``int``, ``bool`` and None only: comparing them
+        runs no caller's code, and equal values are the same value."""
+        columns = self.shape_columns
+        count = len(self.ts)
+        if all(column.count(column[0]) == count for column in columns):
+            return [tuple(column[0] for column in columns)]
+        return list(zip(*columns, strict=True))
 
     def numbers(self, shape_ids: list[int]) -> list[Any]:
         """The ``call_numbers`` rows (``NUMBER_COLUMNS``' order), flat, given the id of
@@ -234,9 +247,9 @@ def plain_batch(values: list[Any], width: int) -> PlainBatch | None:
             and set(map(type, chain(attempts, remedies, faults, shadow))) == {int}
             and _kinds(trials) == {tuple}):
         return None
-    return PlainBatch(ts, latency, tokens_in, tokens_out, cost, trials, list(zip(
+    return PlainBatch(ts, latency, tokens_in, tokens_out, cost, trials, (
         name, digest, label, kind, engine, model, success, first, attempts, remedies,
-        preflight, map(id, trials), faults, shadow, strict=True)))
+        preflight, list(map(id, trials)), faults, shadow))
 
 
 def _token_counts(tokens_in: list[Any], tokens_out: list[Any]) -> bool:
