@@ -91,6 +91,9 @@ class RecordedAs(NamedTuple):
                    model, families)
 
 
+_POST = Phase.POST
+
+
 def settled(outcome: Outcome, raised: BaseException | None) -> Outcome:
     """The outcome a call is recorded with: a call that raised (``forward``, or a
     contract it called, or the result check) did not return a checked value, so it
@@ -135,9 +138,17 @@ def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
         return (time.time(), name, digest, label, success, success and steps <= 1, steps,
                 0, None, None, None, cost, elapsed_ns / 1e6, engine, model, trials, kind,
                 provider_faults, 0, families)
-    attempts, remedies = attempt_counts(outcome)
+    made = outcome.attempts
+    if len(made) == 1 and made[0].phase is _POST:  # the happy path: attempt_counts's
+        attempts, remedies = 1, 0
+    else:
+        attempts, remedies = attempt_counts(outcome)
     trials = outcome.trials
-    trials = _TRIALS.get(trials) or _interned(trials)
+    last = _latest[0]
+    if trials == last:  # the same trials as the call before (mostly): no hashing
+        trials = last
+    else:
+        trials = _latest[0] = _TRIALS.get(trials) or _interned(trials)
     succeeded = outcome.success
     usage = outcome.usage
     preflight = outcome.preflight
@@ -145,8 +156,8 @@ def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
             attempts, remedies, None if preflight is None else preflight.verdict.value,
             usage.get("input_tokens"), usage.get("output_tokens"), cost,
             elapsed_ns / 1e6, engine, model, trials, kind, provider_faults,
-            int(shadow_prefix is not None and preflight is not None
-                and preflight.reason.startswith(shadow_prefix)), families)
+            1 if shadow_prefix is not None and preflight is not None
+            and preflight.reason.startswith(shadow_prefix) else 0, families)
 
 
 # The trials of a call, interned: the same few tuples recur call after call, and a
@@ -154,6 +165,8 @@ def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
 # tracks) until the writer runs made the collector run more often. Bounded.
 _TRIALS: dict[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]] = {}
 _TRIALS_LIMIT = 4096
+# The kept copy of the latest trials (any thread's: a race only costs a lookup)
+_latest: list[tuple[tuple[str, bool], ...]] = [()]
 
 
 def _interned(trials: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:
