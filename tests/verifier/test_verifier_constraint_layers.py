@@ -17,9 +17,11 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, StringConstraints, ValidationError, constr
+from pydantic.fields import FieldInfo
 
 from hoare.declaration.models import type_spec
 from hoare.verifier.search.concrete import assign
+from hoare.verifier.translate.metadata import SINGLE_CONSTRAINTS, flatten
 from hoare.verifier.translate.types import TypeBuilder
 from hoare.verifier.translate.values import Z3_LOCK, SOpaque
 
@@ -210,3 +212,40 @@ def test_sequence_length_layers_mean_what_pydantic_core_enforces(
 
 def test_a_hook_dropping_a_sequence_length_is_not_translated() -> None:
     _check(Annotated[list[int], Field(max_length=1), _without("max_length")], [[1, 2, 3]])
+
+
+# -- flatten's shortcut -------------------------------------------------------------------
+
+
+def test_the_single_constraints_flatten_skips_are_never_grouped() -> None:
+    """``flatten`` keeps an instance of exactly one of these types as it is, without
+    asking the ``GroupedMetadata`` protocol: sound because each is slotted (no instance
+    attribute can make one grouped) and not grouped itself."""
+    for cls in SINGLE_CONSTRAINTS:
+        value = cls(1)
+        assert not hasattr(value, "__dict__") and "__slots__" in vars(cls)
+        assert not isinstance(value, at.GroupedMetadata)
+
+
+def _flatten_by_protocol(metadata: list[Any]) -> list[Any]:
+    """``flatten`` as it was, asking the protocol of every item."""
+    out: list[Any] = []
+    for item in metadata:
+        if item is None:
+            continue
+        if isinstance(item, FieldInfo):
+            out.extend(_flatten_by_protocol(list(item.metadata)))
+        elif isinstance(item, at.GroupedMetadata) and type(item).__name__ != \
+                "StringConstraints":
+            out.extend(_flatten_by_protocol(list(item)))
+        else:
+            out.append(item)
+    return out
+
+
+@PROFILE
+@given(st.lists(st.one_of(_NUMBER_LAYERS, _STRING_LAYERS, st.none(),
+                          st.builds(at.MinLen, _LENGTH), st.builds(at.MaxLen, _LENGTH),
+                          st.builds(at.MultipleOf, st.integers(1, 4))), max_size=6))
+def test_flatten_is_the_protocols_flattening(layers: list[Any]) -> None:
+    assert flatten(layers) == _flatten_by_protocol(layers)

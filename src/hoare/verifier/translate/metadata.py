@@ -31,6 +31,7 @@ __all__ = [
     "COMPARED_KEYS",
     "ENUM_DOMAIN_HOOKS",
     "IGNORED_METADATA",
+    "SINGLE_CONSTRAINTS",
     "atoms",
     "core_schema_gaps",
     "custom_behaviour",
@@ -43,12 +44,23 @@ __all__ = [
 ]
 
 
+# annotated_types' one-key constraints: slotted frozen dataclasses (no instance
+# attributes) that are not ``GroupedMetadata``. ``flatten`` tells them apart by their
+# exact type: an ``isinstance`` against a runtime-checkable protocol collects the
+# protocol's attributes on every call (~15 µs in Python 3.11), for every field's
+# metadata of every contract.
+SINGLE_CONSTRAINTS = frozenset({at.Gt, at.Ge, at.Lt, at.Le, at.MultipleOf, at.MinLen,
+                                at.MaxLen})
+
+
 def flatten(metadata: list[Any]) -> list[Any]:
     out: list[Any] = []
     for item in metadata:
         if item is None:
             continue
-        if isinstance(item, FieldInfo):
+        if type(item) in SINGLE_CONSTRAINTS:
+            out.append(item)
+        elif isinstance(item, FieldInfo):
             out.extend(flatten(list(item.metadata)))
         elif isinstance(item, at.GroupedMetadata) and not _is_string_constraints(item):
             out.extend(flatten(list(item)))
