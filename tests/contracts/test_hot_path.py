@@ -257,3 +257,62 @@ def test_an_output_model_s_own_model_validate_json_is_honoured() -> None:
     assert Shout(engine=FunctionEngine(lambda r: '{"word": "hi"}'))(Ask(text="t")) == \
         Shouting(word="HI")
     assert runtime_of(Ordering).output_json is Order.__pydantic_validator__
+
+
+class Limits(LLMDataModel):
+    """An input model with constraints ``model_construct`` can bypass."""
+
+    name: str = Field(min_length=1, max_length=5)
+    count: int = Field(ge=0, le=100)
+    ratio: float = Field(ge=0.0, le=1.0)
+    tags: list[str] = Field(default_factory=list, max_length=2)
+
+
+def _limits_contract() -> Any:
+    @contract(remedy_retry_params=FAST)
+    class Limited(Contract[Limits, Item]):
+        prompt = "p"
+
+        def forward(self, input: Limits) -> Item:
+            return self.contract_result
+
+    return Limited
+
+
+_values = st.fixed_dictionaries({
+    "name": st.one_of(st.text(max_size=7), st.integers(), st.none()),
+    "count": st.one_of(st.integers(-5, 105), st.floats(allow_nan=True), st.text(max_size=2)),
+    "ratio": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-1, 2)),
+    "tags": st.one_of(st.lists(st.text(max_size=2), max_size=4), st.none()),
+})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_values, st.sampled_from(["construct", "validate", "dict"]))
+def test_the_input_shortcut_checks_as_the_long_way(values: dict[str, Any], how: str) -> None:
+    """An input of exactly the declared model goes straight to its validator
+    (``Runtime.input_validator``): the same value, or the same error, as
+    ``TypeSpec.validate`` gives, for instances built any way (unvalidated too)."""
+    if how == "construct":
+        raw: Any = Limits.model_construct(**values)
+    elif how == "validate":
+        try:
+            raw = Limits(**values)
+        except ValidationError:
+            return
+    else:
+        raw = dict(values)
+    fast = runtime_of(_limits_contract())
+    slow = runtime_of(_limits_contract())
+    slow.input_ready, slow.input_validator = True, None  # the long way only
+    try:
+        expected = slow.check_input(raw)
+    except InvalidValue as error:
+        with pytest.raises(InvalidValue) as raised:
+            fast.check_input(raw)
+        assert str(raised.value) == str(error)
+        return
+    found = fast.check_input(raw)
+    assert type(found) is type(expected) is Limits and found == expected
+    assert found is not raw  # a validated copy, never the caller's object
+    assert (fast.input_ready and fast.input_validator is not None) or how == "dict"

@@ -117,34 +117,36 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     elif isinstance(raised, ContractViolationError) and raised is not call.forward_error:
         call.outcome = raised.outcome  # this call's own failure (or its result check)
     # else: forward (or something it called) raised; call.outcome is what forward got
-    if call.outcome is not None and call.outcome.violations:
-        _redact_secrets(call, raised)
-    if raised is not None or (call.outcome is not None and call.outcome.exception is not None):
-        _attach_original(call, raised)  # else: no ContractViolationError to attach it to
     recorded = call.outcome
+    if recorded is not None and recorded.violations:
+        _redact_secrets(call, raised)
+        recorded = call.outcome
+    if raised is not None or (recorded is not None and recorded.exception is not None):
+        _attach_original(call, raised)  # else: no ContractViolationError to attach it to
+    runtime, instance = call.runtime, call.instance
+    state = instance.__dict__
     record: RecordFields | None = None  # built only for a store or a span that reads it
     if recorded is not None:
         if raised is not None:
             recorded = settled(recorded, raised)
-        call.runtime.tracker.record(recorded)
+        runtime.tracker.record(recorded)
         elapsed_ns = time.perf_counter_ns() - call.started_ns  # the record's latency too
-        perf = call.instance.__dict__.get("_hoare_perf_value") or call.instance._hoare_perf()
-        perf.record(recorded.clock_marks, elapsed_ns, call.runtime.has_act)
+        perf = state.get("_hoare_perf_value") or instance._hoare_perf()
+        perf.record(recorded.clock_marks, elapsed_ns, runtime.has_act)
         # a provider fault is logged whether or not a store counts it (docs/decoding.md)
         faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
-            call.runtime.provider_faults(recorded)
+            runtime.provider_faults(recorded)
         # the configured StatsStore (typed object there: imported once a store is set)
         store = cast("StatsStore | None", configuration.stats_store())
         if store is not None or call.telemetry is not None:
             record = _call_record(call, recorded, elapsed_ns, faults)
             if store is not None and record is not None:
                 store.record(record)
-        if call.runtime.description.verbose:
-            log_outcome(call.runtime.description.name, recorded)
+        if runtime.description.verbose:
+            log_outcome(runtime.description.name, recorded)
     if call.telemetry is not None:
         _end_span(call, record, raised)
-    latest = call.instance.__dict__.get("_hoare_latest_value") \
-        or call.instance._hoare_latest()
+    latest = state.get("_hoare_latest_value") or instance._hoare_latest()
     # what the contract_* properties read, held by the instance: not the call (its engine
     # and kwargs), and never by a context (which would keep the instance alive)
     slot = call.slot

@@ -86,6 +86,11 @@ class Runtime:
         # the compiled validator an answer's bare JSON object goes to, as the output
         # model's own model_validate_json would send it (None: go through the model)
         self.output_json = _json_validator(self.output_model)
+        # an input of exactly the declared model goes straight to the validator that
+        # TypeSpec.validate would hand it to (found at the first call)
+        self.input_model = None if description.input.wrapped else description.input.model
+        self.input_validator: SchemaValidator | None = None
+        self.input_ready = False
 
     def definition_hash(self) -> str:
         """A hash of the contract's definition (its class's source, else its shape), so
@@ -105,6 +110,16 @@ class Runtime:
 
     # -- hooks that do not depend on the instance -------------------------------------
     def check_input(self, raw: object) -> object:
+        if type(raw) is self.input_model:  # the common input: exactly the declared model
+            if not self.input_ready:  # at the first call: built lazily, as validate builds it
+                self.input_validator = self.description.input.instance_validator()
+                self.input_ready = True
+            validator = self.input_validator
+            if validator is not None:
+                try:
+                    return validator.validate_python(raw)
+                except ValidationError:
+                    pass  # refused: the long way says why, in its words
         spec = self.description.input
         if isinstance(raw, Response):  # a pre-remedy answer: JSON text
             return _validate_answer(spec, raw)

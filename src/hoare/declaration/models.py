@@ -143,6 +143,15 @@ class TypeSpec:
                 raise clean_locations(error) from None
         return validated.value if self.wrapped else validated
 
+    def instance_validator(self) -> SchemaValidator | None:
+        """What ``validate`` hands an instance of exactly ``model`` to, when it hands it
+        straight on (not wrapped, revalidation in force); None otherwise. The validator
+        raises ``ValidationError`` as pydantic-core does: ``validate`` cleans its
+        locations."""
+        if self.wrapped or not revalidation_is_forced():
+            return None
+        return self._instance_boundary
+
     def validate_json(self, text: str) -> Any:
         """Validate an engine's JSON text; return what user code sees."""
         if not self.wrapped:
