@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from hoare.contracts.binding import bind_predicate
+from hoare.contracts.current import current_forward
 from hoare.contracts.driver import Front, Send
 from hoare.contracts.logs import log_answer, log_request
 from hoare.contracts.prompts import render_messages
@@ -100,20 +101,9 @@ class Call(Front):
     def hooks(self, bound: Bound) -> Hooks:
         runtime = self.runtime
         return Hooks(
-            runtime.check_input, runtime.check_output, self.forward, bound.pre, bound.post,
+            runtime.check_input, runtime.check_output, current_forward, bound.pre, bound.post,
             self.act if runtime.description.act is not None else None, bound.preflight,
             runtime.check_result, bound.handler)
-
-    def forward(self, used: object, outcome: Outcome) -> object:
-        self.outcome = outcome
-        try:
-            rest = self.rest
-            if rest:
-                return self.runtime.description.forward(self.instance, used, **rest)
-            return self.runtime.description.forward(self.instance, used)
-        except BaseException as error:  # remembered so the call is recorded as failed
-            self.forward_error = error
-            raise
 
     def act(self, accepted: object) -> object:
         description = self.runtime.description

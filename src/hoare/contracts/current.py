@@ -18,8 +18,18 @@ CURRENT_CALL: contextvars.ContextVar[Call] = contextvars.ContextVar("hoare:call"
 
 
 def current_forward(used: object, outcome: Outcome) -> object:
-    """The shared hooks' ``forward``: the current call's."""
-    return CURRENT_CALL.get().forward(used, outcome)
+    """The hooks' ``forward``: the user's ``forward`` for the current call, with its extra
+    kwargs; the call keeps the outcome (what ``contract_*`` read) and what it raised."""
+    call = CURRENT_CALL.get()
+    call.outcome = outcome
+    try:
+        rest = call.rest
+        if rest:
+            return call.runtime.description.forward(call.instance, used, **rest)
+        return call.runtime.description.forward(call.instance, used)
+    except BaseException as error:  # remembered so the call is recorded as failed
+        call.forward_error = error
+        raise
 
 
 def current_act(accepted: object) -> object:
