@@ -361,25 +361,53 @@ def test_generated_refusals_are_certified_and_sound() -> None:
 # -- float rounding and qe ------------------------------------------------------------------
 
 
+def _qe_tactics(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ``qe`` tactics z3 is asked to build from now on (wherever eliminate runs)."""
+    built: list[str] = []
+    real = z3.Tactic
+
+    def spy(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "qe":
+            built.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(qe.z3, "Tactic", spy)
+    return built
+
+
 def test_a_formula_rounding_to_int_is_not_sent_to_qe(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Failed before: ``qe`` ran on float rounding until its 1 s timeout."""
-    eliminated: list[Any] = []
-    real = preflight.eliminate
-
-    def spy(formula: Any, keep: Any, timeout_ms: int = 2_000) -> Any:
-        eliminated.append(formula)
-        return real(formula, keep, timeout_ms)
-
-    monkeypatch.setattr(preflight, "eliminate", spy)
+    """Failed before: ``qe`` ran on float rounding until its 1 s timeout (the pre-flight)."""
+    built = _qe_tactics(monkeypatch)
     checker = checker_of(make(Post(lambda o, t: o.score + 0.25 <= t.ratio, "rounded")))
     assert checker.check(object(), Ticket(text="q", sla=1, ratio=0.5)).verdict is \
         Verdict.UNKNOWN  # float rounding is not modelled exactly
-    assert eliminated == []
+    assert built == []
     linear = checker_of(make(Post(lambda o, t: o.eta <= t.sla, "linear"),
                               Post(lambda o, t: o.score <= t.ratio, "no rounding")))
     assert linear.check(object(), Ticket(text="q", sla=5, ratio=0.5)).verdict is \
         Verdict.SATISFIABLE
-    assert len(eliminated) == 1
+    assert built == ["qe"]
+
+
+def test_no_caller_sends_a_rounding_formula_to_qe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard is in ``eliminate``, for every caller: ``hoare verify``'s ``post_total``
+    ran ``qe`` on float rounding to its timeout (failed before), as the pre-flight did."""
+    x, y, i = z3.Real("x"), z3.Real("y"), z3.Int("i")
+    built = _qe_tactics(monkeypatch)
+    for formula in (z3.And(x + 0.25 <= y, z3.ToReal(z3.ToInt(x)) == x),
+                    z3.Or(z3.IsInt(x), x > y), z3.ToInt(x * 2) == i):
+        assert qe.eliminate(formula, {"y", "i"}) is None
+    assert built == []
+    assert qe.eliminate(z3.And(x <= y, x >= 0), {"y"}) is not None
+    assert built == ["qe"]
+    from hoare.verifier.checks.contracts import check_contract
+    from hoare.verifier.solve.solver import SolverOptions
+
+    source = make(Post(lambda o, t: o.score + 0.25 <= t.ratio, "rounded"))
+    built.clear()
+    report = check_contract(describe(source, ContractConfig()), SolverOptions())
+    assert "post_satisfiable" in {check.kind for check in report.checks}, report
+    assert built == [], report
 
 
 def test_rounds_to_int_finds_every_rounding() -> None:

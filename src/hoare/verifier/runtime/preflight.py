@@ -44,7 +44,6 @@ from hoare.verifier.solve.qe import (
     Compiled,
     compile_formula,
     eliminate,
-    rounds_to_int,
 )
 from hoare.verifier.solve.solver import Assertion, SolverOptions, ordered_core, solve
 from hoare.verifier.solve.z3util import constant_names, group_by_constants, is_true, named_constants
@@ -355,9 +354,7 @@ class Preflight:
             prepared.relevant = relevant
             prepared.extract = Extractor(prepared.used.value, relevant)
             formula = z3.And(*[a.expr for a in dynamic])
-            # qe does not eliminate under to_int (float rounding): it would only time out
-            reduced = None if rounds_to_int(formula) else \
-                eliminate(formula, relevant, self.options.timeout_ms)
+            reduced = eliminate(formula, relevant, self.options.timeout_ms)
             if reduced is not None:
                 prepared.phi = compile_formula(reduced)
             prepared.formula = formula

@@ -28,7 +28,11 @@ Compiled = Callable[[dict[str, Any]], Any]
 def eliminate(formula: z3.BoolRef, keep: set[str], timeout_ms: int = 2_000
               ) -> z3.BoolRef | None:
     """``∃ (constants not in keep). formula`` without quantifiers, or None (not
-    linear arithmetic, or the tactic failed)."""
+    linear arithmetic, or the tactic failed). A formula that rounds reals to integers
+    is not tried: ``qe`` would only run to its timeout (``rounds_to_int``), for every
+    caller (the pre-flight, ``post_total``)."""
+    if rounds_to_int(formula):
+        return None
     found = named_constants(formula)
     for const in found.values():
         if not (z3.is_int(const) or z3.is_real(const) or z3.is_bool(const)):
