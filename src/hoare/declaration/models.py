@@ -114,12 +114,14 @@ class TypeSpec:
     def _dumping_adapter(self) -> TypeAdapter[Any]:
         return TypeAdapter(self.annotation if self.wrapped else self.model)
 
-    def validate(self, value: object) -> Any:
+    def validate(self, value: object, *, shown: bool = True) -> Any:
         """Validate a Python value (a contract's input, a hand-off, an answer); return
         what user code sees (model or native). Every model and dataclass instance inside
         is validated again (``declaration/revalidation.py``), however it was built: what
         comes back satisfies the type's constraints, and is a new instance of exactly
-        the declared class (not the caller's object, nor its subclass)."""
+        the declared class (not the caller's object, nor its subclass). ``shown=False``:
+        a refusal's error is raised as pydantic-core made it, its locations not cleaned
+        for a reader (the verifier's search only asks whether a value is valid)."""
         if self.wrapped:
             boundary = self._data_boundary
         elif isinstance(value, self.model):
@@ -140,6 +142,8 @@ class TypeSpec:
             try:
                 validated = boundary.validate_python(given)
             except ValidationError as error:
+                if not shown:
+                    raise
                 raise clean_locations(error) from None
         return validated.value if self.wrapped else validated
 

@@ -109,7 +109,7 @@ def validate_candidate(spec: TypeSpec, value: Any, from_json: bool) -> tuple[boo
     (``validate_json``), an input or act's output as a Python value."""
     if not from_json:
         try:
-            return True, spec.validate(value)
+            return True, spec.validate(value, shown=False)
         except Exception:  # ValidationError, or a validator raising something else
             return False, None
     try:
