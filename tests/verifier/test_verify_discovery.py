@@ -270,3 +270,48 @@ def test_the_python_api_verifies_every_factory_product(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "api_fifo.py")
     with pytest.raises(DiscoveryError, match="FIFO"):
         discover([str(tmp_path / "api_fifo.py")])  # refused, not waited on
+
+
+DOCUMENTED = '''
+from hoare import LLMDataModel, Field
+
+
+class Documented(LLMDataModel):
+    count: int = Field(ge=0)
+    """How many there are."""
+    name: str
+    """The name, as shown."""
+
+
+def where():
+    import inspect
+    return inspect.getmodule(inspect.currentframe())
+'''
+
+
+def test_an_imported_file_is_known_to_inspect_before_it_runs(tmp_path: Path) -> None:
+    """``import_file`` fills ``inspect``'s file cache for the module before running it
+    (pydantic asks ``inspect.getmodule`` of every frame while it reads attribute
+    docstrings, and an unknown file costs a walk of every loaded module): the module's
+    frames map to it, the docstrings pydantic reads are the same, and no walk runs."""
+    import inspect
+
+    from hoare.verifier.project.discovery import import_file
+
+    path = tmp_path / "documented_module_xyz.py"
+    path.write_text(DOCUMENTED)
+    walked: list[str] = []
+    real = inspect.ismodule
+
+    def counting(value: object) -> bool:  # the scan calls it once per loaded module
+        walked.append("")
+        return real(value)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(inspect, "ismodule", counting)
+        module = import_file(path)
+    fields = module.Documented.model_fields
+    assert fields["count"].description == "How many there are."
+    assert fields["name"].description == "The name, as shown."
+    assert module.where() is module
+    assert len(walked) < 50, len(walked)  # no walk of the ~1,000 loaded modules

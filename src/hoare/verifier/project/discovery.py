@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -182,6 +183,7 @@ def import_file(path: Path) -> types.ModuleType:
     if directory not in sys.path:
         sys.path.insert(0, directory)
     sys.modules[name] = module
+    _known_to_inspect(module, path)
     try:
         spec.loader.exec_module(module)
     except KeyboardInterrupt:
@@ -192,6 +194,24 @@ def import_file(path: Path) -> types.ModuleType:
         raise DiscoveryError(f"{path}: import failed: {type(error).__name__}: {error}") \
             from error
     return module
+
+
+def _known_to_inspect(module: types.ModuleType, path: Path) -> None:
+    """Tell ``inspect.getmodule`` which module ``path`` is before the module runs, as
+    its own scan of ``sys.modules`` would find: pydantic asks it of every frame while
+    it reads a model's attribute docstrings, and on a file it has not seen it walks
+    every loaded module, so a run importing many files paid a growing scan per file.
+    Only fills the cache that scan fills (nothing, if this Python's ``inspect`` has
+    none); a path it would spell otherwise is scanned as before."""
+    by_file = getattr(inspect, "modulesbyfile", None)
+    by_name = getattr(inspect, "_filesbymodname", None)
+    file = getattr(module, "__file__", None)
+    if not (isinstance(by_file, dict) and isinstance(by_name, dict) and
+            isinstance(file, str)):
+        return
+    absolute = inspect.getabsfile(module)
+    by_name[module.__name__] = file
+    by_file[absolute] = by_file[os.path.realpath(absolute)] = module.__name__
 
 
 def _walk(directory: Path) -> list[Path]:
