@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from hoare.stats.schema import split_row
 from hoare.stats.values import TRIALS_AT, PlainBatch, stored_shape
 
 __all__ = ["SHAPES_KEPT", "ShapeIds", "fingerprint"]
@@ -71,6 +72,16 @@ class ShapeIds:
             ids = [known[shape] for shape in shapes]
         found = cast(list[int], ids)  # no None left: every shape is known
         return found * len(batch.ts) if len(found) == 1 else found
+
+    def numbers_of_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """The ``call_numbers`` values of calls given as rows in ``COLUMNS``' order
+        (``clean_record``'s), flat, each row's shape found or added first: what both
+        back ends write."""
+        values: list[Any] = []
+        for row in rows:
+            shape, (ts, latency, tokens_in, tokens_out, cost) = split_row(row)
+            values += (ts, self.of_stored(shape), latency, tokens_in, tokens_out, cost)
+        return values
 
     def of_stored(self, shape: tuple[Any, ...]) -> int:
         """The id of a shape as stored (``SHAPE_COLUMNS``' values: text, integers, None),

@@ -29,7 +29,6 @@ from hoare.stats.schema import (
     SPLIT_STEP,
     StoreError,
     refuse_newer,
-    split_row,
     version_number,
 )
 from hoare.stats.shapes import ShapeIds, fingerprint
@@ -186,12 +185,7 @@ class SqlAlchemyBackend:
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Calls given as rows in ``COLUMNS``' order (``clean_record``'s), in one
         transaction, their shapes found or added first."""
-        values: list[Any] = []
-        for row in rows:
-            shape, (ts, latency, tokens_in, tokens_out, cost) = split_row(row)
-            values += (ts, self.shapes.of_stored(shape), latency, tokens_in, tokens_out,
-                       cost)
-        self.write_values(values, len(rows))
+        self.write_values(self.shapes.numbers_of_rows(rows), len(rows))
 
     def write_values(self, values: list[Any], count: int) -> None:
         """``count`` calls, their ``call_numbers`` values (``NUMBER_COLUMNS``) flat, in
