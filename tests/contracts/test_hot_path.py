@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError, model_validator
 
 from hoare import Contract, Field, LLMDataModel, Post, contract
 from hoare.contracts import call as call_module
@@ -316,3 +316,84 @@ def test_the_input_shortcut_checks_as_the_long_way(values: dict[str, Any], how: 
     assert type(found) is type(expected) is Limits and found == expected
     assert found is not raw  # a validated copy, never the caller's object
     assert (fast.input_ready and fast.input_validator is not None) or how == "dict"
+
+
+
+class Positive(LLMDataModel):
+    n: int = Field(gt=0)
+
+
+class _Counting:
+    """A validator that counts its runs and hands each to the real one."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.runs = real, 0
+
+    def validate_python(self, value: Any, **kwargs: Any) -> Any:
+        self.runs += 1
+        return self.real.validate_python(value, **kwargs)
+
+
+def test_a_refused_input_is_validated_once() -> None:
+    """The input shortcut's refusal is the refusal, in the long way's words: the input's
+    validator runs once per check, accepted or refused, not again to word the error."""
+    @contract(remedy_retry_params=FAST)
+    class Once(Contract[Positive, Item]):
+        prompt = "p"
+
+        def forward(self, input: Positive) -> Item:
+            return Item(name="x")
+
+    runtime = runtime_of(Once)
+    spec = runtime.description.input
+    real = spec.instance_validator()
+    assert real is not None
+    counting = _Counting(real)
+    vars(spec)["_instance_boundary"] = counting  # what validate and the shortcut use
+    runtime.input_ready = False
+    assert runtime.check_input(Positive.model_construct(n=3)) == Positive(n=3)
+    assert counting.runs == 1
+    with pytest.raises(InvalidValue) as refused:
+        runtime.check_input(Positive.model_construct(n=-1))
+    assert counting.runs == 2
+    runtime.input_ready, runtime.input_validator = True, None  # the long way only
+    with pytest.raises(InvalidValue) as long_way:
+        runtime.check_input(Positive.model_construct(n=-1))
+    assert str(refused.value) == str(long_way.value)
+
+
+class CountedAnswer(LLMDataModel):
+    """An output model whose (before) validator counts the texts it is given."""
+
+    n: int = Field(gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def counted(cls, data: Any) -> Any:
+        ANSWERS_SEEN.append(data)
+        return data
+
+
+ANSWERS_SEEN: list[Any] = []
+
+
+@pytest.mark.parametrize("text", ['{"n": -1}', '{"n": "x"}', '{"m": 1}'])
+def test_a_refused_answer_is_validated_once(text: str) -> None:
+    """A bare JSON answer refused by the shortcut is not validated again by
+    ``read_answer`` (its first candidate is that very text), and the refusal reads as
+    ``read_answer`` words it."""
+    @contract(remedy_retry_params=FAST)
+    class Answering(Contract[Ask, CountedAnswer]):
+        prompt = "p"
+
+        def forward(self, input: Ask) -> CountedAnswer:
+            return self.contract_result
+
+    runtime = runtime_of(Answering)
+    ANSWERS_SEEN.clear()
+    with pytest.raises(InvalidValue) as refused:
+        runtime.check_output(Response((text,), ("stop",)), Ask(text="t"))
+    assert len(ANSWERS_SEEN) == 1, ANSWERS_SEEN
+    with pytest.raises(InvalidValue) as direct:
+        read_answer(runtime.description.output, text, "stop")
+    assert str(refused.value) == str(direct.value)

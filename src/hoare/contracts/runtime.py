@@ -33,6 +33,7 @@ from hoare.declaration.models import (
     safe_repr,
     secret_values,
 )
+from hoare.declaration.revalidation import clean_locations
 from hoare.engines.base import Options, Request, Response
 from hoare.errors import ContractDefinitionError, InvalidValue, StoppedEarly, safe_text
 from hoare.kernel import Outcome, Phase, Policy, SuccessTracker, Violation, ViolationKind
@@ -110,20 +111,20 @@ class Runtime:
 
     # -- hooks that do not depend on the instance -------------------------------------
     def check_input(self, raw: object) -> object:
-        if type(raw) is self.input_model:  # the common input: exactly the declared model
-            if not self.input_ready:  # at the first call: built lazily, as validate builds it
-                self.input_validator = self.description.input.instance_validator()
-                self.input_ready = True
-            validator = self.input_validator
-            if validator is not None:
-                try:
-                    return validator.validate_python(raw)
-                except ValidationError:
-                    pass  # refused: the long way says why, in its words
         spec = self.description.input
         if isinstance(raw, Response):  # a pre-remedy answer: JSON text
             return _validate_answer(spec, raw)
         try:
+            if type(raw) is self.input_model:  # the common input: exactly the declared model
+                if not self.input_ready:  # at the first call, as validate builds it lazily
+                    self.input_validator = spec.instance_validator()
+                    self.input_ready = True
+                validator = self.input_validator
+                if validator is not None:  # what spec.validate does with it, inline
+                    try:
+                        return validator.validate_python(raw)
+                    except ValidationError as error:
+                        raise clean_locations(error) from None
             return spec.validate(raw)
         except ValidationError as error:
             raise InvalidValue(f"{NOT_VALID}{spec.name}: "
@@ -153,8 +154,8 @@ class Runtime:
                 if validator is not None:
                     return validator.validate_json(text)
                 return self.description.output.validate_json(text)
-            except ValidationError:
-                pass
+            except ValidationError as error:  # spec.validate_json's error for this text
+                return _validate_answer(self.description.output, raw, {text: error})
         return _validate_answer(self.description.output, raw)
 
     def stop_plan(self) -> Plan | None:
@@ -364,15 +365,17 @@ def call_secrets(value: object, flat: type | None) -> frozenset[str]:
     return secret_values(value)
 
 
-def _validate_answer(spec: TypeSpec, response: Response) -> object:
+def _validate_answer(spec: TypeSpec, response: Response,
+                     refused: dict[str, ValidationError] | None = None) -> object:
     """Parse an engine answer (``read_answer``): the first JSON value in it that
-    validates; ``finish_reason=length`` is said when the answer was cut off."""
+    validates; ``finish_reason=length`` is said when the answer was cut off. ``refused``:
+    texts already refused, with their errors (not validated again)."""
     text = response.text
     if not isinstance(text, str):
         raise InvalidValue(f"the answer was {type(text).__name__}, not text: reply with a "
                            "JSON value")
     return read_answer(spec, text, response.finish_reasons[0] if response.finish_reasons
-                       else None)
+                       else None, refused)
 
 
 def _json_validator(model: type[BaseModel] | None) -> SchemaValidator | None:

@@ -351,22 +351,32 @@ def format_validation_error(error: ValidationError) -> str:
     return "; ".join(lines) or str(error)
 
 
-def read_answer(spec: TypeSpec, text: str, finish_reason: str | None = None) -> Any:
+def read_answer(spec: TypeSpec, text: str, finish_reason: str | None = None,
+                refused: Mapping[str, ValidationError] | None = None) -> Any:
     """A model's answer text as a value of ``spec``: the first JSON value in it (whole,
     fenced or in prose, ``json_text``) that validates; if none does, ``InvalidValue``
-    about the one ``extract_json`` picks (with the ``finish_reason=length`` hint)."""
+    about the one ``extract_json`` picks (with the ``finish_reason=length`` hint).
+    Each candidate is validated once: ``refused`` holds candidates the caller already
+    saw ``spec.validate_json`` refuse, with its error."""
     if not text.strip():
         raise InvalidValue(f"the answer was empty: reply with a JSON value of type "
                            f"{spec.name}")
+    errors: dict[str, ValidationError] = dict(refused) if refused else {}
     for candidate in json_candidates(text):
+        if candidate in errors:
+            continue
         try:
             return spec.validate_json(candidate)
-        except ValidationError:
-            continue
-    try:
-        return spec.validate_json(extract_json(text))
-    except ValidationError as error:
-        problem = format_validation_error(error)
-        if finish_reason == "length":
-            problem = f"the answer was cut off (finish_reason=length): {problem}"
-        raise InvalidValue(f"the answer is not a valid {spec.name}: {problem}") from None
+        except ValidationError as refusal:
+            errors[candidate] = refusal
+    picked = extract_json(text)
+    found = errors.get(picked)
+    if found is None:
+        try:
+            return spec.validate_json(picked)
+        except ValidationError as refusal:
+            found = refusal
+    problem = format_validation_error(found)
+    if finish_reason == "length":
+        problem = f"the answer was cut off (finish_reason=length): {problem}"
+    raise InvalidValue(f"the answer is not a valid {spec.name}: {problem}") from None
