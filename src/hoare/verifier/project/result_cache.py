@@ -175,23 +175,34 @@ class VerdictCache:
 
     def _digest(self, path: str) -> str | None:
         if path not in self._digests:
-            try:
-                self._digests[path] = hashlib.sha256(read_source(Path(path))).hexdigest()
-            except OSError:
-                self._digests[path] = None
+            self._source(path)
         return self._digests[path]
+
+    def _source(self, path: str) -> bytes | None:
+        """The file's bytes (None: unreadable), its digest recorded: the bytes whose
+        import statements are read are the bytes the digest names (read once, not
+        once per use: a file edited in between could have filed one version's
+        imports under the other's digest)."""
+        try:
+            source = read_source(Path(path))
+        except OSError:
+            self._digests[path] = None
+            return None
+        self._digests[path] = hashlib.sha256(source).hexdigest()
+        return source
 
     def _local_imports(self, path: str) -> list[str]:
         if path in self._imports:
             return self._imports[path]
-        digest = self._digest(path)
+        source = self._source(path) if path not in self._digests else None
+        digest = self._digests[path]
         statements = self._index()
         names = statements.get(digest) if digest else None
         if not isinstance(names, list):
-            try:
-                names = _import_statements(read_source(Path(path)))
-            except OSError:
-                names = []
+            if digest is not None and source is None:  # digested before: read it again
+                source = self._source(path)
+                digest = self._digests[path]
+            names = _import_statements(source) if source is not None else []
             if digest:
                 statements[digest] = names
                 self._added = True
@@ -463,7 +474,7 @@ def local_imports(path: Path, statements: Iterable[tuple[int, str, list[str]]]) 
             for directory in search:
                 found.update(_files_of(directory, parts))
     found.discard(str(path))
-    return sorted(Path(f) for f in found if not _installed(f))
+    return sorted(Path(f) for f in found if not _installed(f) and not _own_source(f))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -514,15 +525,34 @@ def _installed(path: str) -> bool:
     return "site-packages" in path or "dist-packages" in path
 
 
-def _hoare_sources() -> list[Path]:
+def _own_source(path: str) -> bool:
+    """A file of hoare itself (``path`` resolved): every one is hashed into the key
+    (``environment``), as an installed package's version is, so it needs no place in
+    a closure. From an editable install or a source tree, hoare is not under
+    ``site-packages``, and each run parsed its ~190 files for their imports."""
+    return path.startswith(_own_roots())
+
+
+@functools.lru_cache(maxsize=1)
+def _own_roots() -> tuple[str, ...]:
+    """The directories ``_hoare_sources`` hashes, resolved, each ending in a separator."""
+    return tuple(os.path.join(os.path.realpath(root), "") for root in _source_roots())
+
+
+def _source_roots() -> list[Path]:
+    """The directories of hoare's own source: the package's and its kernel's."""
     import hoare
 
     roots = {Path(p) for p in hoare.__path__}
     import hoare.kernel
 
     roots |= {Path(p) for p in hoare.kernel.__path__}
+    return sorted(roots)
+
+
+def _hoare_sources() -> list[Path]:
     files: list[Path] = []
-    for root in sorted(roots):
+    for root in _source_roots():
         files.extend(sorted(root.rglob("*.py")))
     return files
 

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 import z3
+from z3 import z3core as _C
 
 from hoare.unmodelled import Unsupported
 from hoare.verifier.solve.z3util import is_false, is_true, named_constants
@@ -66,31 +67,37 @@ def rounds_to_int(formula: z3.ExprRef) -> bool:
     translation does (a double's rounding, float ``//`` and ``%``, ``int()``), and
     ``qe`` does not eliminate such a mixed integer/real formula: it runs until its
     timeout (0.1 to 0.3 s of CPU, and the whole timeout of wall time on a loaded
-    machine), even for ``o.a + 1.0 <= i.x`` or ``o.a <= i.x // 1.0``."""
-    stack, seen = [formula], set()
-    while stack:
-        node = stack.pop()
-        key = node.get_id()
-        if key in seen:
-            continue
-        seen.add(key)
-        if z3.is_app(node):
-            if node.decl().kind() in _ROUNDING:
-                return True
-            stack.extend(node.children())
-    return False
+    machine), even for ``o.a + 1.0 <= i.x`` or ``o.a <= i.x // 1.0``. Walked with
+    z3's C API, as ``z3util`` walks (the Python wrappers cost several times more, on
+    every ``post_total`` check and pre-flight compile)."""
+    return _finds(formula, lambda ctx, ast, kind: kind == z3.Z3_APP_AST and _C.Z3_get_decl_kind(
+        ctx, _C.Z3_get_app_decl(ctx, _C.Z3_to_app(ctx, ast))) in _ROUNDING)
 
 
 def _has_quantifier(expr: z3.ExprRef) -> bool:
-    stack, seen = [expr], set()
+    return _finds(expr, lambda _ctx, _ast, kind: kind == z3.Z3_QUANTIFIER_AST)
+
+
+def _finds(expr: z3.ExprRef, found: Callable[[Any, Any, int], bool]) -> bool:
+    """Whether ``found(ctx, ast, kind)`` holds at a node of ``expr`` reached through
+    applications' arguments (a quantifier's body is not entered: neither caller needs
+    it), each shared node visited once."""
+    ctx = expr.ctx_ref()
+    stack = [expr.as_ast()]
+    seen: set[int] = set()
     while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
+        ast = stack.pop()
+        key = _C.Z3_get_ast_id(ctx, ast)
+        if key in seen:
             continue
-        seen.add(node.get_id())
-        if z3.is_quantifier(node):
+        seen.add(key)
+        kind = _C.Z3_get_ast_kind(ctx, ast)
+        if found(ctx, ast, kind):
             return True
-        stack.extend(node.children())
+        if kind == z3.Z3_APP_AST:
+            app = _C.Z3_to_app(ctx, ast)
+            stack.extend(_C.Z3_get_app_arg(ctx, app, i)
+                         for i in range(_C.Z3_get_app_num_args(ctx, app)))
     return False
 
 

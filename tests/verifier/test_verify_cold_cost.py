@@ -1,0 +1,160 @@
+"""What a cold ``hoare verify`` does per unit, counted (never timed): each saving
+is checked to give the same answers as the longer way, on generated values.
+
+* Walks over z3 terms on the checks' paths go through z3's C API, not the Python
+  wrappers (a wrapper per node cost several times the walk): ``rounds_to_int`` and
+  the quantifier check of ``qe.eliminate`` ran on every ``post_total``.
+* The parent's keys: each file read once, and hoare's own files (hashed into every
+  key) left out of the import closures.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import z3
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hoare.verifier.project.result_cache import VerdictCache
+from hoare.verifier.project.targets import Unit
+from hoare.verifier.solve import qe
+
+
+@contextmanager
+def _wrappers_built() -> Iterator[list[int]]:
+    """Counts the z3py wrappers (``AstRef``) built inside the block."""
+    count = [0]
+    original = z3.AstRef.__init__
+
+    def counting(self: z3.AstRef, *args: object, **kwargs: object) -> None:
+        count[0] += 1
+        original(self, *args, **kwargs)
+
+    z3.AstRef.__init__ = counting  # restored below
+    try:
+        yield count
+    finally:
+        z3.AstRef.__init__ = original
+
+
+# -- the walks of qe, against the Python wrappers' walk --------------------------------
+
+_X, _Y, _N = z3.Real("x"), z3.Real("y"), z3.Int("n")
+
+
+def _reals() -> st.SearchStrategy[z3.ArithRef]:
+    leaves = st.sampled_from([_X, _Y, z3.ToReal(_N), z3.RealVal(1), z3.RealVal("1/2")])
+    return st.recursive(leaves, lambda inner: st.one_of(
+        st.tuples(inner, inner).map(lambda p: p[0] + p[1]),
+        st.tuples(inner, inner).map(lambda p: p[0] * 2 - p[1]),
+        inner.map(lambda e: z3.ToReal(z3.ToInt(e))),  # rounds
+        inner.map(lambda e: z3.If(e > 0, e, -e))), max_leaves=6)
+
+
+def _formulas() -> st.SearchStrategy[z3.BoolRef]:
+    atoms = st.one_of(
+        st.tuples(_reals(), _reals()).map(lambda p: p[0] <= p[1]),
+        _reals().map(z3.IsInt),  # rounds
+        st.just(_N > 3),
+        _reals().map(lambda e: z3.Exists([_Y], e > _Y)),  # a quantifier
+        _reals().map(lambda e: z3.ForAll([_X], z3.ToInt(e) > 0)))  # rounding inside one
+    return st.recursive(atoms, lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: z3.And(*xs)),
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: z3.Or(*xs)),
+        inner.map(z3.Not)), max_leaves=5)
+
+
+def _reference_rounds(formula: z3.ExprRef) -> bool:
+    """The walk through z3py's wrappers (the previous implementation)."""
+    stack, seen = [formula], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_app(node):
+            if node.decl().kind() in (z3.Z3_OP_TO_INT, z3.Z3_OP_IS_INT):
+                return True
+            stack.extend(node.children())
+    return False
+
+
+def _reference_quantifier(expr: z3.ExprRef) -> bool:
+    stack, seen = [expr], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_quantifier(node):
+            return True
+        stack.extend(node.children())
+    return False
+
+
+@settings(max_examples=150, deadline=None)
+@given(_formulas())
+def test_qe_walks_agree_with_the_wrappers_walk(formula: z3.BoolRef) -> None:
+    assert qe.rounds_to_int(formula) == _reference_rounds(formula)
+    assert qe._has_quantifier(formula) == _reference_quantifier(formula)
+
+
+def test_qe_walks_build_no_wrapper_per_node() -> None:
+    terms = [_X + i for i in range(200)]
+    formula = z3.And(*[t <= _Y for t in terms])
+    with _wrappers_built() as built:
+        assert not qe.rounds_to_int(formula)
+        assert not qe._has_quantifier(formula)
+    assert built[0] == 0  # before: one wrapper per node visited (~800 here)
+
+
+# -- the parent's keys -------------------------------------------------------------------
+
+
+def _project(directory: Path) -> Path:
+    (directory / "helper.py").write_text("LIMIT = 3\n")
+    unit = directory / "rules.py"
+    unit.write_text("import json\nfrom hoare import Contract, Post\nfrom helper import LIMIT\n")
+    return unit.resolve()
+
+
+def test_a_closure_holds_the_project_files_not_hoares_own(tmp_path: Path) -> None:
+    """hoare's own files are hashed into every key (``environment``), as an installed
+    package's version is: a closure leaves them out, installed or not (from a source
+    tree it parsed every one of them for its imports)."""
+    import hoare
+
+    unit = _project(tmp_path)
+    cache = VerdictCache(tmp_path / "cache", {})
+    own = [os.path.realpath(p) for p in hoare.__path__]
+    closure = [str(p) for p in cache.closure(unit)]
+    assert closure == sorted([str(unit), str((tmp_path / "helper.py").resolve())])
+    assert not any(f.startswith(root + os.sep) for f in closure for root in own)
+    before = cache.key(Unit(str(unit), unit))
+    (tmp_path / "helper.py").write_text("LIMIT = 4\n")  # a project file still counts
+    assert VerdictCache(tmp_path / "cache", {}).key(Unit(str(unit), unit)) != before
+
+
+def test_a_key_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bytes a file's digest names are the bytes its imports are read from: one
+    read per file (it was two: one to hash, one to parse)."""
+    from hoare.verifier.project import result_cache
+    from hoare.verifier.project.targets import read_source as real
+
+    unit = _project(tmp_path)
+    reads: list[str] = []
+
+    def counted(path: Path) -> bytes:
+        reads.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(result_cache, "read_source", counted)
+    cache = VerdictCache(tmp_path / "cache", {})
+    assert cache.key(Unit(str(unit), unit)) is not None
+    assert sorted(reads) == sorted(set(reads)), reads
+    assert str(unit) in reads
