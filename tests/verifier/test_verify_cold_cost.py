@@ -6,14 +6,21 @@ is checked to give the same answers as the longer way, on generated values.
   the quantifier check of ``qe.eliminate`` ran on every ``post_total``.
 * The parent's keys: each file read once, and hoare's own files (hashed into every
   key) left out of the import closures.
+* A predicate answering a plain bool is taken as it is (the searches call ~270 per
+  unit); witnesses' plain leaves pass ``json_safe`` as they are.
 """
 
 from __future__ import annotations
 
+import enum
+import inspect
+import json
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import z3
@@ -158,3 +165,126 @@ def test_a_key_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert cache.key(Unit(str(unit), unit)) is not None
     assert sorted(reads) == sorted(set(reads)), reads
     assert str(unit) in reads
+
+
+# -- predicates called by the searches, and witnesses made JSON ----------------------------
+
+
+def _reference_call(fn: Callable[[object], object], value: object) -> tuple[bool, str]:
+    """``call_predicate``'s verdict the long way (the kernel's semantics, spec §3.2)."""
+    try:
+        result = fn(value)
+    except Exception as error:
+        return False, f"raised {type(error).__name__}: {error}"
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()
+        return False, "returned an awaitable, not a verdict"
+    if result is None or bool(result):
+        return True, ""
+    return False, f"returned {result!r:.60}"
+
+
+class _Truthy(int):
+    pass
+
+
+async def _verdict() -> bool:
+    return True
+
+
+_RESULTS: list[Callable[[], object]] = [
+    lambda: True, lambda: False, lambda: None, lambda: 0, lambda: 1, lambda: "", lambda: "x",
+    lambda: [], lambda: [0], lambda: _Truthy(0), lambda: _Truthy(2), lambda: 0.0,
+    lambda: float("nan"), lambda: _verdict(), lambda: 1 // 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(range(len(_RESULTS))), st.booleans())
+def test_call_predicate_agrees_with_the_long_way(index: int, takes_input: bool) -> None:
+    from hoare.verifier.search.witness import call_predicate
+
+    make = _RESULTS[index]
+    fn = (lambda o, u: make()) if takes_input else (lambda o: make())
+    source = _source(fn, takes_input)
+    run = call_predicate(source, None, 1, 2)
+    assert (run.passed, run.detail) == _reference_call(lambda v: make(), 1)
+
+
+def _source(fn: Callable[..., object], takes_input: bool) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(fn=fn, takes_input=takes_input, is_method=False)
+
+
+def test_a_true_verdict_costs_no_awaitable_check_nor_a_new_result(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The searches call predicates ~270 times per unit, nearly all answering a plain
+    bool: it is taken as it is (it was checked for being awaitable, and a result
+    object made, every time)."""
+    from hoare.verifier.search import witness
+
+    asked: list[object] = []
+    real = inspect.isawaitable
+
+    def counted(value: object) -> bool:
+        asked.append(value)
+        return real(value)
+
+    monkeypatch.setattr(inspect, "isawaitable", counted)  # witness calls inspect.isawaitable
+    runs = [witness.call_predicate(_source(lambda o: o > 0, False), None, v)
+            for v in (1, 2, -1, -2)]
+    assert [r.passed for r in runs] == [True, True, False, False]
+    assert asked == []
+    assert runs[0] is runs[1] and runs[2] is runs[3]  # one result each, made once
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+class _Size(enum.IntEnum):
+    BIG = 3
+
+
+class _Tone(enum.StrEnum):
+    DARK = "dark"
+
+
+def _reference_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _reference_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_reference_safe(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return _reference_safe(value.value)
+    return value
+
+
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
+    st.sampled_from([_Colour.RED, _Size.BIG, _Tone.DARK, float("inf"), -float("inf")]))
+_VALUES = st.recursive(_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+    st.dictionaries(st.text(max_size=3), inner, max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VALUES)
+def test_json_safe_agrees_with_the_long_way(value: Any) -> None:
+    from hoare.verifier.search.witness import json_safe
+
+    found, expected = json_safe(value), _reference_safe(value)
+    assert json.dumps(found, allow_nan=True) == json.dumps(expected, allow_nan=True)
+    assert list(map(type, _leaves(found))) == list(map(type, _leaves(expected)))
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]

@@ -210,6 +210,11 @@ def example_of(annotation: Any, depth: int = 0) -> Any:
 def json_safe(value: Any) -> Any:
     """A JSON value: non-finite floats become ``"nan"``/``"inf"``/``"-inf"`` (pydantic
     accepts those strings for floats), enum members their values."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most leaves
+        return value  # (exact types: an enum's member may subclass str or int)
+    if kind is dict:
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
@@ -237,6 +242,11 @@ class PredicateRun:
     detail: str
 
 
+# the two plain verdicts, made once: the searches call predicates ~270 times per unit
+_PASSED = PredicateRun(True, "")
+_RETURNED_FALSE = PredicateRun(False, "returned False")
+
+
 def call_predicate(source: PredicateSource, instance: object, value: object,
                    used: object = None) -> PredicateRun:
     """Call a predicate for real, with the kernel's semantics (spec §3.2)."""
@@ -245,11 +255,15 @@ def call_predicate(source: PredicateSource, instance: object, value: object,
         result = source.fn(instance, *args) if source.is_method else source.fn(*args)
     except Exception as error:
         return PredicateRun(False, f"raised {type(error).__name__}: {error}")
+    if result is True:  # the bool itself: never awaitable (nor a subclass: bool has none)
+        return _PASSED
+    if result is False:
+        return _RETURNED_FALSE
     if inspect.isawaitable(result):  # as at run time: an awaitable verdict fails
         close = getattr(result, "close", None)
         if callable(close):
             close()  # never awaited: no "never awaited" warning
         return PredicateRun(False, "returned an awaitable, not a verdict")
     if result is None or bool(result):
-        return PredicateRun(True, "")
+        return _PASSED
     return PredicateRun(False, f"returned {result!r:.60}")
