@@ -288,3 +288,115 @@ def _leaves(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+# -- the next unit goes to a worker while it checks this one -------------------------------
+
+
+class _FakeStdin:
+    def __init__(self, owner: _FakeWorker) -> None:
+        self.owner = owner
+
+    def write(self, text: str) -> None:
+        self.owner.requested(text)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _FakeProcess:
+    def __init__(self, owner: _FakeWorker) -> None:
+        self.stdin = _FakeStdin(owner)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.returncode = 0 if self.returncode is None else self.returncode
+        return self.returncode
+
+
+class _FakeWorker:
+    """A worker process as the parent sees it: it runs the units it was sent in
+    order, answering ``imported`` then a result line for each (or ending its stream
+    while checking a unit named in ``dies_on``). ``events`` records every request
+    sent and every result read, in order."""
+
+    events: list[tuple[str, str]] = []
+    dies_on: set[str] = set()
+
+    def __init__(self) -> None:
+        self.process = _FakeProcess(self)
+        self.ready = False
+        self.lines: list[str] = ['"ready"\n']
+        self.dead = False
+
+    def requested(self, text: str) -> None:
+        name = Path(json.loads(text)["unit"]["path"]).name
+        _FakeWorker.events.append(("sent", name))
+        if self.dead:
+            return
+        self.lines.append('"imported"\n')
+        if name in _FakeWorker.dies_on:
+            self.dead = True
+            self.lines.append("")
+        else:
+            self.lines.append(json.dumps({"contracts": [], "pipelines": [], "errors": [],
+                                          "unit": name}) + "\n")
+
+    def next(self, timeout: float | None) -> str | None:
+        if not self.lines:
+            return "" if self.dead else None
+        line = self.lines.pop(0)
+        if line.startswith("{"):
+            _FakeWorker.events.append(("result", json.loads(line)["unit"]))
+        return line
+
+    def kill(self) -> None:
+        self.process.returncode = -9
+
+
+def _dispatched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int,
+                dies_on: set[str]) -> list[dict[str, Any]]:
+    from hoare.verifier.project import dispatch
+    from hoare.verifier.solve.solver import SolverOptions
+
+    monkeypatch.setattr(dispatch, "_Worker", _FakeWorker)
+    monkeypatch.setattr(dispatch, "_well_formed", lambda found: isinstance(found, dict))
+    _FakeWorker.events, _FakeWorker.dies_on = [], dies_on
+    units = [Unit(f"u{i}.py", tmp_path / f"u{i}.py") for i in range(count)]
+    run = dispatch.Dispatch(units, SolverOptions(), 0, None, 5.0)
+    for index in range(count):  # queued before the worker starts: the order is fixed
+        run.send(index)
+    run.grow(1)
+    run.close()
+    results = [run.result(index) for index in range(count)]
+    run.join()
+    return results
+
+
+def test_the_next_unit_is_sent_while_this_one_is_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker starts its next unit as soon as it sends a result, instead of idling
+    until this process has read it and answered (it was: send, read, send, read)."""
+    results = _dispatched(tmp_path, monkeypatch, 4, set())
+    assert [r.get("unit") for r in results] == ["u0.py", "u1.py", "u2.py", "u3.py"]
+    events = _FakeWorker.events
+    assert [e for e in events if e[0] == "sent"] == [("sent", f"u{i}.py") for i in range(4)]
+    for index in range(3):
+        assert events.index(("sent", f"u{index + 1}.py")) < \
+            events.index(("result", f"u{index}.py")), events
+
+
+def test_a_unit_sent_to_a_worker_that_died_goes_to_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker dies checking u1 with u2 already sent: u1 is its error, and u2,
+    never started, is checked by the next worker (not lost, not blamed)."""
+    results = _dispatched(tmp_path, monkeypatch, 4, {"u1.py"})
+    assert results[1]["errors"] and "died while checking" in results[1]["errors"][0]["error"]
+    assert [r.get("unit") for r in results] == ["u0.py", None, "u2.py", "u3.py"]
+    assert [r["errors"] for r in (results[0], results[2], results[3])] == [[], [], []]

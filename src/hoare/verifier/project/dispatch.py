@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeGuard
 
 from hoare.verifier.project.targets import Unit
@@ -199,16 +199,34 @@ class Dispatch:
         for thread in self._threads:
             thread.join()
 
-    def _answer(self, worker: _Worker, index: int) -> tuple[dict[str, Any], bool]:
-        """The unit's result, and whether the worker can take another unit."""
+    def _request(self, worker: _Worker, index: int) -> None:
+        """Send the unit to the worker (a dead one: its end of stream says so later)."""
         import json
         from dataclasses import asdict
 
-        from hoare.verifier.project.worker import IMPORTED, READY, encode_unit
+        from hoare.verifier.project.worker import encode_unit
+
+        stream = worker.process.stdin
+        assert stream is not None
+        request = {"unit": encode_unit(self._units[index]), "options": asdict(self._options),
+                   "overrides": self._overrides}
+        try:
+            stream.write(json.dumps(request) + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _answer(self, worker: _Worker, index: int, sent: bool = False,
+                on_imported: Callable[[], None] | None = None) -> tuple[dict[str, Any], bool]:
+        """The unit's result, and whether the worker can take another unit. ``sent``:
+        the request went ahead already (``_feed``); ``on_imported``: called when the
+        worker says the unit's import is done."""
+        import json
+
+        from hoare.verifier.project.worker import IMPORTED, READY
 
         process = worker.process
         unit = self._units[index]
-        assert process.stdin is not None
         if not worker.ready:  # its start is not the unit's import: not time-bound
             first = worker.next(None)
             worker.ready = first is not None and first.strip() == json.dumps(READY)
@@ -217,13 +235,8 @@ class Dispatch:
                 return error_result(unit, f"the worker process died while starting (it "
                                           f"{_ended(start_status)}); nothing in it was checked"), \
                     False
-        request = {"unit": encode_unit(unit), "options": asdict(self._options),
-                   "overrides": self._overrides}
-        try:
-            process.stdin.write(json.dumps(request) + "\n")
-            process.stdin.flush()
-        except (OSError, ValueError):
-            pass  # a dead worker: its end of stream says so below
+        if not sent:
+            self._request(worker, index)
         importing = True
         while True:
             line = worker.next(self._import_timeout if importing else None)
@@ -248,6 +261,8 @@ class Dispatch:
                 found = None
             if importing and found == IMPORTED:
                 importing = False
+                if on_imported is not None:
+                    on_imported()
                 continue
             if not _well_formed(found):
                 worker.kill()
@@ -258,16 +273,59 @@ class Dispatch:
 
     def _feed(self) -> None:
         """Run units until told to stop; a worker that dies is replaced, and the unit
-        it died on is reported as that unit's error."""
+        it died on is reported as that unit's error.
+
+        The next unit is sent while this one is checked (once its import is done), so
+        the worker starts it as soon as it sends this one's result instead of idling
+        while this process, busy with keys or other threads, reads the result and
+        answers (~0.4 ms a unit, up to the 5 ms of a thread switch; ~4% of a cold
+        run's workers). Never while it imports: an import that hangs holds no other
+        unit. A unit sent to a worker that ended before starting it is carried to the
+        next worker of this thread."""
+        import functools
+        import queue
+
+        carried: list[int] = []  # sent to a worker that ended before starting them
+        ahead: list[int] = []  # sent to the live worker: begun when its unit is done
+        stopping = False  # this thread took its end-of-queue mark
+
+        def send_ahead(worker: _Worker) -> None:
+            nonlocal stopping
+            if stopping or ahead:
+                return
+            if carried:
+                following = carried.pop(0)
+            else:
+                try:
+                    taken = self._todo.get_nowait()
+                except queue.Empty:
+                    return
+                if taken is None:
+                    stopping = True
+                    return
+                following = taken
+            ahead.append(following)
+            self._request(worker, following)
+
         while True:
             worker = _Worker()
             try:
                 while True:
-                    index = self._todo.get()
-                    if index is None:
+                    sent = bool(ahead)
+                    if ahead:
+                        index = ahead.pop()
+                    elif carried:
+                        index = carried.pop(0)
+                    elif stopping:
                         return
+                    else:
+                        taken = self._todo.get()
+                        if taken is None:
+                            return
+                        index = taken
                     try:
-                        result, alive = self._answer(worker, index)
+                        result, alive = self._answer(worker, index, sent,
+                                                     functools.partial(send_ahead, worker))
                     except Exception as error:  # never lose a unit to a parent-side bug
                         result, alive = error_result(
                             self._units[index],
@@ -276,6 +334,8 @@ class Dispatch:
                         self._results[index] = result
                         self._done.notify_all()
                     if not alive:
+                        carried.extend(ahead)  # never started: the next worker takes it
+                        ahead.clear()
                         break
             finally:
                 if worker.process.poll() is None and not self._closed_worker(worker):
