@@ -400,3 +400,51 @@ def test_a_unit_sent_to_a_worker_that_died_goes_to_the_next(
     assert results[1]["errors"] and "died while checking" in results[1]["errors"][0]["error"]
     assert [r.get("unit") for r in results] == ["u0.py", None, "u2.py", "u3.py"]
     assert [r["errors"] for r in (results[0], results[2], results[3])] == [[], [], []]
+
+
+def test_a_worker_holding_a_sent_unit_is_killed_not_waited_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parent-side error on u1 (u2 already sent): the worker is killed, since closing
+    its input would wait for it to run u2 (an import that hangs would hang the run),
+    and u2 goes to the next worker."""
+    from hoare.verifier.project import dispatch
+
+    def well_formed(found: object) -> bool:
+        if isinstance(found, dict) and found.get("unit") == "u1.py":
+            raise RuntimeError("a parent-side bug")
+        return isinstance(found, dict)
+
+    real_init = _FakeWorker.__init__
+    made: list[_FakeWorker] = []
+
+    def recorded(self: _FakeWorker) -> None:
+        real_init(self)
+        made.append(self)
+
+    monkeypatch.setattr(_FakeWorker, "__init__", recorded)
+    monkeypatch.setattr(dispatch, "_well_formed", well_formed)
+    results = _dispatched_as_is(tmp_path, monkeypatch, 4)
+    assert "internal error" in results[1]["errors"][0]["error"]
+    assert [r.get("unit") for r in results] == ["u0.py", None, "u2.py", "u3.py"]
+    assert made[0].process.returncode == -9 and len(made) == 2
+
+
+def _dispatched_as_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+                      ) -> list[dict[str, Any]]:
+    """``_dispatched`` keeping the ``_well_formed`` the test set."""
+    from hoare.verifier.project import dispatch
+    from hoare.verifier.solve.solver import SolverOptions
+
+    check = dispatch._well_formed
+    monkeypatch.setattr(dispatch, "_Worker", _FakeWorker)
+    _FakeWorker.events, _FakeWorker.dies_on = [], set()
+    units = [Unit(f"u{i}.py", tmp_path / f"u{i}.py") for i in range(count)]
+    run = dispatch.Dispatch(units, SolverOptions(), 0, None, 5.0)
+    for index in range(count):
+        run.send(index)
+    run.grow(1)
+    run.close()
+    results = [run.result(index) for index in range(count)]
+    run.join()
+    assert dispatch._well_formed is check
+    return results

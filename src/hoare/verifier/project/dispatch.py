@@ -334,7 +334,9 @@ class Dispatch:
                         self._results[index] = result
                         self._done.notify_all()
                     if not alive:
-                        carried.extend(ahead)  # never started: the next worker takes it
+                        if ahead:  # never started here: the next worker takes it, and
+                            worker.kill()  # this one must not (nor be waited on for it)
+                        carried.extend(ahead)
                         ahead.clear()
                         break
             finally:
