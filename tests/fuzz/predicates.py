@@ -198,6 +198,8 @@ class Grammar:
                                 self.pool, self.covered, self.max_depth)
                 return f"({text} is not None and {inner.field_predicate(depth + 1)})"
             return f"{text} {test}"
+        if ftype.optional and rng.random() < 0.4:
+            return self.nullable_predicate(text, ftype, depth)
         kind = ftype.kind
         if kind == "bool":
             form = rng.choice(["bare", "eq", "is", "int"])
@@ -236,6 +238,48 @@ class Grammar:
         if kind == "str":
             return self._str_predicate(text, depth)
         return self._number_predicate(text, kind, depth)
+
+    def nullable_predicate(self, text: str, ftype: FieldType, depth: int) -> str:
+        """An optional field where Python takes ``None`` as well as a value: hashed (``in``
+        a set, in a tuple in a set), compared, formatted, counted, a slice bound. A
+        translation that makes every use of ``None`` an error is caught here."""
+        rng = self.rng
+        kind = ftype.kind
+        lit = {"str": self._str_lit, "int": self._int_lit, "float": self._float_lit}.get(
+            kind, lambda: "None")()
+        form = rng.choice(["in-set", "tuple-in-set", "eq", "str", "fstring", "bool", "or",
+                           "count", "slice"])
+        if form == "slice" and kind != "int":
+            form = "in-set"
+        self._take(f"nullable:{form}")
+        if form == "in-set":
+            const = self._const({"str": "strs", "int": "ints"}.get(kind, ""))
+            container = const.name if const is not None and rng.random() < 0.5 else \
+                "{" + rng.choice([f"{lit}, None", lit, "None"]) + "}"
+            if const is not None and container == const.name:
+                self._take(f"constant:{const.name}")
+            return f"{text} {rng.choice(['in', 'not in'])} {container}"
+        if form == "tuple-in-set":
+            return f"({text}, 0) {rng.choice(['in', 'not in'])} {{({lit}, 0), (None, 1)}}"
+        if form == "eq":
+            return f"{text} {rng.choice(['==', '!='])} {lit}"
+        if form == "str":
+            self._take("call:str")
+            return f"str({text}) {rng.choice(['==', '!='])} 'None'"
+        if form == "fstring":
+            spec = rng.choice(["", "", "!r", ":>3"])
+            return f"f'<{{{text}{spec}}}>' {rng.choice(['==', '!='])} '<None>'"
+        if form == "bool":
+            self._take("call:bool")
+            return rng.choice([f"bool({text})", f"not {text}"])
+        if form == "or":
+            return f"({text} or {lit}) {rng.choice(['==', '!='])} {lit}"
+        if form == "count":
+            return rng.choice([f"[{text}, None].count(None) == 2",
+                               f"({text},).count(None) {rng.choice(['==', '!='])} 1"])
+        bound = rng.choice([f"{text}:", f":{text}", f"{text}:{text}", f"{text}:-1"])
+        return f"len({self.text(depth + 1)}[{bound}]) {rng.choice(['==', '>', '<='])} " \
+               f"{rng.randrange(0, 3)}"
 
     def _enum_predicate(self, text: str, ftype: FieldType) -> str:
         rng = self.rng

@@ -138,19 +138,31 @@ class ComparisonSemantics(FloatSemantics):
                     "two nan items compared in a container (Python tries `is` first)")))
         return same
 
-    def hashable(self, value: Sym) -> None:
-        """Hashing ``value`` (``in`` a set): a list raises ``TypeError``; a model, or a
-        value whose type is not known, is opaque."""
-        value = self.unwrap(value) if isinstance(value, SOpt) else value
+    def hashable(self, value: Sym, when: z3.BoolRef | None = None) -> None:
+        """Hashing ``value`` (``in`` a set) when ``when`` holds (default: always):
+        ``None`` hashes, so an optional's inner value is hashed only when it is not
+        ``None``; a list or a set raises ``TypeError``; a model, or a value whose type
+        is not known, is opaque."""
+        hashed = true() if when is None else when
+        if isinstance(value, SOpt):
+            self.hashable(value.inner, z3_and(hashed, z3_not(value.none)))
+            return
         if isinstance(value, (SList, SColl)) and value.container in ("list", "set", "setlit"):
-            self.error(true(), "TypeError")  # unhashable
+            self.error(hashed, "TypeError")  # unhashable
             return
         if isinstance(value, SColl):  # a tuple or frozenset hashes its items
             for item in value.items:
-                self.hashable(item)
+                self.hashable(item, hashed)
             return
-        if isinstance(value, SList):  # a tuple field: its items are of one type
-            self.hashable(value.slots[0] if value.slots else value.tail())
+        if isinstance(value, SList):  # a tuple field: every item present is hashed
+            for index, slot in enumerate(value.slots):
+                self.hashable(slot, z3_and(hashed, value.n > index))
+            if not value.exact:
+                tail = value.tail()  # one unconstrained item stands for every later one
+                if _holds_optional(tail):
+                    raise Opaque(f"hashing the items of {value.path} past the verifier's "
+                                 f"bound (some may be None)")
+                self.hashable(tail, z3_and(hashed, value.n > len(value.slots)))
             return
         if isinstance(value, (SModel, SOpaque, SObj, STruth)):
             raise Opaque(f"hashing a {value.kind}")
@@ -274,3 +286,15 @@ class ComparisonSemantics(FloatSemantics):
             return false()
         raise Opaque(f"`in` on a {container.kind}")
 
+
+def _holds_optional(value: Sym) -> bool:
+    """Does ``value`` hold an optional anywhere (its hashing then depends on which
+    items are None)?"""
+    if isinstance(value, SOpt):
+        return True
+    if isinstance(value, SColl):
+        return any(_holds_optional(item) for item in value.items)
+    if isinstance(value, SList):
+        return any(_holds_optional(slot) for slot in value.slots) or \
+            (not value.exact and _holds_optional(value.tail()))
+    return False

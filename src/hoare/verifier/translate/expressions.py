@@ -34,6 +34,7 @@ from hoare.verifier.translate.values import (
     SModel,
     SNone,
     SObj,
+    SOpt,
     SSelf,
     SStr,
     Sym,
@@ -216,11 +217,16 @@ class ExpressionTranslator(NameResolver):
         length = z3.Length(container.e)
 
         def bound(part: ast.expr | None, default: z3.ArithRef) -> z3.ArithRef:
-            if part is None:
-                return default
-            value = self.unwrap(self.expr(part, env))
+            return default if part is None else bound_of(self.expr(part, env), default)
+
+        def bound_of(value: Sym, default: z3.ArithRef) -> z3.ArithRef:
+            """A slice bound: ``None`` (written, or an optional's) is the default."""
             if isinstance(value, SNone):
                 return default
+            if isinstance(value, SOpt):
+                with self.guarded(z3_not(value.none)):
+                    given = bound_of(value.inner, default)
+                return z3.If(value.none, default, given)
             index = self.index_operand(value, "a slice bound")
             if index is None:
                 return default
