@@ -220,17 +220,24 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> Watched:
     is replaced wherever hoare holds it (each front end imports it by name), so a front
     end that built a record of its own would queue one the builder never made."""
     seen = Watched([], [])
-    original = records.call_record
 
-    def spy(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        record = original(*args, **kwargs)
-        seen.built.append(record)
-        return record
+    def spy_on(original: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+        def spy(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
+            record = original(*args, **kwargs)
+            seen.built.append(record)
+            return record
+        return spy
 
-    holders = [name for name, module in list(sys.modules.items())
-               if name.startswith("hoare") and getattr(module, "call_record", None) is original]
-    for name in holders:
-        monkeypatch.setattr(sys.modules[name], "call_record", spy)
+    # the builder's two doors: ``call_record``, and ``outcome_record`` (what
+    # ``call_record`` builds a record with an outcome by, and a contract call calls
+    # directly); ``call_record``'s own use of it inside records is not a second record
+    for door in ("call_record", "outcome_record"):
+        original = getattr(records, door)
+        holders = [name for name, module in list(sys.modules.items())
+                   if name.startswith("hoare") and getattr(module, door, None) is original
+                   and (door == "call_record" or module is not records)]
+        for name in holders:
+            monkeypatch.setattr(sys.modules[name], door, spy_on(original))
     real = StatsStore.record
 
     def record(self: StatsStore, item: tuple[Any, ...]) -> None:

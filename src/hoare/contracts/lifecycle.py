@@ -23,7 +23,7 @@ from hoare.declaration.description import ContractDescription
 from hoare.declaration.models import redact, secret_values
 from hoare.errors import ContractCallError
 from hoare.kernel import ContractViolationError, Hooks, Outcome, Violation, run_call
-from hoare.stats.records import RecordedAs, RecordFields, call_record, settled
+from hoare.stats.records import RecordedAs, RecordFields, outcome_record, settled
 
 if TYPE_CHECKING:
     from hoare.contracts.base import Contract
@@ -185,11 +185,13 @@ def _call_record(call: Call, outcome: Outcome, elapsed_ns: int, provider_faults:
                 runtime.description.name, runtime.definition_hash(), engine,
                 _family_messages(runtime.description)))
         spend = call.spend
-        spent = spend.spent() if spend is not None else None
-        return call_record(
-            "contract", fixed[1], configuration.label(), elapsed_ns, outcome,
-            cost=spent.get("cost") if isinstance(spent, dict) else None,
-            provider_faults=provider_faults, shadow_prefix=configuration.SHADOW_REFUSAL)
+        cost = None
+        if spend is not None:
+            spent = spend.spent()
+            cost = spent.get("cost") if isinstance(spent, dict) else None
+        # positional: call_record's keywords cost more than building the record
+        return outcome_record("contract", fixed[1], configuration.label(), elapsed_ns,
+                              outcome, cost, provider_faults, configuration.SHADOW_REFUSAL)
     except Exception:  # recording must never fail a call
         logging.getLogger("hoare.stats").debug("not recorded", exc_info=True)
         return None

