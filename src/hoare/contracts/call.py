@@ -167,7 +167,8 @@ class Call(Front):
                 watch = EarlyStop(plan, self._early_check(effect.input))
         return rendered_request(
             render, schema, target.name if repair else runtime.output_name,
-            instance._hoare_options(), task, effect.input,
+            instance.__dict__.get("_hoare_options_value") or runtime.options, task,
+            effect.input,
             tuple(v.message for v in feedback) if feedback else (), effect.attempt,
             description.name, watch)
 
@@ -255,6 +256,9 @@ class Call(Front):
         description = self.runtime.description
         if description.verbose:
             log_answer(description.name, response, request)
+        if type(response) is Response and response.usage is ONE_REQUEST \
+                and not self.varied and request.watch is None:  # the common reply
+            return _reply((response, _ONE_REQUEST_USAGE))
         return self._reply(response, request)
 
     def failed(self, error: Exception) -> None:

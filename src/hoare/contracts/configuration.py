@@ -12,11 +12,14 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from hoare.engines.base import Engine
 from hoare.errors import EngineNotConfigured
 from hoare.kernel import PreflightResult, Verdict
+
+if TYPE_CHECKING:
+    from hoare.stats.store import StatsStore
 
 __all__ = ["SHADOW_REFUSAL", "EngineNotConfigured", "cache_size", "check_preflight",
            "configure", "default_engine", "label", "preflight_hook", "preflight_mode",
@@ -120,10 +123,10 @@ def _retention_days() -> float | None:
 
 
 # (path, its store): one read per call
-_store: tuple[str | _Keep | None, object | None] = (_KEEP, None)
+_store: tuple[str | _Keep | None, StatsStore | None] = (_KEEP, None)
 
 
-def stats_store() -> object | None:
+def stats_store() -> StatsStore | None:
     """The ``StatsStore`` calls are recorded in, or None (the default: no I/O). Called
     on every contracted call: the common case is one global read and a comparison."""
     global _stats, _store

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from hoare import telemetry as _telemetry
 from hoare.contracts import configuration
@@ -28,7 +28,6 @@ from hoare.stats.records import RecordedAs, RecordFields, outcome_record, settle
 if TYPE_CHECKING:
     from hoare.contracts.base import Contract
     from hoare.contracts.binding import Bound
-    from hoare.stats.store import StatsStore
 
 
 def _bind(description: ContractDescription, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -136,8 +135,7 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
         # a provider fault is logged whether or not a store counts it (docs/decoding.md)
         faults = 0 if recorded.success and len(recorded.attempts) <= 1 else \
             runtime.provider_faults(recorded)
-        # the configured StatsStore (typed object there: imported once a store is set)
-        store = cast("StatsStore | None", configuration.stats_store())
+        store = configuration.stats_store()
         if store is not None or call.telemetry is not None:
             record = _call_record(call, recorded, elapsed_ns, faults)
             if store is not None and record is not None:
