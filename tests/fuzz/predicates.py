@@ -200,6 +200,8 @@ class Grammar:
             return f"{text} {test}"
         if ftype.optional and rng.random() < 0.4:
             return self.nullable_predicate(text, ftype, depth)
+        if rng.random() < 0.06:
+            return self.operand_predicate(text, ftype)
         kind = ftype.kind
         if kind == "bool":
             form = rng.choice(["bare", "eq", "is", "int"])
@@ -280,6 +282,44 @@ class Grammar:
         bound = rng.choice([f"{text}:", f":{text}", f"{text}:{text}", f"{text}:-1"])
         return f"len({self.text(depth + 1)}[{bound}]) {rng.choice(['==', '>', '<='])} " \
                f"{rng.randrange(0, 3)}"
+
+    def operand_predicate(self, text: str, ftype: FieldType) -> str:
+        """A field where Python's rule for that position differs from the obvious one:
+        an item compared inside a container (``is`` first: ``[nan] == [nan]`` when it is
+        one object, an optional float's too), a tuple of affixes (tried in order; a
+        list raises), a sum or min over items (an absent item is never added or
+        compared). A translation that models the obvious rule is caught here."""
+        rng = self.rng
+        kind = ftype.kind
+        item = ftype.item
+        forms = ["container-self"]
+        if kind == "str" and not ftype.optional:
+            forms.append("affix")
+        if kind == "list" and item is not None:
+            forms.append("items")
+            if item.kind == "str" and ftype.features[:1] == ("tuple:str",):
+                forms.append("affix-field")
+        form = rng.choice(forms)
+        self._take(f"operand:{form}")
+        if form == "container-self":
+            return rng.choice([f"[{text}] == [{text}]", f"({text},) != ({text},)",
+                               f"{text} in [{text}]", f"{text} not in ({text}, 0)",
+                               f"[{text}, 0].count({text}) >= 1"])
+        if form == "affix":
+            method = self._called(rng.choice(["str.startswith", "str.endswith"]))[4:]
+            lit, other = self._str_lit(), self._str_lit()
+            affix = rng.choice([f"({lit}, {other})", f"({lit},)", "()", f"[{lit}]",
+                                f"({lit}, 1)"])
+            return f"{text}.{method}({affix})"
+        if form == "affix-field":
+            method = self._called(rng.choice(["str.startswith", "str.endswith"]))[4:]
+            return f"{self._str_lit()}.{method}({text}) {rng.choice(['==', '!='])} " \
+                   f"{rng.choice(['True', 'False'])}"
+        assert item is not None
+        name = self._called(rng.choice(["sum", "min", "max"]))
+        if name == "sum":
+            return f"sum({text}) {rng.choice(['==', '!='])} 0"
+        return f"{name}({text}, default=None) is None"
 
     def _enum_predicate(self, text: str, ftype: FieldType) -> str:
         rng = self.rng

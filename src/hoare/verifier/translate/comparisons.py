@@ -128,7 +128,12 @@ class ComparisonSemantics(FloatSemantics):
     def item_eq(self, a: Sym, b: Sym) -> z3.BoolRef:
         """Two items compared inside a container (``==`` of lists, ``in``): Python
         tries ``is`` first, so a ``nan`` may equal itself there; when both may be a
-        ``nan`` the result is free (which object a value is, is not modelled)."""
+        ``nan`` the result is free (which object a value is, is not modelled). An
+        optional is compared as the value it holds (its float may be that ``nan``)."""
+        if isinstance(a, SOpt):
+            return z3_if(a.none, self.item_eq(NONE, b), self.item_eq(a.inner, b))
+        if isinstance(b, SOpt):
+            return z3_if(b.none, self.item_eq(a, NONE), self.item_eq(a, b.inner))
         same = self.eq(a, b)
         x, y = self.numeric(a), self.numeric(b)
         if isinstance(x, SFloat) and isinstance(y, SFloat):

@@ -161,8 +161,9 @@ class Semantics(ArithmeticSemantics):
             if result is None:
                 result, present_any = value, present
                 continue
-            better = self.compare("<", value, result) if name == "min" else \
-                self.compare(">", value, result)
+            with self.only_when(z3_and(present, present_any)):  # compared only then
+                better = self.compare("<", value, result) if name == "min" else \
+                    self.compare(">", value, result)
             take = z3_and(present, z3_or(z3_not(present_any), better))
             result = self.ite(take, value, result)
             present_any = z3_or(present_any, present)

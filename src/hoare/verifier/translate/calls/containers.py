@@ -82,7 +82,8 @@ def _sum(t: ExpressionTranslator, call: CallSite) -> Sym:
         SInt(int_val(0))
     pairs, tail, _ = t.comprehension(args[0], call.env, "plain")
     for cond, value in pairs:
-        added = t.binop("+", total, value)
+        with t.guarded(cond):  # an item is added (and may raise) only when present
+            added = t.binop("+", total, value)
         total = t.ite(cond, added, total)
         if isinstance(total, STruth):
             raise call.unsupported("of mixed types")

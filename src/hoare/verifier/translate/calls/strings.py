@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING
 
 import z3
 
+from hoare.verifier.solve.context import false, true
 from hoare.verifier.translate import unicode_classes as uc
 from hoare.verifier.translate.calls.registry import CallSite, Family
-from hoare.verifier.translate.logic import z3_or
+from hoare.verifier.translate.logic import z3_and, z3_not, z3_or
 from hoare.verifier.translate.values import (
+    Opaque,
     SBool,
     SColl,
     SInt,
+    SList,
     SOpt,
     SStr,
     SStripped,
@@ -88,15 +91,43 @@ def _affix_test(name: str) -> None:
         assert isinstance(receiver, SStr)
         call.only_positional(1)
         affix = t.expr(call.args[0], call.env)
-        options = affix.items if isinstance(affix, SColl) else (affix,)
-        tests = []
-        for option in options:
+        if not isinstance(affix, (SColl, SList)):
+            text = t.str_operand(affix, f"str.{name}()")
+            return SBool(false() if text is None else _affix_of(name, text, receiver))
+        if affix.container != "tuple":  # a list or a set is refused, even empty
+            t.error(true(), "TypeError")
+            return SBool(false())
+        return SBool(_tuple_affix(t, name, receiver, affix))
+
+
+def _affix_of(name: str, text: SStr, receiver: SStr) -> z3.BoolRef:
+    return z3.PrefixOf(text.e, receiver.e) if name == "startswith" else \
+        z3.SuffixOf(text.e, receiver.e)
+
+
+def _tuple_affix(t: ExpressionTranslator, name: str, receiver: SStr,
+                 affix: SColl | SList) -> z3.BoolRef:
+    """``s.startswith(tuple)``: Python tries the items in order and stops at the first
+    that matches, so an item that is not a ``str`` raises ``TypeError`` only when it is
+    reached (no earlier item matched, and, in a tuple field, it is present)."""
+    if isinstance(affix, SColl):
+        present: list[tuple[z3.BoolRef, Sym]] = [(true(), item)
+                                                 for item in affix.items]
+    else:
+        present = [(affix.n > index, slot) for index, slot in enumerate(affix.slots)]
+    matched: z3.BoolRef = false()
+    for here, option in present:
+        with t.guarded(z3_and(here, z3_not(matched))):
             text = t.str_operand(option, f"str.{name}()")
-            if text is None:
-                return SBool(z3.BoolVal(False))
-            tests.append(z3.PrefixOf(text.e, receiver.e) if name == "startswith"
-                         else z3.SuffixOf(text.e, receiver.e))
-        return SBool(z3_or(*tests))
+        if text is not None:
+            matched = z3_or(matched, z3_and(here, _affix_of(name, text, receiver)))
+    if isinstance(affix, SList) and not affix.exact:  # items past the slots
+        if not isinstance(affix.tail(), SStr):  # a later item may raise TypeError
+            raise Opaque(f"str.{name}() with the items of {affix.path} past the "
+                         f"verifier's bound")
+        matched = z3_or(matched, z3_and(affix.n > len(affix.slots), t.havoc_bool(
+            f"str.{name}() with the items of {affix.path} past the verifier's bound")))
+    return matched
 
 
 for _name in ("startswith", "endswith"):
