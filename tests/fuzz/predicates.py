@@ -286,13 +286,16 @@ class Grammar:
     def operand_predicate(self, text: str, ftype: FieldType) -> str:
         """A field where Python's rule for that position differs from the obvious one:
         an item compared inside a container (``is`` first: ``[nan] == [nan]`` when it is
-        one object, an optional float's too), a tuple of affixes (tried in order; a
+        one object, an optional float's too), an optional's identity with itself (``None
+        is None``), a tuple of affixes (tried in order; a
         list raises), a sum or min over items (an absent item is never added or
         compared). A translation that models the obvious rule is caught here."""
         rng = self.rng
         kind = ftype.kind
         item = ftype.item
         forms = ["container-self"]
+        if ftype.optional:
+            forms.append("identity-self")
         if kind == "str" and not ftype.optional:
             forms.append("affix")
         if kind == "list" and item is not None:
@@ -305,6 +308,8 @@ class Grammar:
             return rng.choice([f"[{text}] == [{text}]", f"({text},) != ({text},)",
                                f"{text} in [{text}]", f"{text} not in ({text}, 0)",
                                f"[{text}, 0].count({text}) >= 1"])
+        if form == "identity-self":  # None is None: both sides may be None at once
+            return f"{text} {rng.choice(['is', 'is not'])} {text}"
         if form == "affix":
             method = self._called(rng.choice(["str.startswith", "str.endswith"]))[4:]
             lit, other = self._str_lit(), self._str_lit()

@@ -206,10 +206,10 @@ class ComparisonSemantics(FloatSemantics):
             return false()
         if isinstance(a, SNumber) or isinstance(b, SNumber):
             raise Opaque("`is` on a value whose type is known only at run time")
-        if isinstance(a, SOpt):
-            return z3_and(z3_not(a.none), self.is_(a.inner, b))
+        if isinstance(a, SOpt):  # split on its None: the other side may be None too
+            return z3_if(a.none, self.is_(NONE, b), self.is_(a.inner, b))
         if isinstance(b, SOpt):
-            return z3_and(z3_not(b.none), self.is_(a, b.inner))
+            return z3_if(b.none, self.is_(a, NONE), self.is_(a, b.inner))
         if isinstance(a, SEnum) and isinstance(b, SEnum):
             return self.eq(a, b)
         if isinstance(a, SEnum) or isinstance(b, SEnum):
