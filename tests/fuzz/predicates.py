@@ -288,14 +288,14 @@ class Grammar:
         an item compared inside a container (``is`` first: ``[nan] == [nan]`` when it is
         one object, an optional float's too), an optional's identity with itself (``None
         is None``), a tuple of affixes (tried in order; a
-        list raises), a sum or min over items (an absent item is never added or
-        compared). A translation that models the obvious rule is caught here."""
+        list raises), a sum or min over items (an absent or filtered-out item is
+        never added or compared). A translation that models the obvious rule is caught here."""
         rng = self.rng
         kind = ftype.kind
         item = ftype.item
         forms = ["container-self"]
         if ftype.optional:
-            forms.append("identity-self")
+            forms += ["identity-self", "filtered"]
         if kind == "str" and not ftype.optional:
             forms.append("affix")
         if kind == "list" and item is not None:
@@ -310,6 +310,11 @@ class Grammar:
                                f"[{text}, 0].count({text}) >= 1"])
         if form == "identity-self":  # None is None: both sides may be None at once
             return f"{text} {rng.choice(['is', 'is not'])} {text}"
+        if form == "filtered":  # a filtered-out item is never added nor compared
+            name = self._called(rng.choice(["sum", "min", "max"]))
+            lit = self._str_lit() if kind == "str" else self._int_lit()
+            items = rng.choice([f"({text}, {lit})", f"({lit}, {text})"])
+            return f"{name}([v for v in {items} if v is not None]) == {lit}"
         if form == "affix":
             method = self._called(rng.choice(["str.startswith", "str.endswith"]))[4:]
             lit, other = self._str_lit(), self._str_lit()

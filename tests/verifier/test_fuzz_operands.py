@@ -13,8 +13,10 @@ position), each a bug of its own before this test:
   a non-str item as raising even after an earlier item matched (Python stops there);
 * ``x is x`` with an optional on both sides was False when it is None (``None is
   None``): the pre-flight answered satisfiable for ``o.flag is not o.flag``;
-* ``sum``, ``min`` and ``max`` over a field's items added or compared the items past
-  its length too, so ``sum(t) == 0`` with ``t: tuple[str, ...]`` raised for ``()``.
+* ``sum``, ``min`` and ``max`` added or compared every item, present or not: the
+  items past a field's length (``sum(t) == 0`` with ``t: tuple[str, ...]`` raised for
+  ``()``) and the items a comprehension filtered out
+  (``min([v for v in (i.k, 1) if v is not None]) == 1`` raised for ``k=None``).
 
 The cases come from the fuzzer's own grammar (``Grammar.operand_predicate``, which
 ``make fuzz`` draws too), judged by the fuzz oracle against real Python and real
@@ -34,7 +36,8 @@ from fuzz.models import FieldType
 from fuzz.oracle import run_case
 from fuzz.predicates import Atom, Grammar
 
-OPERAND_FORMS = {"container-self", "identity-self", "affix", "affix-field", "items"}
+OPERAND_FORMS = {"container-self", "identity-self", "filtered", "affix", "affix-field",
+                 "items"}
 CASES = 160
 
 
