@@ -9,13 +9,9 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
 
 from hoare.contracts import configuration
 from hoare.stats.records import RecordedAs, call_record
-
-if TYPE_CHECKING:
-    from hoare.stats.store import StatsStore
 
 __all__ = ["record_agent_call"]
 
@@ -30,8 +26,7 @@ def record_agent_call(kind: str, name: str, definition: Callable[[], str], succe
                       started_ns: int, engine: object, steps: int = 1,
                       trials: tuple[tuple[str, bool], ...] = ()) -> None:
     """Queue one record of an agent run or a tool call, when a store is configured."""
-    # the configured StatsStore (typed object there: imported once a store is set)
-    store = cast("StatsStore | None", configuration.stats_store())
+    store = configuration.stats_store()
     if store is None:
         return
     try:

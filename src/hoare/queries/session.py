@@ -19,7 +19,7 @@ import inspect
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from hoare import telemetry
 from hoare.contracts import configuration
@@ -48,7 +48,6 @@ from hoare.stats.records import RecordedAs, call_record
 
 if TYPE_CHECKING:
     from hoare.declaration.models import TypeSpec
-    from hoare.stats.store import StatsStore
 
 __all__ = ["Session"]
 
@@ -293,7 +292,7 @@ class Session(Front):
         self.runtime.rates.record(outcome)
         # configuration returns the configured StatsStore (typed object there: it is
         # imported only once a store is configured)
-        store = cast("StatsStore | None", configuration.stats_store())
+        store = configuration.stats_store()
         record = None
         if store is not None or span is not None:
             try:
