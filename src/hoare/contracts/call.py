@@ -265,9 +265,8 @@ class Call(Front):
         self.last_error = error
 
     def _reply(self, response: object, request: Request) -> Reply:
-        if not self.varied and request.watch is None:  # the common reply: usage as is
-            if type(response) is Response and response.usage is ONE_REQUEST:
-                return _reply((response, _ONE_REQUEST_USAGE))
+        """Any other reply than ``received``'s common one."""
+        if not self.varied and request.watch is None:  # usage as the answer says
             return _reply((response, _usage(response)))
         usage = _usage(response)
         extra: dict[str, int] = {}

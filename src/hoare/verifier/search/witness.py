@@ -213,8 +213,6 @@ def json_safe(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:  # most leaves
         return value  # (exact types: an enum's member may subclass str or int)
-    if kind is dict:
-        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
