@@ -4,8 +4,11 @@
 
 Writes ``contract_0000.py`` … (one ``@contract`` class per module, with its own
 input/output models) and ``manifest.json``: the verdicts each contract must get
-(``pre_satisfiable``, ``post_satisfiable`` and one ``predicate_vacuous`` per
-predicate, in declaration order). The contracts vary in field types (int, float,
+(``pre_satisfiable``, ``post_satisfiable``, one ``predicate_vacuous`` per
+predicate, in declaration order, and ``post_total``: ``"pass"``, or null where the
+verifier reports no such check, see ``_expected_total``). ``mismatches`` compares a
+``hoare verify --format json`` report with it: a missing or extra check, or an extra
+contract, is a mismatch. The contracts vary in field types (int, float,
 str with lengths and patterns, Literal, Enum, Optional, lists) and predicates
 (declarative ``Pre``/``Post`` lambdas, methods with guards, ``self`` attributes,
 post-conditions reading the input). Most are sound; a fraction (``--broken``)
@@ -24,7 +27,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["generate"]
+__all__ = ["expected_checks", "generate", "mismatches"]
 
 
 @dataclass
@@ -40,6 +43,8 @@ class _Contract:
     expected_vacuous: list[str] = field(default_factory=list)
     expected_pre: str = "pass"
     expected_post: str = "pass"
+    post_reads_input: bool = False  # a Post lambda reading the input was chosen
+    output_has_float: bool = False
     defect: str | None = None
     has_pre_method: bool = False
     has_post_method: bool = False
@@ -95,6 +100,7 @@ def _output_model(c: _Contract) -> tuple[str, dict[str, tuple[int, int] | str]]:
     for extra in r.sample(["confidence", "labels", "verdict"], k=r.randint(1, 3)):
         if extra == "confidence":
             lines.append("    confidence: float = Field(ge=0.0, le=1.0)")
+            c.output_has_float = True
         elif extra == "labels":
             lines.append("    labels: list[str] = Field(default_factory=list, max_length=3)")
         elif extra == "verdict":
@@ -161,6 +167,7 @@ def _post_conditions(c: _Contract, inputs: dict[str, tuple[int, int] | str],
                        '"known labels")')
     chosen = r.sample(options, k=min(len(options), r.randint(1, 3)))
     c.post.extend(chosen)
+    c.post_reads_input = any("lambda o, x" in p for p in chosen)
     vacuous = ["pass" for _ in chosen]
     if r.random() < 0.4:
         c.has_post_method = True
@@ -199,6 +206,22 @@ def _defect(c: _Contract, inputs: dict[str, tuple[int, int] | str],
         lo, _hi = outputs["score"]  # type: ignore[misc]
         c.post.append(f'Post(lambda o: o.score >= {lo}, "a score of at least {lo}")')
         c.expected_vacuous.append("warn")
+
+
+def _expected_total(c: _Contract) -> str | None:
+    """``post_total``'s verdict, or None where the verifier reports no such check.
+
+    Every generated post-condition admits an output for every valid input (the slack
+    of ``_post_conditions``), so the truth is always "pass"; the verifier reports it
+    only when it can decide it exactly (``verifier/checks/contracts.py``,
+    ``check_total``): not when the post-conditions do not read the input
+    (``post_satisfiable`` decides it), not when ``post_satisfiable`` did not pass,
+    not over a float output (reals are a superset of the doubles), and not with the
+    ``post`` method (its string lengths defeat the quantifier elimination).
+    """
+    if c.expected_post != "pass" or c.output_has_float or c.has_post_method:
+        return None
+    return "pass" if c.post_reads_input else None
 
 
 def _render(c: _Contract, input_src: str, output_src: str) -> str:
@@ -259,10 +282,54 @@ def generate(directory: str | Path, count: int, *, seed: int = 0, broken: float 
             "pre_satisfiable": c.expected_pre,
             "post_satisfiable": c.expected_post,
             "predicate_vacuous": c.expected_vacuous,
+            "post_total": _expected_total(c),
             "defect": c.defect,
         }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
+
+
+def expected_checks(entry: dict[str, object]) -> dict[str, list[str]]:
+    """The statuses each check kind must have, in order, for one manifest entry."""
+    vacuous = entry["predicate_vacuous"]
+    expected: dict[str, list[str]] = {
+        "pre_satisfiable": [str(entry["pre_satisfiable"])],
+        "post_satisfiable": [str(entry["post_satisfiable"])],
+        "predicate_vacuous": [str(v) for v in vacuous] if isinstance(vacuous, list) else [],
+    }
+    if entry.get("post_total") is not None:
+        expected["post_total"] = [str(entry["post_total"])]
+    return {kind: statuses for kind, statuses in expected.items() if statuses}
+
+
+def mismatches(manifest: dict[str, dict[str, object]], report: dict[str, object]
+               ) -> list[str]:
+    """Each way the ``hoare verify --format json`` report differs from the manifest:
+    a contract missing, reported twice or not in the manifest, and a check kind whose
+    statuses differ, is missing or is extra (none counts as a pass)."""
+    contracts = report.get("contracts")
+    found: dict[str, list[dict[str, object]]] = {}
+    problems: list[str] = []
+    for contract in contracts if isinstance(contracts, list) else []:
+        name = str(contract.get("name"))
+        if name in found:
+            problems.append(f"{name}: reported twice")
+        found[name] = list(contract.get("checks") or [])
+    for name in sorted(set(found) - set(manifest)):
+        problems.append(f"{name}: reported, not in the manifest")
+    for name, entry in manifest.items():
+        if name not in found:
+            problems.append(f"{name}: not reported")
+            continue
+        actual: dict[str, list[str]] = {}
+        for check in found[name]:
+            actual.setdefault(str(check.get("kind")), []).append(str(check.get("status")))
+        expected = expected_checks(entry)
+        for kind in sorted(set(actual) | set(expected)):
+            if actual.get(kind) != expected.get(kind):
+                problems.append(f"{name}: {kind} {actual.get(kind, 'missing')}, expected "
+                                f"{expected.get(kind, 'none')}")
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:

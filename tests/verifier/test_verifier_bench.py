@@ -42,12 +42,5 @@ def test_verify_200_generated_contracts(tmp_path: Path) -> None:
     contracts = {c["name"]: c for c in report["contracts"]}
     assert len(contracts) == 200
     assert report["summary"]["unknown"] == 0
-    for name, expected in manifest.items():
-        checks = contracts[name]["checks"]
-        by_kind: dict[str, list[str]] = {}
-        for check in checks:
-            by_kind.setdefault(check["kind"], []).append(check["status"])
-        assert by_kind["pre_satisfiable"] == [expected["pre_satisfiable"]], name
-        assert by_kind["post_satisfiable"] == [expected["post_satisfiable"]], name
-        assert by_kind["predicate_vacuous"] == expected["predicate_vacuous"], name
-        assert by_kind.get("post_total", ["pass"]) == ["pass"], name
+    # a missing or extra check is a mismatch, never a pass (the bench's own comparison)
+    assert _generator().mismatches(manifest, report) == []  # type: ignore[attr-defined]
