@@ -107,11 +107,7 @@ def _checked_action(found: object, tools: dict[str, Tool]
     args = found.get("args", {})
     if not isinstance(args, dict):
         return None, "args must be a JSON object"
-    properties = tools[name].parameters.get("properties", {})
-    unknown = sorted(set(args) - set(properties))
-    missing = sorted(set(tools[name].parameters.get("required", [])) - set(args))
-    if unknown or missing:
-        return None, (f"{name}: " + "; ".join(
-            [f"unknown argument(s) {unknown}"] * bool(unknown) +
-            [f"missing argument(s) {missing}"] * bool(missing)))
+    problem = tools[name].parameters_error(args)  # Python's binding of its signature
+    if problem is not None:
+        return None, problem
     return found, None
