@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import textwrap
 import threading
 from pathlib import Path
@@ -104,12 +105,46 @@ def _template_file(cls: type, kind: Kind) -> tuple[tuple[Path, ...], str] | None
 
 
 def fields_of(query: object) -> dict[str, Any]:
-    """The query's dataclass fields as JSON-compatible values (pydantic's dump)."""
+    """The query's dataclass fields as JSON-compatible values (pydantic's dump), each
+    as it is: a ``nan``/``inf`` stays a float where pydantic's JSON mode writes ``null``
+    (in a ``list``, a ``dict``, an ``Any``: the prompt would show the model a value the
+    query does not hold, and two queries one key); a value pydantic cannot dump (bytes
+    that are not UTF-8, an object of a class it has no schema for) is its ``repr``."""
     if not dataclasses.is_dataclass(query):
         return {}
     values = {f.name: getattr(query, f.name) for f in dataclasses.fields(query)}
-    return {name: TypeAdapter(type(value)).dump_python(value, mode="json")
-            if value is not None else None for name, value in values.items()}
+    return {name: _dumped(value) for name, value in values.items()}
+
+
+def _dumped(value: object) -> Any:
+    """``value`` in pydantic's JSON mode with its non-finite floats kept, else its repr."""
+    if value is None:
+        return None
+    try:
+        adapter = TypeAdapter(type(value))
+        return _non_finite_kept(adapter.dump_python(value, mode="json"),
+                                adapter.dump_python(value, mode="python"))
+    except Exception:
+        from hoare.declaration.models import safe_repr
+
+        return safe_repr(value)
+
+
+def _non_finite_kept(shown: Any, value: Any, depth: int = 0) -> Any:
+    """``shown`` (JSON mode) with each ``None`` that stands for a non-finite float of
+    ``value`` (Python mode, the same walk in the same order) put back as that float."""
+    if shown is None:
+        return value if isinstance(value, float) and not math.isfinite(value) else None
+    if depth > 200:  # deeper than any prompt: pydantic's own dump stands
+        return shown
+    if isinstance(shown, dict) and isinstance(value, dict) and len(shown) == len(value):
+        return {key: _non_finite_kept(item, original, depth + 1)
+                for (key, item), original in zip(shown.items(), value.values(), strict=True)}
+    if isinstance(shown, list) and isinstance(value, (list, tuple)) \
+            and len(shown) == len(value):  # a set's two dumps need not share an order
+        return [_non_finite_kept(item, original, depth + 1)
+                for item, original in zip(shown, value, strict=True)]
+    return shown
 
 
 def yaml_text(data: Any) -> str:
