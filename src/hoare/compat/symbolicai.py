@@ -319,7 +319,49 @@ def _field_example(info: Any, seen: set[str]) -> Any:
     return _example(info.annotation, seen)
 
 
+def _unwrapped(annotation: Any) -> Any:
+    """The type pydantic validates ``annotation`` as, for the example's shape:
+    ``Annotated[T, ...]``, ``NewType`` and ``TypeAliasType`` stand for ``T``."""
+    for _ in range(100):  # an alias of an alias ...: never followed forever
+        if get_origin(annotation) is typing.Annotated:
+            annotation = get_args(annotation)[0]
+        elif isinstance(annotation, typing.NewType):
+            annotation = annotation.__supertype__
+        elif type(annotation).__name__ == "TypeAliasType":
+            annotation = annotation.__value__
+        else:
+            break
+    return annotation
+
+
+_CANDIDATES: tuple[Any, ...] = ("example_string", 123, 123.45, True, None,
+                                "2024-01-01T00:00:00", "00000000-0000-0000-0000-000000000000",
+                                {}, [])
+"""What a type without a placeholder of its own gets: the first of these its pydantic
+validator takes from JSON (a date, a ``Decimal``, a ``UUID`` ...)."""
+
+
+@lru_cache(maxsize=256)
+def _accepted(annotation: Any) -> Any:
+    """The first candidate pydantic validates as ``annotation`` (from JSON text, as the
+    model's answer is read), else ``"example_value"`` (SymbolicAI's placeholder)."""
+    from pydantic import TypeAdapter
+
+    try:
+        adapter = TypeAdapter(annotation)
+    except Exception:
+        return "example_value"
+    for candidate in _CANDIDATES:
+        try:
+            adapter.validate_json(json.dumps(candidate))
+        except Exception:
+            continue
+        return candidate
+    return "example_value"
+
+
 def _example(annotation: Any, seen: set[str]) -> Any:
+    annotation = _unwrapped(annotation)
     origin = get_origin(annotation) or annotation
     args = get_args(annotation)
     if origin is Literal:
@@ -343,12 +385,26 @@ def _example(annotation: Any, seen: set[str]) -> Any:
         if origin is dict:
             key, value = args if args else (str, Any)
             return {_key_example(key, seen): _example(value, seen)}
-    return _PLACEHOLDERS.get(annotation, "example_value")
+    if annotation is Any or annotation is object:
+        return "example_value"
+    try:
+        return _PLACEHOLDERS[annotation]
+    except (KeyError, TypeError):  # TypeError: an annotation that cannot be hashed
+        return _accepted(annotation) if _hashable(annotation) else "example_value"
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _key_example(annotation: Any, seen: set[str]) -> Any:
     """A dict key of the annotated type: ``123`` for ``int``, a tuple or frozenset of
     placeholders, else ``"example_string"`` (what JSON objects have)."""
+    annotation = _unwrapped(annotation)
     origin = get_origin(annotation) or annotation
     if origin is tuple:
         return _example(annotation, seen)
