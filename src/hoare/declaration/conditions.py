@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from hoare.declaration.source import (  # re-exported for description.py
     raise_literals,
@@ -20,7 +21,7 @@ from hoare.declaration.source import (  # re-exported for description.py
 from hoare.kernel import Policy
 
 __all__ = ["Condition", "Post", "Pre", "is_asynchronous", "positional_arity", "raise_literals",
-           "required_parameters", "source_expression"]
+           "required_parameters", "shown", "source_expression"]
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,21 @@ class Condition:
     _policy: Policy | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        kind = type(self).__name__
         if not callable(self.fn):
-            raise TypeError(f"{type(self).__name__} needs a callable, got {self.fn!r}")
-        if self.message is not None and not isinstance(self.message, str):
-            raise TypeError(f"{type(self).__name__} message must be a string, "
-                            f"got {self.message!r}")
-        parsed = None if self.policy is None else Policy.parse(self.policy)
+            raise TypeError(f"{kind} needs a callable, got {shown(self.fn)}")
+        for name in ("message", "family", "id"):
+            given = getattr(self, name)
+            if given is not None and not issubclass(type(given), str):  # not __class__
+                raise TypeError(f"{kind} {name} must be a string, got {shown(given)}")
+            if given is not None and type(given) is not str:  # a str subclass's dunders
+                object.__setattr__(self, name, str.__str__(given))  # are foreign code
+        policy = self.policy
+        if policy is not None and not issubclass(type(policy), Policy | str):
+            raise TypeError(f"{kind} policy must be a Policy or its name, got {shown(policy)}")
+        if issubclass(type(policy), str) and not issubclass(type(policy), Policy):
+            policy = str.__str__(cast("str", policy))  # a str subclass's __eq__/__hash__
+        parsed = None if policy is None else Policy.parse(policy)
         object.__setattr__(self, "_policy", parsed)
 
     @property
@@ -50,8 +60,29 @@ class Condition:
 
     def describe(self) -> str:
         """The message, or the source expression, or the function's name."""
-        return self.message or source_expression(self.fn) or str(
-            getattr(self.fn, "__qualname__", None) or repr(self.fn))
+        if self.message:
+            return self.message
+        found = source_expression(self.fn)
+        if found:
+            return found
+        try:
+            name = getattr(self.fn, "__qualname__", None)
+        except Exception:  # a foreign callable's attribute
+            name = None
+        return name if type(name) is str and name else shown(self.fn)
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, at most 200 characters; the type's name when that fails (a
+    foreign object's ``__repr__`` may raise or return a non-string)."""
+    try:
+        shown = repr(value)
+    except Exception:
+        shown = None
+    if not isinstance(shown, str):
+        return f"a {type(value).__name__} object"
+    shown = str.__str__(shown)
+    return shown if len(shown) <= 200 else shown[:200] + "…"
 
 
 class Pre(Condition):
@@ -66,8 +97,8 @@ def positional_arity(fn: Callable[..., object]) -> int:
     """How many positional arguments ``fn`` accepts (a ``*args`` counts as many)."""
     try:
         signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return 1
+    except Exception:  # no signature (TypeError, ValueError), or a foreign callable's
+        return 1       # attribute raised: taken as one value, as a builtin would be
     count = 0
     for parameter in signature.parameters.values():
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
@@ -83,7 +114,7 @@ def required_parameters(fn: Callable[..., object]) -> tuple[int, list[str]]:
     keyword-only parameters without a default (which a predicate never receives)."""
     try:
         signature = inspect.signature(fn)
-    except (TypeError, ValueError):
+    except Exception:  # as positional_arity: nothing known to be required
         return 0, []
     positional, keywords = 0, []
     for parameter in signature.parameters.values():
@@ -99,10 +130,15 @@ def required_parameters(fn: Callable[..., object]) -> tuple[int, list[str]]:
 
 def is_asynchronous(fn: object) -> bool:
     """An ``async def`` function (also behind ``functools.partial`` or as a callable
-    object's ``__call__``): calling it returns a coroutine, never a verdict."""
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        return True
-    if inspect.isfunction(fn) or inspect.ismethod(fn):
+    object's ``__call__``): calling it returns a coroutine, never a verdict. A foreign
+    callable whose attributes raise is not known to be one (a call returning an
+    awaitable is still refused when it happens)."""
+    try:
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            return True
+        if inspect.isfunction(fn) or inspect.ismethod(fn):
+            return False
+        call = inspect.getattr_static(type(fn), "__call__", None)
+        return inspect.iscoroutinefunction(call)
+    except Exception:
         return False
-    call = inspect.getattr_static(type(fn), "__call__", None)
-    return inspect.iscoroutinefunction(call)

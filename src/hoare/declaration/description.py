@@ -22,6 +22,7 @@ from hoare.declaration.conditions import (
     positional_arity,
     raise_literals,
     required_parameters,
+    shown,
     source_expression,
 )
 from hoare.declaration.models import TypeSpec, type_spec
@@ -99,7 +100,12 @@ def _hints(fn: Callable[..., object], where: str,
 
 def _first_parameter(fn: Callable[..., object], where: str) -> inspect.Parameter:
     """The first positional parameter after ``self`` (the contract input)."""
-    parameters = list(inspect.signature(fn).parameters.values())[1:]
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())[1:]
+    except Exception as error:  # a callable with no signature, or a foreign one's raised
+        raise ContractDefinitionError(
+            f"{where} has no signature to read ({type(error).__name__}): define it as "
+            f"def forward(self, input: MyInput) -> MyOutput") from None
     for parameter in parameters:
         if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY,
                               inspect.Parameter.POSITIONAL_OR_KEYWORD):
@@ -230,7 +236,7 @@ def declared_conditions(cls: type, attribute: str, kind: type[Condition],
         if not isinstance(condition, kind):
             raise ContractDefinitionError(
                 f"{cls.__qualname__}.{attribute}[{index}] must be {kind.__name__}(fn, message), "
-                f"got {condition!r}")
+                f"got {shown(condition)}")
         pid = condition.id or f"{attribute}[{index}]"
         if pid in seen or pid in ("pre", "post"):
             raise ContractDefinitionError(f"{cls.__qualname__}: duplicate predicate id {pid!r}")

@@ -19,11 +19,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import typing
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from pydantic import (
     BaseModel,
@@ -40,6 +41,7 @@ from hoare.contracts.json_text import extract_json, json_candidates
 from hoare.declaration.revalidation import (
     Boundary,
     clean_locations,
+    instance_of,
     revalidating_validator,
     revalidation_is_forced,
 )
@@ -124,11 +126,11 @@ class TypeSpec:
         for a reader (the verifier's search only asks whether a value is valid)."""
         if self.wrapped:
             boundary = self._data_boundary
-        elif isinstance(value, self.model):
+        elif instance_of(value, self.model):
             boundary = self._instance_boundary
         else:
-            if isinstance(value, BaseModel):
-                value = value.model_dump()  # another model's instance: as data
+            if instance_of(value, BaseModel):
+                value = cast("BaseModel", value).model_dump()  # another model's instance: as data
             boundary = self._data_boundary
         if boundary is not None and not revalidation_is_forced():
             # a pydantic-core that keeps nested instances as they are: validate the
@@ -206,22 +208,36 @@ def _is_jsonable(value: object) -> bool:
     return True
 
 
-_SPECS: dict[Any, TypeSpec] = {}
+_SPECS: dict[tuple[Any, ...], TypeSpec] = {}
 _SPECS_LOCK = threading.Lock()
+
+
+def _spec_key(annotation: Any) -> tuple[Any, ...]:
+    """What tells annotations apart for ``type_spec``'s cache: the annotation, and the
+    order and exact types of its arguments at every depth. ``typing`` compares a union's
+    or a ``Literal``'s arguments as a set (``int | float == float | int``), but pydantic
+    tries a union's members in order (``"1"`` is ``1`` for one, ``1.0`` for the other)."""
+    def shape(node: Any, depth: int) -> tuple[Any, ...]:
+        if depth > 100:
+            raise RecursionError("an annotation nested over 100 deep")
+        return tuple((arg, type(arg), repr(arg) if type(arg) is float else None,
+                      shape(arg, depth + 1)) for arg in typing.get_args(node))
+    return (annotation, shape(annotation, 0))
 
 
 def type_spec(annotation: Any) -> TypeSpec:
     """The ``TypeSpec`` of an annotation, built once per annotation."""
     try:
-        return _SPECS[annotation]
+        key = _spec_key(annotation)
+        return _SPECS[key]
     except KeyError:
         pass
-    except TypeError:  # unhashable annotation: build without caching
+    except Exception:  # unhashable (or foreign) annotation: build without caching
         return _build(annotation)
     with _SPECS_LOCK:
-        spec = _SPECS.get(annotation)
+        spec = _SPECS.get(key)
         if spec is None:
-            spec = _SPECS[annotation] = _build(annotation)
+            spec = _SPECS[key] = _build(annotation)
         return spec
 
 
@@ -262,12 +278,14 @@ def readable_type(annotation: Any) -> str:
 
 
 def safe_repr(value: object) -> str:
-    """``repr(value)``, or a text naming its type when that raises (foreign values)."""
+    """``repr(value)``, or a text naming its type when that raises (foreign values).
+    Always an exact ``str``: a ``str`` subclass a ``__repr__`` returns has dunders of
+    its own (``__len__``, ``__format__``…) that the caller would run."""
     try:
         shown = repr(value)
     except Exception:
         return f"<{type(value).__name__} object (its repr() raised)>"
-    return shown if isinstance(shown, str) else f"<{type(value).__name__} object>"
+    return str.__str__(shown) if isinstance(shown, str) else f"<{type(value).__name__} object>"
 
 
 # exact types that never hold a secret: skipped without a look (a subclass is looked at)
@@ -287,13 +305,15 @@ def _children(value: object) -> Iterable[object]:
     """The values inside ``value`` where a secret can hide and be shown: a model's fields
     and its extra fields (``extra="allow"``), a dataclass's fields, a mapping's keys and
     values, the items of a list, tuple, set or deque."""
-    if isinstance(value, BaseModel):
-        extra = value.__pydantic_extra__
-        return (*value.__dict__.values(), *(extra.values() if extra else ()))
-    if isinstance(value, Mapping):
-        return (*value.keys(), *value.values())
-    if isinstance(value, list | tuple | set | frozenset | deque):
-        return value
+    if instance_of(value, BaseModel):
+        model = cast("BaseModel", value)
+        extra = model.__pydantic_extra__
+        return (*model.__dict__.values(), *(extra.values() if extra else ()))
+    if instance_of(value, Mapping):
+        mapping = cast("Mapping[object, object]", value)
+        return (*mapping.keys(), *mapping.values())
+    if any(instance_of(value, kind) for kind in (list, tuple, set, frozenset, deque)):
+        return cast("Iterable[object]", value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return tuple(getattr(value, f.name, None) for f in dataclasses.fields(value))
     return ()
@@ -310,9 +330,9 @@ def secret_values(*values: object) -> frozenset[str]:
     stack = [value for value in values if type(value) not in _ATOMIC]
     while stack:
         value = stack.pop()
-        if isinstance(value, _SecretBase):
+        if instance_of(value, _SecretBase):
             try:
-                found.add(_secret_text(value))
+                found.add(_secret_text(cast("_SecretBase[object]", value)))
             except Exception:  # a foreign secret type whose value cannot be shown
                 continue
             continue

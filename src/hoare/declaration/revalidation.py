@@ -45,7 +45,8 @@ from pydantic_core import CoreSchema, InitErrorDetails, SchemaValidator
 
 from hoare.declaration.narrowing import only_narrows
 
-__all__ = ["Boundary", "clean_locations", "revalidating_validator", "revalidation_is_forced"]
+__all__ = ["Boundary", "clean_locations", "instance_of", "revalidating_validator",
+           "revalidation_is_forced"]
 
 logger = logging.getLogger("hoare")
 
@@ -85,10 +86,24 @@ INSTANCE_TAG, DATA_TAG = "<instance>", "<data>"
 ``loc`` names them: ``clean_locations`` removes them)."""
 
 
+def instance_of(value: object, cls: type) -> bool:
+    """``isinstance(value, cls)`` that never raises: ``isinstance`` reads a foreign
+    value's ``__class__`` (and an ABC's check more), which may raise anything. Then the
+    value's real type decides, as pydantic-core, which takes such a value as no instance
+    (its real type is no subclass, else ``isinstance`` would not have looked further)."""
+    try:
+        return isinstance(value, cls)
+    except Exception:
+        try:
+            return issubclass(type(value), cls)
+        except Exception:  # a foreign metaclass's subclass check
+            return False
+
+
 def _dispatcher(cls: type) -> Callable[[object], str]:
     """The discriminator of ``cls``'s dispatch: which branch a value takes."""
     def which(value: object) -> str:
-        return INSTANCE_TAG if isinstance(value, cls) else DATA_TAG
+        return INSTANCE_TAG if instance_of(value, cls) else DATA_TAG
     return which
 
 

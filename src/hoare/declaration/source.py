@@ -88,11 +88,25 @@ def class_line(cls: type) -> int | None:
 
 
 def _code(fn: Callable[..., object]) -> types.CodeType:
-    fn = inspect.unwrap(fn)
-    code = getattr(fn, "__code__", None)
+    """``fn``'s code object (behind ``functools.wraps``); a foreign callable, whose
+    ``__wrapped__``/``__code__`` may raise anything, has none to read."""
+    try:
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+    except Exception as error:
+        raise SourceNotFound(f"a {type(fn).__name__} whose code cannot be read "
+                             f"({type(error).__name__})") from None
     if not isinstance(code, types.CodeType):
-        raise SourceNotFound(f"{fn!r} is not a Python function")
+        raise SourceNotFound(f"a {type(fn).__name__} is not a Python function")
     return code
+
+
+def _globals(fn: Callable[..., object]) -> dict[str, object] | None:
+    """``fn.__globals__`` when it is a dict (linecache's module globals), else None."""
+    try:
+        found = getattr(fn, "__globals__", None)
+    except Exception:  # a foreign callable's attribute
+        return None
+    return found if type(found) is dict else None
 
 
 def _arg_names(node: FunctionNode) -> list[str]:
@@ -129,7 +143,7 @@ def function_node(fn: Callable[..., object]) -> FunctionNode:
     code = _code(fn)
     filename = code.co_filename
     linecache.checkcache(filename)
-    lines = linecache.getlines(filename, getattr(fn, "__globals__", None))
+    lines = linecache.getlines(filename, _globals(fn))
     if not lines:
         raise SourceNotFound(f"no source for {code.co_name} ({filename})")
     index = _module_tree(filename, hash("".join(lines)))
