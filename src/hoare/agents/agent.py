@@ -47,7 +47,7 @@ from hoare.agents.policy import ContractPolicy
 from hoare.agents.recording import record_agent_call
 from hoare.agents.statistics import AgentCounters
 from hoare.agents.text import text_of, type_name, validation_text
-from hoare.agents.tool import Tool, tool
+from hoare.agents.tool import NAME_PATTERN, Tool, tool
 from hoare.agents.violation import ContractTermination, ContractViolation, Kind, ViolationHandler
 from hoare.contracts.driver import Send, Sender
 from hoare.contracts.json_text import extract_json
@@ -106,6 +106,12 @@ class ContractAgent:
             raise ContractDefinitionError(
                 f"tool names must be distinct (the model calls a tool by its name): "
                 f"{repeated} given more than once; pass tool(fn, name=...) to rename one")
+        misnamed = [t.name for t in self.tools if not NAME_PATTERN.fullmatch(t.name)]
+        if agent_type == "react" and misnamed:
+            raise ContractDefinitionError(
+                f"tool names {misnamed} are not names a native tool call can carry "
+                f"(letters, digits, _ and -, at most 64: a provider answers 400 to any "
+                f"other); pass tool(fn, name=...) or agent_type='constrained'")
         for chosen in self.tools:
             if is_async(chosen.func):
                 raise ContractDefinitionError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-__all__ = ["Tool", "tool"]
+__all__ = ["NAME_PATTERN", "Tool", "derived_name", "tool"]
 
 
 class Tool:
@@ -48,8 +49,7 @@ class Tool:
             raise ContractDefinitionError(f"a tool's description must be a str, got "
                                           f"{type(description).__qualname__}")
         self.func = func
-        found = getattr(func, "__name__", None)
-        self.name = name or (found if isinstance(found, str) and found else "tool")
+        self.name = name or derived_name(func)
         doc = inspect.getdoc(func) or ""
         self.description = description if description is not None else \
             doc.split("\n\n", 1)[0].strip()
@@ -94,6 +94,27 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""The names OpenAI's tool calling takes (``^[a-zA-Z0-9_-]{1,64}$``): a native tool
+call names its tool, and a provider answers 400 to any other name."""
+
+
+def derived_name(func: Callable[..., Any]) -> str:
+    """A tool's name from its function's ``__name__``, in ``NAME_PATTERN``'s letters
+    (``<lambda>`` is ``lambda``); ``tool`` when there is none (a partial, an object)."""
+    try:
+        found = getattr(func, "__name__", None)
+    except Exception:
+        found = None
+    if not isinstance(found, str):
+        return "tool"
+    found = str.__str__(found)
+    if NAME_PATTERN.fullmatch(found):
+        return found  # a valid name is kept as it is, underscores and all
+    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", found).strip("_")[:64]
+    return cleaned or "tool"
 
 
 def _signature(func: Callable[..., Any], name: str) -> inspect.Signature | None:
