@@ -20,10 +20,10 @@ next fold, and a per-call loop in Python at the fold.
 from __future__ import annotations
 
 import math
-import operator
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
+from itertools import repeat, starmap
 from typing import Any
 
 from hoare.kernel import Phase
@@ -45,26 +45,25 @@ _ACT = _INDEX["act"]
 
 
 class _Sums:
-    """count, total, sum of squares, min, max of one operation's nanoseconds (integers:
-    exact, and summed in C); seconds only when read."""
+    """count, total, min, max of one operation's nanoseconds (integers: exact, and
+    summed in C) and their sum of squares (a float: ``std`` is one, and squaring exact
+    integers in Python cost more than the rest of the fold); seconds only when read."""
 
     __slots__ = ("count", "maximum", "minimum", "squares", "total")
 
     def __init__(self) -> None:
         self.count = 0
         self.total = 0
-        self.squares = 0
+        self.squares = 0.0
         self.minimum: int | None = None
         self.maximum = 0
 
-    def extend(self, nanoseconds: list[int]) -> None:
-        """Many values at once: the reductions run in C."""
-        if not nanoseconds:
-            return
+    def extend(self, nanoseconds: Sequence[int], least: int) -> None:
+        """Many values at once, ``least`` the smallest: the reductions run in C
+        (``hypot`` is the square root of the sum of squares, computed in one call)."""
         self.count += len(nanoseconds)
         self.total += sum(nanoseconds)
-        self.squares += sum(map(operator.mul, nanoseconds, nanoseconds))
-        least = min(nanoseconds)
+        self.squares += math.hypot(*nanoseconds) ** 2
         self.minimum = least if self.minimum is None else min(self.minimum, least)
         self.maximum = max(self.maximum, max(nanoseconds))
 
@@ -118,22 +117,24 @@ class PerfStats:
             self._fold()
 
     def _fold(self) -> None:
-        """The queued figures into the sums, one column at a time."""
+        """The queued figures into the sums, one column at a time. Only a fold takes
+        figures out (under the lock) and other threads only append, so the figures
+        queued when it starts are all there to take, in C."""
         with self._lock:
             queue = self._queue
-            batch: list[Figures] = []
-            while queue:
-                try:
-                    batch.append(queue.popleft())
-                except IndexError:
-                    break
+            batch = list(starmap(queue.popleft, repeat((), len(queue))))
             if not batch:
                 return
             columns = zip(*batch, strict=True)
             for position, (name, column) in enumerate(zip(_NAMES, columns, strict=True)):
+                least = min(column)
                 # an operation that did not run (0 ns) is not counted, as in SymbolicAI
-                self._sums[name].extend(list(filter(_POSITIVE, column)) if position < 4
-                                        else list(column))
+                if position < 4 and least <= 0:
+                    column = tuple(filter(_POSITIVE, column))
+                    if not column:
+                        continue
+                    least = min(column)
+                self._sums[name].extend(column, least)
 
     def add(self, timings_ns: Mapping[str, int], total_ns: int) -> None:
         """One call given as nanoseconds per phase (``Outcome.timings_ns``) and in all."""
