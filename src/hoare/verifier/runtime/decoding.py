@@ -213,6 +213,11 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
         if sym is None or name not in properties:
             compiled.dropped.append(f"{what}: not a field of the output")
             continue
+        blocker = finite_folding.model_blocker(cm.desc.output.model) or \
+            finite_folding.field_blocker(cm.desc.output.model, name)
+        if blocker is not None:
+            compiled.dropped.append(f"{what}: {blocker}")
+            continue
         keyword = schema_keyword(sym, raw)
         meaning = keyword_meaning(sym, keyword, value) if keyword is not None else None
         if keyword is None or meaning is None:
@@ -271,7 +276,11 @@ def compile_contract(desc: ContractDescription, dialect: str = "json_schema",
                       or (item.field in ranged
                           and item.keyword in BOUND_KEYWORDS.values())]
     fold = _fold_finite(cm, compiled, schema, clock)
-    _prove_residual(cm, compiled, context, [m for _, m in honoured_items], samples,
+    # what a value decoded from text the schema admits satisfies (a number's text is
+    # rounded to a double: ``exclusiveMinimum 5`` admits 5.0000000000000001, read as 5.0)
+    decoded = [keyword_meaning(fields[item.field], item.keyword, item.value, decoded=True)
+               for item, _ in honoured_items]
+    _prove_residual(cm, compiled, context, [m for m in decoded if m is not None], samples,
                     honoured_items, clock)
     if fold is not None:
         _claim_finite(compiled, fold)

@@ -54,6 +54,7 @@ __all__ = [
     "MAX_BRANCHES",
     "MAX_COMBINATIONS",
     "FiniteFold",
+    "field_blocker",
     "fold_finite",
     "integer_ranges_as_enums",
     "key",
@@ -230,18 +231,95 @@ def model_blocker(cls: type) -> str | None:
     return None
 
 
+_STR_TRANSFORMS = ("strip_whitespace", "to_lower", "to_upper")
+_CHANGING_FUNCTIONS = ("function-before", "function-wrap", "function-plain")
+
+
+def field_blocker(cls: type[BaseModel], name: str) -> str | None:
+    """Why the JSON value a decoder writes under the key ``name`` may not be what the
+    predicates read as ``o.<name>`` (then no schema constraint on that key says
+    anything about the field): the key is another field's alias, or pydantic changes
+    the value on its way in (a validator running before the type's, a field
+    validator, stripping or case changes of a string). The schema constrains the
+    text; the post-conditions judge the validated value."""
+    info = cls.model_fields.get(name)
+    if info is None:
+        return f"{name} is not a field of {cls.__name__}"
+    if info.alias not in (None, name) or info.validation_alias is not None:
+        return f"{name} has an alias: its JSON key is another name"
+    for other, field_info in cls.model_fields.items():
+        choices = field_info.validation_alias
+        if other != name and ((choices is not None and not isinstance(choices, str))
+                              or name in (choices, field_info.alias)):
+            return f"{other} may be read from the key {name!r}"
+    gaps = core_schema_gaps(cls)
+    if name in gaps or "*" in gaps:
+        return gaps.get(name) or gaps["*"]
+    validators = field_validator_names(cls)
+    if validators.get(name) or validators.get("*"):
+        return f"{name} has a field validator: pydantic may change the value"
+    config = cls.model_config
+    for node in _core_nodes(_field_core_schema(cls, name)):
+        kind = node.get("type")
+        if kind in _CHANGING_FUNCTIONS:
+            return f"{name} has a validator running before its type's: the value decoded " \
+                   f"is not the value checked"
+        if kind == "str" and any(node.get(t) or config.get(f"str_{t}")
+                                 for t in _STR_TRANSFORMS):
+            return f"pydantic strips or changes the case of {name} after decoding"
+    return None
+
+
+def _field_core_schema(cls: type[BaseModel], name: str) -> Any:
+    """``name``'s compiled core schema, with the model's definitions to resolve refs."""
+    schema: Any = cls.__pydantic_core_schema__
+    definitions = {d["ref"]: d for d in schema.get("definitions", ())} \
+        if schema.get("type") == "definitions" else {}
+    if schema.get("type") == "definitions":
+        schema = schema["schema"]
+    while schema.get("type") == "definition-ref" and schema["schema_ref"] in definitions:
+        schema = definitions[schema["schema_ref"]]
+    fields = schema.get("schema", {}).get("fields", {})
+    return (fields[name]["schema"] if name in fields else None, definitions)
+
+
+def _core_nodes(found: Any) -> Iterable[dict[str, Any]]:
+    """Every schema node under a field's core schema (references followed once)."""
+    root, definitions = found
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if isinstance(node, tuple):  # a union's (schema, label) choice
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if "type" not in node:  # a tagged union's choices by tag
+            stack.extend(node.values())
+            continue
+        if node.get("type") == "definition-ref":
+            ref = node.get("schema_ref")
+            if ref not in seen and ref in definitions:
+                seen.add(ref)
+                stack.append(definitions[ref])
+            continue
+        yield node
+        for key in ("schema", "items_schema", "choices", "keys_schema", "values_schema"):
+            if key in node:
+                stack.append(node[key])
+
+
 def finite_fields(cls: type[BaseModel], schema: dict[str, Any], limit: int
                   ) -> dict[str, list[Any]]:
     """The output fields whose values are a finite list the fold may enumerate
     (a defaulted field's list ends with ``_OMITTED``)."""
-    gaps = core_schema_gaps(cls)
-    validators = field_validator_names(cls)
     properties = schema.get("properties", {})
     out: dict[str, list[Any]] = {}
     for name, info in cls.model_fields.items():
-        if name in gaps or validators.get(name) or validators.get("*") \
-                or info.alias not in (None, name) or info.validation_alias is not None \
-                or name not in properties:
+        if field_blocker(cls, name) is not None or name not in properties:
             continue
         domain = field_domain(schema, properties[name], limit)
         if domain is None:

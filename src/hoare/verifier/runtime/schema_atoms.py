@@ -20,6 +20,8 @@ from hoare.declaration.description import PredicateSource
 from hoare.declaration.source import function_node
 from hoare.verifier.translate.values import (
     FIN,
+    NINF,
+    PINF,
     SFloat,
     SInt,
     SList,
@@ -163,8 +165,16 @@ def post_body(source: PredicateSource) -> tuple[ast.expr, str] | None:
 
 # -- what a keyword means: in z3, and on a concrete value ---------------------------------
 
-def keyword_meaning(sym: Sym, keyword: str, value: Any) -> z3.BoolRef | None:
-    """What a constraint says about a field's value, in z3 (None: not for this type)."""
+def keyword_meaning(sym: Sym, keyword: str, value: Any, decoded: bool = False
+                    ) -> z3.BoolRef | None:
+    """What a constraint says about a field's value, in z3 (None: not for this type).
+
+    ``decoded``: what the float pydantic reads from a JSON number the constraint
+    admits satisfies. A decoder checks the number's text, pydantic rounds it to the
+    nearest double (monotone, so bounds survive only as non-strict ones on the rounded
+    bound) and a text past the largest double becomes ``inf``."""
+    if decoded and isinstance(sym, SFloat) and type(sym) is SFloat:
+        return _decoded_float(sym, keyword, value)
     if isinstance(sym, SInt):
         e = z3.ToReal(sym.e)
         bound = _number(value)
@@ -201,6 +211,27 @@ def keyword_meaning(sym: Sym, keyword: str, value: Any) -> z3.BoolRef | None:
             return sym.n >= value
         if keyword == "maxItems":
             return sym.n <= value
+    return None
+
+
+def _decoded_float(sym: SFloat, keyword: str, value: Any) -> z3.BoolRef | None:
+    if keyword == "enum":
+        if not isinstance(value, (list, tuple)):
+            return None
+        options = [_decoded_float(sym, "const", v) for v in value]
+        return None if any(o is None for o in options) else z3.Or(*options)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        rounded = real_val(Fraction(float(value)))
+    except (OverflowError, ValueError):
+        return None
+    if keyword == "const":
+        return z3.And(sym.tag == FIN, sym.r == rounded)
+    if keyword in ("minimum", "exclusiveMinimum"):
+        return z3.Or(z3.And(sym.tag == FIN, sym.r >= rounded), sym.tag == PINF)
+    if keyword in ("maximum", "exclusiveMaximum"):
+        return z3.Or(z3.And(sym.tag == FIN, sym.r <= rounded), sym.tag == NINF)
     return None
 
 
