@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("hoare")
 
+_PRE = Phase.PRE
+"""A module constant: on CPython 3.11 ``Phase.PRE`` goes through ``EnumType.__getattr__``'s
+slow attribute path (about 0.1 µs), and ``request`` runs for every engine call."""
+
 RESEND_TEMPERATURE = 0.7
 """The least temperature of a re-send that would otherwise repeat a request unchanged."""
 
@@ -131,7 +135,7 @@ class Call(Front):
     def request(self, effect: Generate) -> Request:
         runtime, instance = self.runtime, self.instance
         description = runtime.description
-        repair = effect.phase is Phase.PRE
+        repair = effect.phase is _PRE
         task: Literal["generate", "repair_input"] = "repair_input" if repair else "generate"
         spec_in = description.input if repair else runtime.used_input
         target = description.input if repair else description.output
