@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import re
 import types
 import typing
@@ -26,8 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import core_schema
+
+from hoare.declaration.strict_schema import StrictJsonSchema
 
 __all__ = ["NAME_PATTERN", "Tool", "derived_name", "tool"]
 
@@ -184,22 +183,6 @@ def parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
     return hints
 
 
-class _StrictJsonSchema(GenerateJsonSchema):
-    """pydantic's JSON schema with every default strict JSON: a default that JSON
-    cannot carry (``nan``, ``inf``, non-UTF-8 bytes) is left out, without a warning."""
-
-    ignored_warning_kinds = {"skipped-choice", "non-serializable-default"}
-
-    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
-        shown = super().default_schema(schema)
-        if "default" in shown:
-            try:
-                json.dumps(shown["default"], allow_nan=False)
-            except (TypeError, ValueError):
-                del shown["default"]
-        return shown
-
-
 def _parameters_schema(func: Callable[..., Any], signature: inspect.Signature | None,
                        name: str) -> dict[str, Any]:
     """The JSON schema of the parameters (pydantic, from the annotations; an
@@ -223,7 +206,7 @@ def _parameters_schema(func: Callable[..., Any], signature: inspect.Signature | 
         model: type[BaseModel] = create_model(
             f"{name}_parameters", __config__=ConfigDict(arbitrary_types_allowed=False),
             **fields)
-        schema = model.model_json_schema(schema_generator=_StrictJsonSchema)
+        schema = model.model_json_schema(schema_generator=StrictJsonSchema)
     except Exception as error:
         from hoare.declaration.models import safe_repr
 

@@ -84,8 +84,11 @@ class TypeSpec:
 
     @cached_property
     def schema(self) -> dict[str, Any]:
-        """The JSON schema of the model (computed once: it costs milliseconds)."""
-        return self.model.model_json_schema()
+        """The JSON schema of the model (computed once: it costs milliseconds), strict
+        JSON (``strict_schema``: a ``nan`` default is left out, never sent as ``NaN``)."""
+        from hoare.declaration.strict_schema import StrictJsonSchema
+
+        return self.model.model_json_schema(schema_generator=StrictJsonSchema)
 
     @cached_property
     def schema_json(self) -> str:
@@ -292,13 +295,27 @@ def safe_repr(value: object) -> str:
 _ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
 
 
-def _secret_text(value: _SecretBase[object]) -> str:
-    """The text a secret would show as once revealed (``SecretStr``, ``SecretBytes``,
-    ``Secret[T]``)."""
+def _secret_texts(value: _SecretBase[object]) -> tuple[str, ...]:
+    """The texts a secret shows as once revealed (``SecretStr``, ``SecretBytes``,
+    ``Secret[T]``): itself, and as a message usually quotes it, escaped: its ``repr``,
+    ``ascii`` and JSON forms (``"pa\\nss"`` holds no ``pa<newline>ss``), a byte
+    string's ``repr`` too. Exact ``str``s (a ``str`` subclass's ``__hash__`` is
+    foreign code)."""
     inner = value.get_secret_value()
     if isinstance(inner, bytes | bytearray):
-        return bytes(inner).decode("utf-8", "replace")
-    return inner if isinstance(inner, str) else str(inner)
+        raw = bytes(inner)
+        text = raw.decode("utf-8", "replace")
+        return (text, *_escaped(text), repr(raw)[2:-1])
+    text = str.__str__(inner) if isinstance(inner, str) else str.__str__(str(inner))
+    return (text, *_escaped(text))
+
+
+def _escaped(text: str) -> tuple[str, ...]:
+    """``text`` as ``repr``, ``ascii`` and ``json.dumps`` (both ways) write it, and its
+    UTF-8 bytes' ``repr``, quotes removed."""
+    return (repr(text)[1:-1], ascii(text)[1:-1], json.dumps(text)[1:-1],
+            json.dumps(text, ensure_ascii=False)[1:-1],
+            repr(text.encode("utf-8", "surrogatepass"))[2:-1])
 
 
 def _children(value: object) -> Iterable[object]:
@@ -321,8 +338,9 @@ def _children(value: object) -> Iterable[object]:
 
 def secret_values(*values: object) -> frozenset[str]:
     """The texts of every secret (``SecretStr``, ``SecretBytes``, ``Secret[T]``) inside
-    ``values``: models (their extra fields too), dataclasses, mappings (keys and values),
-    lists, tuples, sets and deques, to be redacted from prompts, logs and errors. Every
+    ``values``, raw and escaped (``_secret_texts``): models (their extra fields too),
+    dataclasses, mappings (keys and values), lists, tuples, sets and deques, to be
+    redacted from prompts, logs and errors. Every
     depth is searched (a secret nested deeper than any bound is still found); each
     container is read once, so a cycle ends the walk."""
     found: set[str] = set()
@@ -332,7 +350,7 @@ def secret_values(*values: object) -> frozenset[str]:
         value = stack.pop()
         if instance_of(value, _SecretBase):
             try:
-                found.add(_secret_text(cast("_SecretBase[object]", value)))
+                found.update(_secret_texts(cast("_SecretBase[object]", value)))
             except Exception:  # a foreign secret type whose value cannot be shown
                 continue
             continue
@@ -351,12 +369,49 @@ def secret_values(*values: object) -> frozenset[str]:
 REDACTED = "**********"
 
 
+# what a shortened text ends its cut with (``format_validation_error``, ``safe_text``,
+# ``shown``); a cut with no mark is at the text's end
+CUT_MARKS = ("...", "…")
+_CUT_AT_END = 4  # the shortest secret prefix redacted at a text's end, where no mark says
+# it was cut (a shorter one is as likely the text's own last characters)
+
+
 def redact(text: str, secrets: frozenset[str]) -> str:
-    """``text`` with every secret replaced by ``**********`` (longest first)."""
+    """``text`` with every secret replaced by ``**********`` (longest first), and the
+    start of a secret where the text was cut short (``_redact_cuts``): a text is often
+    shortened before it is redacted, mid-secret."""
+    if not secrets:
+        return text
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
+    return _redact_cuts(text, secrets)
+
+
+def _redact_cuts(text: str, secrets: frozenset[str]) -> str:
+    """``text`` with the longest start of a secret that ends where a cut mark begins
+    (any length) or where the text ends (at least ``_CUT_AT_END`` characters) replaced
+    by ``**********``."""
+    cuts = {(index, 1) for mark in CUT_MARKS for index in _find_all(text, mark)}
+    cuts.add((len(text), _CUT_AT_END))
+    for end, shortest in sorted(cuts, reverse=True):  # right to left: indices stay valid
+        longest = 0
+        for secret in secrets:
+            for size in range(min(len(secret), end), max(shortest, longest + 1) - 1, -1):
+                if text.startswith(secret[:size], end - size):
+                    longest = size
+                    break
+        if longest:
+            text = text[:end - longest] + REDACTED + text[end:]
     return text
+
+
+def _find_all(text: str, part: str) -> list[int]:
+    found, start = [], text.find(part)
+    while start >= 0:
+        found.append(start)
+        start = text.find(part, start + 1)
+    return found
 
 
 def format_validation_error(error: ValidationError) -> str:
