@@ -14,6 +14,7 @@ Script items, consumed one per request in order:
   whose body is a dict, a str or ``None``;
 * a callable ``fn(body: dict) -> item``, for answers that depend on the request
   (e.g. as many choices as ``body["n"]`` asks for);
+* ``raw_stream(*writes)``: server-sent events written as given (broken framing);
 * ``stream(*pieces, interval=..., logprobs=[...])``: a streamed answer (server-sent
   events), one chunk per piece (with that piece's ``logprobs`` entry, if given);
   ``streamed`` records how many pieces were written before the client hung up (an
@@ -167,6 +168,20 @@ def stream(*pieces: str, interval: float = 0.0, prompt_tokens: Any = 10,
     return Reply(200, Streamed(tuple(pieces), interval, prompt_tokens,
                                None if logprobs is None else tuple(logprobs), refusal,
                                finish_reason))
+
+
+@dataclass(frozen=True)
+class RawEvents:
+    """A body of server-sent events written as given, one write (and flush) per item:
+    for framing a well-behaved server never sends (broken events, a multi-byte character
+    split across writes, no ``[DONE]``, data after it)."""
+
+    writes: tuple[bytes, ...]
+
+
+def raw_stream(*writes: bytes) -> Reply:
+    """A 200 ``text/event-stream`` answer whose body is ``writes``, as they are."""
+    return Reply(200, RawEvents(tuple(writes)))
 
 
 def _event(payload: dict[str, Any]) -> bytes:
@@ -503,6 +518,9 @@ class OpenAIServer:
                 if isinstance(reply.body, Streamed):
                     self._stream(reply.body)
                     return
+                if isinstance(reply.body, RawEvents):
+                    self._raw_events(reply.body)
+                    return
                 if reply.body is None:
                     data = b""
                 elif isinstance(reply.body, str | bytes):
@@ -519,6 +537,19 @@ class OpenAIServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
+
+            def _raw_events(self, events: RawEvents) -> None:
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    for write in events.writes:
+                        self.wfile.write(write)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    self.close_connection = True
 
             def _stream(self, streamed: Streamed) -> None:
                 """Server-sent events, one chunk per piece, ``interval`` apart; counts in

@@ -177,6 +177,80 @@ def drive_engine_call(make: Callable[[object], Any]) -> Driver:
     return drive
 
 
+# Where a server's reply carries a hostile value: place -> (streamed?, the answer with
+# "__HOSTILE__"). A streamed one is its only chunk, before [DONE] (a finish reason after it
+# would hide a hostile one).
+_OK = {"index": 0, "finish_reason": "stop", "message": {"content": "ok"}}
+_DELTA = {"index": 0, "finish_reason": "stop", "delta": {"content": "ok"}}
+REPLY_PLACES: dict[str, tuple[bool, Any]] = {
+    "content": (False, {"choices": [{**_OK, "message": {"content": "__HOSTILE__"}}]}),
+    "usage": (False, {"choices": [_OK], "usage": "__HOSTILE__"}),
+    "usage_counts": (False, {"choices": [_OK], "usage": {"prompt_tokens": "__HOSTILE__",
+                                                         "completion_tokens": "__HOSTILE__"}}),
+    "finish_reason": (False, {"choices": [{**_OK, "finish_reason": "__HOSTILE__"}]}),
+    "model": (False, {"model": "__HOSTILE__", "choices": [_OK]}),
+    "stream_chunk": (True, "__HOSTILE__"),
+    "stream_choice": (True, {"choices": ["__HOSTILE__"]}),
+    "stream_content": (True, {"choices": [{**_DELTA, "delta": {"content": "__HOSTILE__"}}]}),
+    "stream_finish": (True, {"choices": [{**_DELTA, "finish_reason": "__HOSTILE__"}]}),
+    "stream_model": (True, {"model": "__HOSTILE__", "choices": [_DELTA]}),
+    "stream_usage": (True, {"choices": [_DELTA], "usage": "__HOSTILE__"}),
+}
+
+
+def _wire(value: object) -> bytes | None:
+    """``value`` as a server writes it in JSON (bytes raw inside a string: invalid UTF-8
+    on the wire), or None when it cannot cross the wire (an object, a callback)."""
+    if isinstance(value, bytes):
+        return b'"' + value + b'"'
+    if value is None or isinstance(value, str | int | float | list):
+        return json.dumps(value).encode("utf-8", "surrogatepass")
+    return None
+
+
+def _check_reply(place: str, value: object, response: Any) -> None:
+    """A ``Response`` whose fields have their types; a usage that is not an object of
+    counts charged as more than nothing."""
+    from hoare.engines import Response
+
+    counts = response.usage.as_dict() if isinstance(response, Response) else {}
+    if not (isinstance(response, Response)
+            and all(isinstance(t, str) for t in response.texts)
+            and all(f is None or isinstance(f, str) for f in response.finish_reasons)
+            and isinstance(response.model, str)
+            and all(type(n) is int and n >= 0 for n in counts.values())):
+        raise AssertionError(f"{place}: a Response with fields of the wrong type: "
+                             f"{response!r:.300}")
+    if place.endswith("usage") and value is not None and counts["input_tokens"] == 0:
+        raise AssertionError(f"{place}: usage={value!r:.60} was counted as free")
+
+
+def drive_openai_reply(value: object, _: Path) -> object:
+    """``OpenAIEngine`` on a real server on 127.0.0.1 (the real ``openai`` client), sync
+    and async, whose reply holds the hostile value at each of ``REPLY_PLACES``: an
+    answer whose fields have their types, or a documented error."""
+    from openai_server import OpenAIServer, Reply, raw_stream
+
+    from hoare.engines import Message, Request
+
+    wired = _wire(value)
+    if wired is None:
+        return None
+    with OpenAIServer() as server:
+        engine = server.engine(max_retries=0)
+        for place, (streamed, answer) in REPLY_PLACES.items():
+            body = json.dumps(answer).encode().replace(b'"__HOSTILE__"', wired)
+            for mode in ("sync", "async"):
+                server.push(raw_stream(b"data: " + body + b"\n\n", b"data: [DONE]\n\n")
+                            if streamed else Reply(200, body))
+                request = Request(messages=(Message("user", "hi"),),
+                                  watch=(lambda text: None) if streamed else None)
+                with _documented():
+                    _check_reply(place, value, engine.complete(request) if mode == "sync"
+                                 else asyncio.run(engine.acomplete(request)))
+    return None
+
+
 def drive_parser(parser: Callable[[], Any]) -> Driver:
     def drive(value: object, _: Path) -> object:
         from hoare.queries import Answer
@@ -310,9 +384,11 @@ def _build() -> dict[str, Entry]:
     # hoare.engines
     add("hoare.engines:FunctionEngine", "engine", drive_engine_call(_engine_answering))
     add("hoare.engines:Engine", "engine", lambda v, _: isinstance(v, engines.Engine), data)
+    keywords = drive_keywords(engines.OpenAIEngine, "model", "base_url", "api_key",
+                              "timeout", model="m", base_url="http://127.0.0.1:9/v1",
+                              api_key="k")
     add("hoare.engines:OpenAIEngine", "engine",
-        drive_keywords(engines.OpenAIEngine, "model", "base_url", "api_key", "timeout",
-                       model="m", base_url="http://127.0.0.1:9/v1", api_key="k"), data)
+        lambda v, w: (keywords(v, w), drive_openai_reply(v, w)), data)
     add("hoare.engines:CachedEngine", "engine",
         lambda v, _: engines.CachedEngine(_engine_answering('{"v": 1}'), v)
         .complete(_request()), (*data, "path"))

@@ -56,6 +56,16 @@ def excerpt(value: Any, limit: int = 200) -> str:
         value, str | bytes | bytearray) else "…" if more else "")
 
 
+def described(value: Any) -> str:
+    """A value a server sent where a number belongs, for a log line: a number is shown, any
+    other value only by its type and size (a log line is not redacted, and a server may
+    echo the API key anywhere)."""
+    if value is None or isinstance(value, bool | int | float):
+        return excerpt(value, 60)
+    size = len(value) if isinstance(value, str | bytes | list | dict) else None
+    return type(value).__name__ + ("" if size is None else f" of length {size}")
+
+
 def body_of(http: Any, where: str) -> dict[str, Any]:
     """The JSON object a 2xx response carried, or ``EngineAnswerError`` saying what came
     instead (nothing, a stream nobody asked for, bytes that are not UTF-8, text that is not
@@ -147,15 +157,48 @@ def parse_completion(http: Any, params: Mapping[str, Any], request: Request,
     server's content filter withheld (``finish_reason="content_filter"`` with no text)
     are left out; when no choice is left, ``ModelRefusal`` / ``ContentFiltered`` says
     so, with the usage. Secrets a server echoed are masked in every message."""
+    data: Any = None
     try:
-        return _parse_checked(body_of(http, where), params, request, where)
+        data = body_of(http, where)
+        return _parse_checked(data, params, request, where)
     except EngineError as error:
-        text = str(error)
-        if redact(text) != text:  # a server echoing the key in what it sent
-            error.args = (redact(text),)
-            if isinstance(error, ModelRefusal):
-                error.refusal = redact(error.refusal)
-        raise
+        raise paid(redacted(error, redact),
+                   answer_bound(http, data, params, request, where)) from None
+
+
+def redacted(error: EngineError, redact: Callable[[str], str]) -> EngineError:
+    """``error`` with the secrets a server echoed (in what it sent) masked in its text."""
+    text = str(error)
+    if redact(text) != text:
+        error.args = (redact(text),)
+        if isinstance(error, ModelRefusal):
+            error.refusal = redact(error.refusal)
+    return error
+
+
+def paid(error: EngineError, usage: Usage) -> EngineError:
+    """``error`` carrying ``usage`` (unless it already says what it cost): an answer that
+    came but cannot be read was still paid for, so a budget meter charges it
+    (``BudgetedEngine`` settles a failure's ``usage``) instead of counting it as free."""
+    if not isinstance(getattr(error, "usage", None), Usage):
+        setattr(error, "usage", usage)  # noqa: B010  # not a field of every EngineError
+    return error
+
+
+def answer_bound(http: Any, data: Any, params: Mapping[str, Any], request: Request,
+                  where: str) -> Usage:
+    """What an unreadable answer cost: its reported usage (checked) when the body was a
+    JSON object, else the upper bounds (the request's bytes; ``max_tokens`` per choice, or
+    the body's bytes)."""
+    content = getattr(http, "content", b"")
+    max_tokens = params.get("max_tokens", params.get("max_completion_tokens"))
+    n = params.get("n", 1)
+    output_bound = (max_tokens * (n if isinstance(n, int) and n > 0 else 1)
+                    if isinstance(max_tokens, int) and max_tokens > 0
+                    else len(content) if isinstance(content, bytes) else 0)
+    if not isinstance(data, dict):  # no usage to read: the bounds
+        return Usage(1, request_bytes(request), output_bound)
+    return checked_usage(data.get("usage"), request_bytes(request), output_bound, where)
 
 
 def _parse_checked(data: Mapping[str, Any], params: Mapping[str, Any], request: Request,
@@ -225,12 +268,24 @@ def _parse_checked(data: Mapping[str, Any], params: Mapping[str, Any], request: 
     )
 
 
-def _field(obj: Any, name: str) -> Any:
-    """``obj[name]`` of a JSON object, ``obj.name`` of a client model; None when absent."""
-    if obj is None:
-        return None
+NOT_OBJECTS = (str, bytes, bytearray, int, float, list, tuple, type(None))
+"""What a server's JSON may hold where an object belongs and is not one: such a value has
+no fields (``getattr("text", "index")`` would find ``str.index``, a method, not a field)."""
+
+
+def is_object(value: Any) -> bool:
+    """Whether ``value`` is a JSON object or a client model (not text, a number, a list)."""
+    return not isinstance(value, NOT_OBJECTS)
+
+
+def attribute(obj: Any, name: str) -> Any:
+    """``obj[name]`` of a JSON object, ``obj.name`` of a client model (the ``openai``
+    client builds its models without validating them, so the value may be of any type);
+    None when absent or when ``obj`` is not an object."""
     if isinstance(obj, Mapping):
         return obj.get(name)
+    if not is_object(obj):
+        return None
     try:
         return getattr(obj, name, None)
     except Exception:  # a foreign object's __getattr__
@@ -252,7 +307,7 @@ def _count(value: Any) -> int | None:
 def _cached_tokens(usage: Any) -> int:
     """``usage.prompt_tokens_details.cached_tokens`` where the server reports it as a
     count (anything else counts as no cached tokens: full price, the safe side)."""
-    cached = _count(_field(_field(usage, "prompt_tokens_details"), "cached_tokens"))
+    cached = _count(attribute(attribute(usage, "prompt_tokens_details"), "cached_tokens"))
     return cached or 0
 
 
@@ -264,12 +319,16 @@ def checked_usage(usage: Any, input_bound: int, output_bound: int, where: str) -
     bound the tokens) and logged: a budget is never credited and never under-charged
     by a bad number, and no NaN or infinity reaches a meter or the statistics."""
     counts = []
+    if usage is not None and not is_object(usage):  # "usage": "lots", [1, 2], 5
+        log.warning("%s reported usage=%s, not an object of token counts; counted as the "
+                    "upper bounds", where, described(usage))
+        return Usage(1, input_bound, output_bound, 0)
     for name, bound in (("prompt_tokens", input_bound), ("completion_tokens", output_bound)):
-        value = _field(usage, name)
+        value = attribute(usage, name)
         count = _count(value)
         if value is not None and count is None:
             log.warning("%s reported usage.%s=%s, not a token count; counted as %d (an "
-                        "upper bound)", where, name, excerpt(value, 60), bound)
+                        "upper bound)", where, name, described(value), bound)
             count = bound
         counts.append(count or 0)
     cached = min(_cached_tokens(usage), counts[0])
@@ -278,7 +337,7 @@ def checked_usage(usage: Any, input_bound: int, output_bound: int, where: str) -
 
 def _logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
     """A choice's ``logprobs.content`` (None when the server sent none)."""
-    content = _field(_field(choice, "logprobs"), "content")
+    content = attribute(attribute(choice, "logprobs"), "content")
     return read_tokens(content) if content else None
 
 
@@ -305,10 +364,11 @@ def read_tokens(content: Any) -> tuple[TokenLogprob, ...] | None:
         if isinstance(content, str | bytes | Mapping):
             raise TypeError("not a list")
         return tuple(
-            TokenLogprob(_token_text(_field(item, "token")), _logprob(_field(item, "logprob")),
-                         tuple((_token_text(_field(alt, "token")),
-                                _logprob(_field(alt, "logprob")))
-                               for alt in _listed(_field(item, "top_logprobs"))))
+            TokenLogprob(_token_text(attribute(item, "token")),
+                         _logprob(attribute(item, "logprob")),
+                         tuple((_token_text(attribute(alt, "token")),
+                                _logprob(attribute(alt, "logprob")))
+                               for alt in _listed(attribute(item, "top_logprobs"))))
             for item in content)
     except (AttributeError, TypeError, ValueError):
         return None  # a malformed entry: no logprobs rather than wrong ones

@@ -55,7 +55,7 @@ import openai
 from hoare.engines import capabilities
 from hoare.engines.base import Options, Request, Response
 from hoare.engines.deadline import AsyncDeadlineTransport, DeadlineTransport
-from hoare.engines.openai_answer import parse_completion
+from hoare.engines.openai_answer import paid, parse_completion, redacted
 from hoare.engines.openai_config import (
     PLACEHOLDER_API_KEY,
     WATCHDOG_GRACE,
@@ -85,7 +85,7 @@ from hoare.engines.openai_sending import (
 from hoare.engines.openai_stream import StreamReading, should_stream, streaming_params
 from hoare.engines.redaction import Redactor, split_credentials
 from hoare.engines.transport import Failure, RequestRejected, TransportRetry
-from hoare.errors import RetryableEngineError
+from hoare.errors import EngineError, RetryableEngineError
 
 log = logging.getLogger("hoare.engines.openai")
 
@@ -425,36 +425,52 @@ class OpenAIEngine:
     # -- streams: read as they arrive, cancelled when ``request.watch`` says so --------------
     def _read_stream(self, stream: Any, params: Mapping[str, Any],
                      request: Request) -> Response:
-        reading = StreamReading(request)
+        reading = StreamReading(request, self.where(params))
         try:
             for chunk in stream:
                 if reading.add(chunk):
                     break
         except Exception as error:
-            raise self._broken_stream(params, reading, error) from error
+            raise self._broken_stream(params, reading, error) from None
         finally:
             stream.close()  # an early stop closes the connection: no more tokens are read
-        return self._vouched(reading.response(params, self.where(params), self.redact))
+        return self._streamed(params, reading)
 
     async def _aread_stream(self, stream: Any, params: Mapping[str, Any],
                             request: Request) -> Response:
-        reading = StreamReading(request)
+        reading = StreamReading(request, self.where(params))
         try:
             async for chunk in stream:
                 if reading.add(chunk):
                     break
         except Exception as error:
-            raise self._broken_stream(params, reading, error) from error
+            raise self._broken_stream(params, reading, error) from None
         finally:
             await stream.close()
-        return self._vouched(reading.response(params, self.where(params), self.redact))
+        return self._streamed(params, reading)
+
+    def _streamed(self, params: Mapping[str, Any], reading: StreamReading) -> Response:
+        """The answer of a stream read to its end, or, when it ended before the answer
+        did (no finish reason and no early stop), an error carrying what it cost."""
+        if not reading.complete:
+            raise paid(RetryableEngineError(
+                f"{self.where(params)}: the stream ended before the answer did (no "
+                f"finish_reason after {reading.chunks} chunk(s) of text: the server closed "
+                "it, or sent [DONE], mid-answer)"), reading.spent(params, self.where(params)))
+        try:
+            return self._vouched(reading.response(params, self.where(params), self.redact))
+        except EngineError as error:
+            raise redacted(error, self.redact) from None
 
     def _broken_stream(self, params: Mapping[str, Any], reading: StreamReading,
-                       error: Exception) -> RetryableEngineError:
-        """The error of a stream that broke while being read (secrets masked)."""
-        return RetryableEngineError(f"{self.where(params)}: the stream broke after "
-                                    f"{reading.chunks} chunk(s): {type(error).__name__}: "
-                                    f"{self.redact(error_text(error))[:300]}")
+                       error: Exception) -> EngineError:
+        """The error of a stream that broke while being read, or whose chunk was malformed
+        (secrets masked), carrying what the chunks read so far cost."""
+        if not isinstance(error, EngineError):
+            error = RetryableEngineError(
+                f"{self.where(params)}: the stream broke after {reading.chunks} chunk(s): "
+                f"{type(error).__name__}: {self.redact(error_text(error))[:300]}")
+        return paid(redacted(error, self.redact), reading.spent(params, self.where(params)))
 
     def _response(self, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
         """The answer of a non-streamed send, read from the body the server sent (not from

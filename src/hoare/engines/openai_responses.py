@@ -36,7 +36,15 @@ from hoare.engines.base import (
     ToolCall,
     Usage,
 )
-from hoare.engines.openai_answer import body_of, checked_usage, excerpt, request_bytes
+from hoare.engines.openai_answer import (
+    answer_bound,
+    body_of,
+    checked_usage,
+    excerpt,
+    paid,
+    redacted,
+    request_bytes,
+)
 from hoare.engines.openai_config import (
     DEFAULT_TIMEOUT,
     WATCHDOG_GRACE,
@@ -217,10 +225,11 @@ def parse_response(data: Mapping[str, Any], params: Mapping[str, Any], request: 
         # other item types (web search calls, ...) carry nothing a Response holds
     text = "".join(texts)
     raw_usage = data.get("usage")
-    usage_map = raw_usage if isinstance(raw_usage, Mapping) else {}
-    chat_usage = {"prompt_tokens": usage_map.get("input_tokens"),
-                  "completion_tokens": usage_map.get("output_tokens"),
-                  "prompt_tokens_details": usage_map.get("input_tokens_details")}
+    chat_usage: Any = raw_usage  # not an object: ``checked_usage`` counts the bounds
+    if isinstance(raw_usage, Mapping):
+        chat_usage = {"prompt_tokens": raw_usage.get("input_tokens"),
+                      "completion_tokens": raw_usage.get("output_tokens"),
+                      "prompt_tokens_details": raw_usage.get("input_tokens_details")}
     limit = params.get("max_output_tokens")
     output_bound = limit if isinstance(limit, int) and limit > 0 else \
         len(json.dumps(output).encode("utf-8", "surrogatepass"))
@@ -266,26 +275,41 @@ def _prepared(engine: OpenAIEngine, request: Request) -> tuple[dict[str, Any], i
 
 def _read(engine: OpenAIEngine, raw: Any, params: Mapping[str, Any], request: Request) -> Response:
     where = engine.where(params)
+    http = getattr(raw, "http_response", raw)
+    data: Any = None
     try:
-        return parse_response(body_of(getattr(raw, "http_response", raw), where), params,
-                              request, where, engine.reasoning_memory)
-    except EngineError as error:
-        text = str(error)
-        if engine.redact(text) != text:  # a server echoing the key in what it sent
-            error.args = (engine.redact(text),)
-        raise
+        data = body_of(http, where)
+        return parse_response(data, params, request, where, engine.reasoning_memory)
+    except EngineError as error:  # masked, and charged what the answer cost
+        raise paid(redacted(error, engine.redact), _answer_cost(http, data, params, request,
+                                                                where)) from None
+
+
+def _answer_cost(http: Any, data: Any, params: Mapping[str, Any], request: Request,
+                 where: str) -> Usage:
+    """What an answer that cannot be read cost: its usage when readable, else the bounds
+    (``openai_answer.answer_bound``, the Responses API's field names)."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if isinstance(usage, Mapping):
+        data = {"usage": {"prompt_tokens": usage.get("input_tokens"),
+                          "completion_tokens": usage.get("output_tokens"),
+                          "prompt_tokens_details": usage.get("input_tokens_details")}}
+    elif usage is not None:
+        data = {"usage": usage}
+    return answer_bound(http, data, {"max_tokens": params.get("max_output_tokens")},
+                        request, where)
 
 
 def complete(engine: OpenAIEngine, request: Request) -> Response:
     """``OpenAIEngine.complete`` on the Responses API."""
     params, n = _prepared(engine, request)
     create = engine.client.responses.with_raw_response.create
-    answers = []
+    answers: list[Response] = []
     for _ in range(n):
         raw = engine.transport.call(
             functools.partial(watched_send, create, float(params["timeout"]) + WATCHDOG_GRACE,
                               params), engine.classifier(params), where=engine.where(params))
-        answers.append(_read(engine, raw, params, request))
+        answers.append(_read_after(engine, raw, params, request, answers))
     return merged(answers)
 
 
@@ -294,10 +318,25 @@ async def acomplete(engine: OpenAIEngine, request: Request) -> Response:
     params, n = _prepared(engine, request)
     client = await engine.async_client()
     create = client.responses.with_raw_response.create
-    answers = []
+    answers: list[Response] = []
     for _ in range(n):
         raw = await engine.transport.acall(
             functools.partial(bounded_send, create, float(params["timeout"]) + WATCHDOG_GRACE,
                               params), engine.classifier(params), where=engine.where(params))
-        answers.append(_read(engine, raw, params, request))
+        answers.append(_read_after(engine, raw, params, request, answers))
     return merged(answers)
+
+
+def _read_after(engine: OpenAIEngine, raw: Any, params: Mapping[str, Any], request: Request,
+                answers: Sequence[Response]) -> Response:
+    """``_read``, whose error (of the k-th of n requests) carries the usage of the answers
+    already read too: they were paid for, and the failure discards them."""
+    try:
+        return _read(engine, raw, params, request)
+    except EngineError as error:
+        usage = getattr(error, "usage", None)
+        if isinstance(usage, Usage):
+            for answer in answers:
+                usage = usage + answer.usage
+            setattr(error, "usage", usage)  # noqa: B010  # not a field of every EngineError
+        raise

@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 
-from hoare.engines.deadline import call_within
+from hoare.engines.deadline import BodyTooLarge, call_within
 from hoare.engines.transport import Failure, parse_retry_after
 
 
@@ -56,15 +56,31 @@ def classify_openai_error(error: BaseException) -> Failure | None:
 
 def watched_send(create: Callable[..., Any], seconds: float, params: Mapping[str, Any]) -> Any:
     """One synchronous send, given up ``seconds`` after it started (``TimeoutError``)."""
-    return call_within(lambda: create(**params), seconds, "the send")
+    try:
+        return call_within(lambda: create(**params), seconds, "the send")
+    except openai.APIConnectionError as error:
+        _raise_too_large(error)
+        raise
 
 
 async def bounded_send(create: Callable[..., Any], seconds: float,
                        params: Mapping[str, Any]) -> Any:
     """One async send, cancelled outright ``seconds`` after it started (a watchdog behind
     the transport's own deadline)."""
-    async with asyncio.timeout(seconds):
-        return await create(**params)
+    try:
+        async with asyncio.timeout(seconds):
+            return await create(**params)
+    except openai.APIConnectionError as error:
+        _raise_too_large(error)
+        raise
+
+
+def _raise_too_large(error: openai.APIConnectionError) -> None:
+    """Raise the transport's ``BodyTooLarge`` that the client wrapped as a connection error
+    (it is final: the same request would be answered the same way)."""
+    cause = error.__cause__ or error.__context__
+    if isinstance(cause, BodyTooLarge):
+        raise cause from None
 
 
 def error_text(error: BaseException) -> str:

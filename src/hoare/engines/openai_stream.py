@@ -13,8 +13,23 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hoare.engines.base import ContentFiltered, ModelRefusal, Request, Response, TokenLogprob, Usage
-from hoare.engines.openai_answer import checked_usage, dialect_of, excerpt, read_tokens
+from hoare.engines.base import (
+    ContentFiltered,
+    EngineAnswerError,
+    ModelRefusal,
+    Request,
+    Response,
+    TokenLogprob,
+    Usage,
+)
+from hoare.engines.openai_answer import (
+    attribute,
+    checked_usage,
+    dialect_of,
+    excerpt,
+    is_object,
+    read_tokens,
+)
 
 
 def should_stream(request: Request, params: Mapping[str, Any]) -> bool:
@@ -30,8 +45,9 @@ class StreamReading:
     """The answer of one stream so far, and the watch's verdict (with the log-probabilities
     of the tokens read, when the request asked for them)."""
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, where: str = "the server") -> None:
         self.watch = request.watch
+        self.where = where
         self.parts: list[str] = []
         self.refusal: list[str] = []  # ``delta.refusal`` pieces: the model declined
         self.tokens: list[TokenLogprob] | None = []  # None: a malformed chunk spoiled them
@@ -53,32 +69,46 @@ class StreamReading:
 
     def add(self, chunk: Any) -> bool:
         """Take one chunk; True: stop reading (the watch gave a reason). Called once per
-        token: each piece is handed to the watch's ``feed`` once (no join per chunk)."""
-        usage = getattr(chunk, "usage", None)
+        token: each piece is handed to the watch's ``feed`` once (no join per chunk).
+        Every field is checked (``EngineAnswerError`` names the one that is wrong): the
+        ``openai`` client builds its chunks without validating them."""
+        if not is_object(chunk):
+            raise self._malformed("a chunk that is not an object", chunk)
+        usage = attribute(chunk, "usage")
         if usage is not None:
-            self.usage = usage
-        model = getattr(chunk, "model", None)
-        if model:
+            self.usage = usage  # any type: ``checked_usage`` reads it
+        model = attribute(chunk, "model")
+        if isinstance(model, str) and model:
             self.model = model
+        choices = attribute(chunk, "choices")
+        if choices is not None and not isinstance(choices, list | tuple):
+            raise self._malformed("choices that are not a list", choices)
         reason = None
-        for choice in getattr(chunk, "choices", None) or ():
-            if (choice.index or 0) != 0:
+        for position, choice in enumerate(choices or ()):
+            if not is_object(choice):
+                raise self._malformed("a choice that is not an object", choice)
+            index = attribute(choice, "index")
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                index = position  # as a non-streamed answer's choices are read
+            if index != 0:
                 continue
-            delta = choice.delta
-            piece = getattr(delta, "content", None) if delta else None
-            refused = getattr(delta, "refusal", None) if delta else None
-            if isinstance(refused, str) and refused:
+            delta = attribute(choice, "delta")
+            if delta is not None and not is_object(delta):
+                raise self._malformed("a delta that is not an object", delta)
+            piece = self._text(attribute(delta, "content"), "content")
+            refused = self._text(attribute(delta, "refusal"), "refusal")
+            if refused:
                 self.refusal.append(refused)
-            logprobs = getattr(choice, "logprobs", None)
-            content = getattr(logprobs, "content", None) if logprobs is not None else None
+            content = attribute(attribute(choice, "logprobs"), "content")
             if content and self.tokens is not None:
                 tokens = read_tokens(content)
                 if tokens is None:
                     self.tokens = None
                 else:
                     self.tokens.extend(tokens)
-            if choice.finish_reason:
-                self.finish = choice.finish_reason
+            finish = self._text(attribute(choice, "finish_reason"), "finish_reason")
+            if finish:
+                self.finish = finish
             if piece:
                 self.parts.append(piece)
                 self.chunks += 1
@@ -92,23 +122,42 @@ class StreamReading:
             return True
         return False
 
+    def _text(self, value: Any, name: str) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        raise self._malformed(f"{name} that is not text", value)
+
+    def _malformed(self, what: str, value: Any) -> EngineAnswerError:
+        return EngineAnswerError(f"{self.where} streamed {what} (after {self.chunks} "
+                                 f"chunk(s) of text): {excerpt(value)}")
+
+    @property
+    def complete(self) -> bool:
+        """Whether the answer was read to its end: a finish reason came, or the watch
+        stopped it. A stream that ended without either was cut short (no ``[DONE]``, a
+        connection closed mid-answer): its text is not the answer."""
+        return self.finish is not None or self.stopped is not None
+
+    def spent(self, params: Mapping[str, Any], where: str = "the server") -> Usage:
+        """What the stream read so far cost: the usage the server reported (checked), else
+        (cancelled, or broken before its usage came) the chunks read, one token each, and
+        an upper bound of the input (a token is at least one UTF-8 byte)."""
+        if self.usage is None or self.stopped is not None:
+            return Usage(1, self.bound, self.chunks)
+        max_tokens = params.get("max_tokens", params.get("max_completion_tokens"))
+        read = sum(len(part.encode("utf-8", "surrogatepass"))
+                   for part in (*self.parts, *self.refusal))
+        output_bound = (max_tokens if isinstance(max_tokens, int) and max_tokens > 0
+                        else max(read, self.chunks))
+        return checked_usage(self.usage, self.bound, output_bound, where)
+
     def response(self, params: Mapping[str, Any], where: str = "the server",
                  redact: Callable[[str], str] = str) -> Response:
         """The answer read, checked as a non-streamed one is (``parse_completion``): the
         usage through ``checked_usage``, a refusal or a filtered answer with no text
         raised as ``ModelRefusal`` / ``ContentFiltered`` with its usage."""
         text = "".join(self.parts)
-        usage = self.usage
-        if usage is not None and self.stopped is None:
-            max_tokens = params.get("max_tokens", params.get("max_completion_tokens"))
-            read = len(text.encode("utf-8", "surrogatepass")) + sum(
-                len(r.encode("utf-8", "surrogatepass")) for r in self.refusal)
-            output_bound = (max_tokens if isinstance(max_tokens, int) and max_tokens > 0
-                            else max(read, self.chunks))
-            spent = checked_usage(usage, self.bound, output_bound, where)
-        else:  # cancelled: the server never sent its usage. Output: the chunks read (one
-            # token each); input: an upper bound (a token is at least one UTF-8 byte)
-            spent = Usage(1, self.bound, self.chunks)
+        spent = self.spent(params, where)
         if not text and self.stopped is None:
             if self.refusal:
                 refusal = redact("".join(self.refusal))

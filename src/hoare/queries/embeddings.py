@@ -246,7 +246,7 @@ def openai_embedder(engine: Any, model: str | None = None, *,
             raise EmbeddingError(f"{source} answered HTTP {error.status_code}") from None
         except openai.APIError as error:
             raise EmbeddingError(f"{source} failed: {type(error).__name__}") from None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             raise EmbeddingError(f"{source} did not answer JSON") from None
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
