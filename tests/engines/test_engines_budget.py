@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 
 import pytest
+from hostile.generators import outside_numbers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai_server import OpenAIServer, completion
 
 from hoare.engines import (
@@ -204,3 +208,38 @@ def test_a_request_an_inner_meter_refuses_is_not_counted_by_the_outer_one() -> N
 
     asyncio.run(refused())
     assert outer_spend.spent()["requests"] == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(["max_requests", "max_input_tokens", "max_output_tokens",
+                             "max_cost"]), value=outside_numbers())
+def test_a_budget_cap_is_a_count_or_a_cost_or_refused(name: str, value: object) -> None:
+    """A count cap is a whole number ≥ 0 (True and 1.5 were taken as caps); the cost cap a
+    number ≥ 0 that is not NaN; anything else is a ValueError naming it."""
+    try:
+        budget = Budget(**{name: value})  # type: ignore[arg-type]  # hostile on purpose
+    except ValueError as error:
+        assert name in str(error)
+        return
+    cap = getattr(budget, name)
+    if cap is None:  # no cap
+        return
+    if name == "max_cost":
+        assert not isinstance(cap, bool) and isinstance(cap, int | float) and cap >= 0
+    else:
+        assert type(cap) is int and cap >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(prices=st.tuples(*[st.floats(0, 1e308)] * 3),
+       counts=st.tuples(*[st.integers(0, 10**12)] * 3))
+def test_a_cost_of_finite_prices_is_finite(prices: tuple[float, float, float],
+                                            counts: tuple[int, int, int]) -> None:
+    """Finite prices of huge counts overflowed to an infinite cost in the meter."""
+    price = Price(*prices)
+    cost = price.cost(Usage(1, counts[0], counts[1], counts[2]))
+    assert math.isfinite(cost) and cost >= 0
+    spend = Budget(prices={"*": price}).meter()
+    spend.record(Usage(1, counts[0], counts[1], counts[2]), price)
+    spend.record(Usage(1, counts[0], counts[1], counts[2]), price)
+    assert math.isfinite(spend.spent()["cost"])

@@ -35,6 +35,7 @@ import asyncio
 import contextvars
 import json
 import math
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -76,9 +77,10 @@ class Price:
         cached = min(getattr(usage, "cached_input_tokens", 0), usage.input_tokens)
         cached_price = self.input_per_million if self.cached_input_per_million is None \
             else self.cached_input_per_million
-        return ((usage.input_tokens - cached) * self.input_per_million
-                + cached * cached_price
-                + usage.output_tokens * self.output_per_million) / 1_000_000
+        total = ((usage.input_tokens - cached) * self.input_per_million
+                 + cached * cached_price
+                 + usage.output_tokens * self.output_per_million) / 1_000_000
+        return min(total, sys.float_info.max)  # finite prices of huge counts: no infinity
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,15 @@ class Budget:
     prices: Mapping[str, Price] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        for name in ("max_requests", "max_input_tokens", "max_output_tokens", "max_cost"):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, int | float) and value >= 0):
-                raise ValueError(f"Budget({name}={value!r}): must be a number ≥ 0 or None")
+        for name in ("max_requests", "max_input_tokens", "max_output_tokens"):
+            value = getattr(self, name)  # a count: True or 1.5 is not one
+            if value is not None and (type(value) is not int or value < 0):
+                raise ValueError(f"Budget({name}={value!r}): must be a whole number ≥ 0 or "
+                                 "None")
+        cost = self.max_cost
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)
+                                 or not cost >= 0):  # NaN fails ``>=``
+            raise ValueError(f"Budget(max_cost={cost!r}): must be a number ≥ 0 or None")
         object.__setattr__(self, "prices", MappingProxyType(dict(self.prices)))
 
     def price(self, model: str) -> Price | None:
@@ -306,7 +313,7 @@ class Spend:
         with self._lock:
             self._input += usage.input_tokens
             self._output += usage.output_tokens
-            self._cost += cost
+            self._cost = min(self._cost + cost, sys.float_info.max)  # a sum of finite costs
             self._unhold(reservation)
         return cost
 
@@ -341,7 +348,7 @@ class Spend:
         with self._lock:
             self._input += usage.input_tokens
             self._output += usage.output_tokens
-            self._cost += cost
+            self._cost = min(self._cost + cost, sys.float_info.max)  # a sum of finite costs
         return cost
 
     def spent(self) -> dict[str, Any]:
