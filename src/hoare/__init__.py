@@ -25,6 +25,7 @@ from hoare.errors import (
     RetryableEngineError,
     UsageError,
 )
+from hoare.forking import hold_across_fork as _hold_across_fork  # noqa: F401  # its fork hooks
 from hoare.kernel import Outcome, Policy
 
 if _typing.TYPE_CHECKING:  # imported on first use only: the verifier loads z3

@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from hoare.forking import hold_across_fork
+
 __all__ = ["AgentCounters", "ToolStats"]
 
 
@@ -34,6 +36,7 @@ class AgentCounters:
         self._violations = 0
         # per tool: [calls, clean calls (returned, no contract violation), violations]
         self._per_tool: dict[str, list[int]] = {name: [0, 0, 0] for name in tool_names}
+        hold_across_fork(self, self._lock)  # a child forked mid-count must not hang
 
     def count_check(self) -> None:
         with self._lock:

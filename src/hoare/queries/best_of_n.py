@@ -26,6 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from hoare.forking import hold_across_fork
 from hoare.kernel import Outcome, Phase
 
 __all__ = ["AttemptRates", "Choice", "choose"]
@@ -45,6 +46,7 @@ class AttemptRates:
         self.input_tokens = 0
         self.samples = 0
         self.output_tokens = 0
+        hold_across_fork(self, self._lock)  # a child forked mid-count must not hang
 
     def record(self, outcome: Outcome) -> None:
         posts = [a for a in outcome.attempts if a.phase is Phase.POST]

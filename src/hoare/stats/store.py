@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from hoare.forking import hold_across_fork
 from hoare.stats.records import CallRecord
 from hoare.stats.schema import NUMBER_COLUMNS, split_row
 from hoare.stats.shapes import ShapeIds
@@ -136,6 +137,11 @@ class StatsStore:
         self._in_flight = 0  # records taken from the queue and not yet counted
         self._reported: set[str] = set()  # the kinds of bad value already warned about
         self._named: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # families written
+        # held by the writer whenever it is inside the database, and by ``os.fork``: a
+        # child forked mid-transaction inherits SQLite's in-process locks of the file
+        # as taken, and its own writer then waits for them forever (hoare.forking)
+        self._in_database = threading.Lock()
+        hold_across_fork(self, self._in_database)
         self._thread = threading.Thread(target=self._run, name="hoare-stats", daemon=True)
         self._thread.start()
         _live.add(self)
@@ -233,12 +239,14 @@ class StatsStore:
 
     def _serve(self) -> None:
         self._busy = True  # until the store is open: flush() waits for the verdict
-        backend = self._open()
+        with self._in_database:
+            backend = self._open()
         try:
             self._serve_with(backend)
         finally:
             if backend is not None:
-                backend.close()
+                with self._in_database:
+                    backend.close()
 
     def _serve_with(self, backend: Backend | None) -> None:
         pruned = self._prune(backend)
@@ -262,7 +270,8 @@ class StatsStore:
                     self.dropped += len(batch) // FIELDS
             else:
                 try:
-                    self._write(backend, batch)
+                    with self._in_database:
+                        self._write(backend, batch)
                 except Exception as error:  # the writer goes on; the batch is counted
                     with self._lock:
                         self.dropped += len(batch) // FIELDS
@@ -289,7 +298,8 @@ class StatsStore:
         days = self.retention_days
         if backend is not None and days is not None:
             try:
-                backend.prune(time.time() - days * 86_400)
+                with self._in_database:
+                    backend.prune(time.time() - days * 86_400)
             except Exception as error:  # retention must not stop the recording
                 _log.warning("hoare stats: cannot delete old calls from %s: %s",
                              shown_target(self.path), error)

@@ -24,6 +24,7 @@ a child process, so a crash fails the test instead of the run.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -79,6 +80,21 @@ class Z3Lock:
 
 
 Z3_LOCK = Z3Lock()
+
+
+def _hold_across_fork() -> None:
+    """``os.fork`` waits for the z3 work in progress: a thread holding the lock at the
+    fork does not exist in the child, whose first pre-flight would wait for it forever
+    (and z3 would be caught mid-operation); the same thread releases it on both sides."""
+    Z3_LOCK.raw.acquire()
+
+
+def _release_after_fork() -> None:
+    Z3_LOCK.raw.release()
+
+
+os.register_at_fork(before=_hold_across_fork, after_in_parent=_release_after_fork,
+                    after_in_child=_release_after_fork)
 
 
 def _guard(finalizer: Callable[[Any], None]) -> Callable[[Any], None]:

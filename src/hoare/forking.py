@@ -1,0 +1,100 @@
+"""What ``os.fork`` holds so that a child forked while other threads call contracts
+finds every lock of the call path free and the counts it guards whole.
+
+Only the forking thread survives a fork: a lock another thread held at that moment
+stays held in the child for good, and the child's first call waiting for it hangs
+(a web server's workers forking, ``multiprocessing``'s fork start method). The locks
+of the call path are held for microseconds and never while another is taken, so the
+forking thread takes each in turn before the fork and lets them go on both sides
+after it, as the standard library does for its own locks (``logging``). Held here:
+the success counters of every contract and query class (the kernel's
+``SuccessTracker``, which the kernel may not change to register itself: found by
+walking the decorated classes at the fork, so a call pays nothing), and the locks
+registered with ``hold_across_fork`` (an agent's counters, a query class's attempt
+rates). z3's lock, held for a whole pre-flight check, is held across the fork by
+``hoare.verifier.solve.lock``; the stats store starts a fresh writer in the child
+(``hoare.stats.store``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["hold_across_fork"]
+
+Lock = Any  # a threading.Lock or RLock: what ``acquire``/``release`` takes
+
+_registered: weakref.WeakKeyDictionary[Any, tuple[Lock, ...]] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+_held: list[Lock] = []  # taken before the fork, released after it (one forking thread)
+
+
+def hold_across_fork(owner: object, *locks: Lock) -> None:
+    """Hold ``locks`` across every fork for as long as ``owner`` lives. A lock given
+    here must never be held while another lock of the call path is taken."""
+    with _registry_lock:
+        _registered[owner] = locks
+
+
+def _subclasses(root: type) -> Iterator[type]:
+    seen: set[type] = set()
+    stack = [root]
+    while stack:
+        subclasses: list[type] = type.__subclasses__(stack.pop())
+        for cls in subclasses:
+            if cls not in seen:
+                seen.add(cls)
+                stack.append(cls)
+                yield cls
+
+
+_ROOTS = (("hoare.contracts.base", "Contract", "__hoare_runtime__"),
+          ("hoare.queries.query", "Query", "__hoare_query_runtime__"))
+"""Where the decorated classes are: the module, its base class, the runtime's name."""
+
+
+def _class_locks() -> Iterator[Lock]:
+    """The success counters' locks of every decorated contract and query class (their
+    modules looked up, never imported: a module not loaded has no class to hold)."""
+    for module, root, attribute in _ROOTS:
+        found = sys.modules.get(module)
+        base = getattr(found, root, None) if found is not None else None
+        if not isinstance(base, type):
+            continue
+        for cls in _subclasses(base):
+            runtime = cls.__dict__.get(attribute)
+            tracker = getattr(runtime, "tracker", None)
+            # the kernel's SuccessTracker has no public lock and may not change
+            lock = getattr(tracker, "_lock", None)
+            if lock is not None:
+                yield lock
+
+
+def _before_fork() -> None:
+    _registry_lock.acquire()
+    seen: set[int] = set()
+    try:
+        locks = [*(lock for locks in _registered.values() for lock in locks),
+                 *_class_locks()]
+    except Exception:  # a class walk that fails must not stop the fork
+        locks = [lock for locks in _registered.values() for lock in locks]
+    for lock in locks:
+        if id(lock) not in seen:
+            seen.add(id(lock))
+            lock.acquire()
+            _held.append(lock)
+
+
+def _after_fork() -> None:
+    while _held:
+        _held.pop().release()
+    _registry_lock.release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
+                    after_in_child=_after_fork)
