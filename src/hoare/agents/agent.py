@@ -220,6 +220,9 @@ class ContractAgent:
                 pass
             if span is not None:
                 private.run(telemetry.finish_agent, span, False, error)
+            if isinstance(error, Exception):  # a failed run (an engine's error): recorded
+                record_agent_call("agent", self._name, self._definition, False,
+                                  started, self.engine, max(1, state.iterations))
             raise
         answered = bool(state.events) and state.events[-1].type is EventType.ANSWER
         if span is not None:
