@@ -273,3 +273,41 @@ def test_the_embeddings_endpoint_answering_junk_is_an_embedding_error(
     server.push(Reply(200, body))
     with pytest.raises(EmbeddingError):
         openai_embedder(server.engine(max_retries=0))(["a"])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("where", ["error_event", "chunk_field", "usage"])
+def test_a_stream_echoing_the_key_never_shows_it(server: OpenAIServer, mode: str,
+                                                 where: str) -> None:
+    """A server echoing the API key in a stream (an error event, a malformed field, a
+    usage count): no error text, traceback or log line holds it."""
+    import logging
+    import traceback
+
+    key = "sk-hostile-SECRET-0123456789"
+    event = {"error_event": {"error": {"message": f"bad key {key}"}},
+             "chunk_field": {"choices": [{"index": 0, "delta": {"content": [key]},
+                                          "finish_reason": None}]},
+             "usage": {"choices": [{"index": 0, "delta": {"content": "x"},
+                                    "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": key, "completion_tokens": [key]}}}[where]
+    server.push(raw_stream(b"data: " + json.dumps(event).encode() + b"\n\n",
+                           b"data: [DONE]\n\n"))
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("hoare").addHandler(handler)
+    try:
+        engine = server.engine(max_retries=0, api_key=key)
+        request = Request(messages=(Message("user", "hi"),), watch=_watch)
+        try:
+            outcome: Any = engine.complete(request) if mode == "sync" else \
+                asyncio.run(engine.acomplete(request))
+        except HoareError as error:
+            outcome = error
+            shown = "".join(traceback.format_exception(error))
+            assert key not in shown, shown
+    finally:
+        logging.getLogger("hoare").removeHandler(handler)
+    assert all(key not in line for line in records), records
+    assert where == "usage" or isinstance(outcome, HoareError)

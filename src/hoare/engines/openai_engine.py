@@ -431,7 +431,7 @@ class OpenAIEngine:
                 if reading.add(chunk):
                     break
         except Exception as error:
-            raise self._broken_stream(params, reading, error) from None
+            raise self._broken_stream(params, reading, error) from self._chained(error)
         finally:
             stream.close()  # an early stop closes the connection: no more tokens are read
         return self._streamed(params, reading)
@@ -444,7 +444,7 @@ class OpenAIEngine:
                 if reading.add(chunk):
                     break
         except Exception as error:
-            raise self._broken_stream(params, reading, error) from None
+            raise self._broken_stream(params, reading, error) from self._chained(error)
         finally:
             await stream.close()
         return self._streamed(params, reading)
@@ -461,6 +461,13 @@ class OpenAIEngine:
             return self._vouched(reading.response(params, self.where(params), self.redact))
         except EngineError as error:
             raise redacted(error, self.redact) from None
+
+    def _chained(self, error: Exception) -> Exception | None:
+        """The client's exception to chain to a stream's error, unless it is ours (it is
+        the error) or its text holds a secret (no traceback shows it then)."""
+        if isinstance(error, EngineError) or self.redact.leaks(error_text(error)):
+            return None
+        return error
 
     def _broken_stream(self, params: Mapping[str, Any], reading: StreamReading,
                        error: Exception) -> EngineError:
