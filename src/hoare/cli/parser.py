@@ -3,7 +3,9 @@ and ``main``/``run``, which parse and hand the arguments to the command's module
 (``hoare.cli.verify``, ``stats``, ``compare``, ``evaluate``, ``schema``, ``probe``).
 
 Exit status: 0 when no check fails, 1 when one fails (with ``--strict``, also when
-one is unknown or nothing was found), 2 on a usage, configuration or import error.
+one is unknown or nothing was found), 2 on a usage, configuration or import error, and
+when the output cannot be written or hoare itself failed (one line on stderr, never a
+traceback: 1 would read as a failed check); 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from hoare.cli.schema import schema_command
 from hoare.cli.stats import stats_command
 from hoare.cli.verify import verify_command
 from hoare.errors import UsageError
-from hoare.verifier.project import FORMATS, seconds_argument
+from hoare.verifier.project import FORMATS, seconds_argument, solver_limit_argument
 
 __all__ = ["COMMANDS", "CommandUsageError", "build_parser", "main", "run"]
 
@@ -55,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "predicate is vacuous, and that pipeline stages compose. Exit 0: "
                     "nothing fails; 1: a check fails (--strict: or is unknown, or nothing "
                     "was found); 2: usage, configuration or import error.")
-    verify.add_argument("targets", nargs="*", metavar="TARGET",
+    verify.add_argument("targets", type=_nonempty, nargs="*", metavar="TARGET",
                         help="a .py file, a directory (searched for *.py), a module or "
                              "package name (with its submodules), each optionally with "
                              ":Name for one contract class or pipeline")
@@ -63,13 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="table (default), json, sarif (SARIF 2.1.0, for code "
                              "scanning) or junit (JUnit XML)")
     verify.add_argument("--json", action="store_true", help="same as --format json")
-    verify.add_argument("-o", "--output", metavar="FILE", default=None,
+    verify.add_argument("-o", "--output", type=_nonempty, metavar="FILE", default=None,
                         help="write the report to FILE instead of standard output")
     verify.add_argument("--strict", action="store_true", default=None,
                         help="also exit 1 when a check is unknown or nothing was found")
-    verify.add_argument("--timeout-ms", type=_positive, default=None, metavar="N",
+    verify.add_argument("--timeout-ms", type=solver_limit_argument, default=None, metavar="N",
                         help="time limit of each z3 query in milliseconds (default 5000)")
-    verify.add_argument("--rlimit", type=_positive, default=None, metavar="N",
+    verify.add_argument("--rlimit", type=solver_limit_argument, default=None, metavar="N",
                         help="deterministic z3 resource limit of each query "
                              "(default 10000000, about a second)")
     verify.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N|auto",
@@ -83,10 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--no-cache", action="store_true",
                         help="check every target again, ignoring and not writing the "
                              "verdict cache")
-    verify.add_argument("--cache-dir", metavar="DIR", default=None,
+    verify.add_argument("--cache-dir", type=_nonempty, metavar="DIR", default=None,
                         help="where the verdict cache lives (default .hoare_cache in the "
                              "project root, or $HOARE_CACHE_DIR)")
-    verify.add_argument("--config", metavar="PYPROJECT", default=None,
+    verify.add_argument("--config", type=_nonempty, metavar="PYPROJECT", default=None,
                         help="the pyproject.toml whose [tool.hoare] table to read "
                              "(default: the nearest one upwards from here)")
     verify.add_argument("--only-affected", action="store_true",
@@ -103,16 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "percentiles; pre-flight refusals. Calls are recorded with "
                     "hoare.configure(stats=PATH_OR_URL), $HOARE_STATS or [tool.hoare] "
                     "stats.")
-    stats.add_argument("--db", default=None, metavar="PATH_OR_URL",
+    stats.add_argument("--db", type=_nonempty, default=None, metavar="PATH_OR_URL",
                        help="the store the calls were recorded in: a SQLite file or a "
                             "SQLAlchemy URL (default: $HOARE_STATS or [tool.hoare] stats)")
-    stats.add_argument("--contract", metavar="MODULE:CLASS", default=None,
+    stats.add_argument("--contract", type=_nonempty, metavar="MODULE:CLASS", default=None,
                        help="only this contract")
     stats.add_argument("--label", default=None, help="only this run label")
     stats.add_argument("--since", default=None, metavar="T",
                        help="only calls since T: an ISO 8601 time or a duration (24h, 7d)")
     stats.add_argument("--json", action="store_true", help="the figures as JSON")
-    stats.add_argument("--plot", metavar="FILE.png", default=None,
+    stats.add_argument("--plot", type=_nonempty, metavar="FILE.png", default=None,
                        help="also draw P_succ over time and per family (hoare[plots])")
     schema = commands.add_parser(
         "schema", help="the structured-output schema a contract compiles to, with proofs",
@@ -121,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "provider dialect, and prove which post-conditions the schema "
                     "enforces: enforced_by_schema (proved), residual (an output the schema "
                     "allows fails it), unknown (not proved: stays residual).")
-    schema.add_argument("contract", metavar="MODULE:CONTRACT",
+    schema.add_argument("contract", type=_nonempty, metavar="MODULE:CONTRACT",
                         help="the @contract class (imported from the current directory too)")
     schema.add_argument("--dialect", default="json_schema",
                         choices=("json_schema", "openai_strict", "llama_cpp"),
@@ -135,12 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "enforced, ignored or refused the keyword, or dropped the schema; "
                     "written to $HOARE_CACHE_DIR/servers/<host>_<port>.json, which "
                     "OpenAIEngine(structured='auto') reads.")
-    probe.add_argument("base_url", metavar="BASE_URL", help="e.g. http://127.0.0.1:8080/v1")
+    probe.add_argument("base_url", type=_nonempty, metavar="BASE_URL",
+                       help="e.g. http://127.0.0.1:8080/v1")
     probe.add_argument("--model", default=None,
                        help="the model to ask (default: $HOARE_MODEL, else 'default')")
     probe.add_argument("--trials", type=_positive, default=2,
                        help="requests per keyword (default 2; enforced means k of k)")
-    probe.add_argument("--out", default=None, help="write the table here instead")
+    probe.add_argument("--out", type=_nonempty, default=None,
+                       help="write the table here instead")
     probe.add_argument("--json", action="store_true", help="print the table as JSON")
     evaluate = commands.add_parser(
         "eval", help="run a contract over a dataset and record P_succ before deploying",
@@ -151,17 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
                     "skipped. Exit 0; 1 when a call was not recorded, no line was valid, "
                     "or --min-p-succ X is given and the Wilson 95% lower bound of "
                     "P_succ is below X; 2 on a usage error.")
-    evaluate.add_argument("contract", metavar="MODULE:CONTRACT",
+    evaluate.add_argument("contract", type=_nonempty, metavar="MODULE:CONTRACT",
                           help="the @contract class (imported from the current directory "
                                "too)")
-    evaluate.add_argument("dataset", metavar="DATASET.jsonl",
+    evaluate.add_argument("dataset", type=_nonempty, metavar="DATASET.jsonl",
                           help="one input per line, as JSON (or {\"input\": ...})")
-    evaluate.add_argument("--engine", default=None, metavar="ENGINE",
+    evaluate.add_argument("--engine", type=_nonempty, default=None, metavar="ENGINE",
                           help="'openai' (OPENAI_API_KEY/OPENAI_BASE_URL, --model) or "
                                "MODULE:ATTR naming an engine or a function making one "
                                "(default: the configured engine)")
     evaluate.add_argument("--model", default=None, help="the model of --engine openai")
-    evaluate.add_argument("--db", default=None, metavar="PATH_OR_URL",
+    evaluate.add_argument("--db", type=_nonempty, default=None, metavar="PATH_OR_URL",
                           help="the stats store (default: $HOARE_STATS or [tool.hoare] "
                                "stats)")
     evaluate.add_argument("--label", default=None,
@@ -181,13 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "not inflate false verdicts. Exit 0: the candidate is shown no worse "
                     "than the baseline by more than --max-drop; 1: shown worse by more; "
                     "3: not shown either way yet; 2: usage error.")
-    compare.add_argument("--db", default=None, metavar="PATH_OR_URL",
+    compare.add_argument("--db", type=_nonempty, default=None, metavar="PATH_OR_URL",
                          help="the store the calls were recorded in: a SQLite file or a "
                               "SQLAlchemy URL (default: $HOARE_STATS or [tool.hoare] "
                               "stats)")
     compare.add_argument("--baseline", required=True, metavar="LABEL")
     compare.add_argument("--candidate", required=True, metavar="LABEL")
-    compare.add_argument("--contract", metavar="MODULE:CLASS", default=None,
+    compare.add_argument("--contract", type=_nonempty, metavar="MODULE:CLASS", default=None,
                          help="only this contract (default: each contract both ran)")
     compare.add_argument("--max-drop", type=_fraction, default=0.0, metavar="D",
                          help="the largest drop of P_succ the gate accepts (default 0)")
@@ -200,12 +204,20 @@ def build_parser() -> argparse.ArgumentParser:
                          metavar="F", help="also gate the median latency: at most (1 + F) "
                                            "times the baseline's")
     compare.add_argument("--json", action="store_true", help="the comparison as JSON")
-    compare.add_argument("--junit", metavar="FILE", default=None,
+    compare.add_argument("--junit", type=_nonempty, metavar="FILE", default=None,
                          help="also write a JUnit XML file (one testcase per contract)")
-    compare.add_argument("--plot", metavar="FILE.png", default=None,
+    compare.add_argument("--plot", type=_nonempty, metavar="FILE.png", default=None,
                          help="also draw the two labels' confidence sequences as they "
                               "narrow (hoare[plots])")
     return parser
+
+
+def _nonempty(text: str) -> str:
+    """A path, name or URL: an empty one is a usage error, never the default (an unset
+    shell variable, ``hoare verify "$DIR"``, must not verify the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a non-empty value, got {text!r}")
+    return text
 
 
 def _fraction(text: str) -> float:
@@ -276,7 +288,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         parser.print_help(sys.stderr)
         return 2
-    return command(args)
+    try:
+        return command(args)
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise  # run() ends these quietly
+    except OSError as error:  # standard output (no file name) or a file failed
+        what = "" if error.filename is not None else "cannot write the output: "
+        return _failed(args.command, f"error: {what}{error}")
+    except Exception as error:  # a bug in hoare: one line naming it, status 2, not 1
+        return _failed(args.command, f"internal error: {type(error).__name__}: {error}"
+                                     f"{_where(error)}")
+
+
+def _failed(command: str, text: str) -> int:
+    """Say ``text`` on stderr (if stderr can still be written); the status 2."""
+    from hoare.cli.output import terminal_safe
+
+    try:
+        print(f"hoare{' ' + command if command else ''}: {terminal_safe(text)}",
+              file=sys.stderr)
+    except OSError:
+        pass
+    return 2
+
+
+def _where(error: BaseException) -> str:
+    """`` (at file:line)`` of the frame that raised ``error``, for a bug report."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
 def run() -> None:
@@ -293,6 +334,14 @@ def run() -> None:
     except BrokenPipeError:  # `hoare ... | head`: the reader left; end quietly
         _quiet_after_broken_pipe()
         os._exit(141)  # 128 + SIGPIPE, as a shell reports a command a pipe ended
+    except KeyboardInterrupt:  # Ctrl-C: no traceback, the shell's status for SIGINT
+        _failed("", "interrupted")
+        _quiet_after_broken_pipe()
+        os._exit(130)
+    except OSError as error:  # what was printed could not be written (a full disk)
+        status = _failed("", f"error: cannot write the output: {error}")
+        _quiet_after_broken_pipe()  # the exit's own flush must not fail again
+        os._exit(status)
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         os._exit(status)

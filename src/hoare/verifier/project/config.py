@@ -35,7 +35,8 @@ from typing import Any
 
 from hoare.errors import UsageError
 
-__all__ = ["ConfigError", "ProjectConfig", "find_pyproject", "load"]
+__all__ = ["SOLVER_LIMIT_MAX", "ConfigError", "ProjectConfig", "find_pyproject", "load",
+           "seconds_argument", "solver_limit_argument"]
 
 FORMATS = ("table", "json", "sarif", "junit")
 _KEYS = {"targets", "strict", "timeout_ms", "timeout", "rlimit", "jobs", "exclude", "format",
@@ -92,9 +93,12 @@ def load(path: Path | None) -> ProjectConfig:
             data = tomllib.load(handle)
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read: {error}") from error
-    except tomllib.TOMLDecodeError as error:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:  # TOML is UTF-8
         raise ConfigError(f"{path}: not valid TOML: {error}") from error
-    table = data.get("tool", {}).get("hoare")
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: [tool] must be a table, got {tool!r}")
+    table = tool.get("hoare")
     config = ProjectConfig(path=path)
     if table is None:
         return config
@@ -145,38 +149,66 @@ def _boolean(table: dict[str, Any], key: str, where: str) -> bool | None:
     return value
 
 
+# z3 takes timeout and rlimit as unsigned 32-bit integers: a larger one wraps silently
+# (2**32 + 1 ms would be a 1 ms limit), so it is refused, not passed on
+SOLVER_LIMIT_MAX = 2**32 - 1
+
+
 def _positive(table: dict[str, Any], key: str, where: str) -> int | None:
     value = table.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{where}: {key} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            not 0 < value <= SOLVER_LIMIT_MAX:
+        raise ConfigError(f"{where}: {key} must be a positive integer up to "
+                          f"{SOLVER_LIMIT_MAX}, got {value!r}")
     return value
 
 
 def _seconds(table: dict[str, Any], key: str, where: str) -> float | None:
-    """A positive, finite number of seconds (an integer or a float)."""
+    """A positive number of seconds (an integer or a float) a wait can take: at most
+    ``threading.TIMEOUT_MAX`` (a longer one overflows the wait)."""
+    import threading
+
     value = table.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not 0 < value < float("inf"):
-        raise ConfigError(f"{where}: {key} must be a positive number of seconds, got "
-                          f"{value!r}")
+            not 0 < value <= threading.TIMEOUT_MAX:
+        raise ConfigError(f"{where}: {key} must be a positive number of seconds up to "
+                          f"{threading.TIMEOUT_MAX:g}, got {value!r}")
     return float(value)
 
 
 def seconds_argument(text: str) -> float:
-    """``--import-timeout``: a positive, finite number of seconds (argparse type)."""
+    """``--import-timeout``: a positive number of seconds up to
+    ``threading.TIMEOUT_MAX`` (argparse type)."""
     import argparse
     import math
+    import threading
 
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not 0 < value <= threading.TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds up to "
+                                         f"{threading.TIMEOUT_MAX:g}, got {text!r}")
+    return value
+
+
+def solver_limit_argument(text: str) -> int:
+    """``--timeout-ms``, ``--rlimit``: a positive integer z3 takes as it is, at most
+    ``SOLVER_LIMIT_MAX`` (argparse type)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= SOLVER_LIMIT_MAX:
+        raise argparse.ArgumentTypeError(f"expected a positive integer up to "
+                                         f"{SOLVER_LIMIT_MAX}, got {text!r}")
     return value
 
 

@@ -170,10 +170,11 @@ class Dispatch:
         self.grow(workers)
 
     def grow(self, workers: int) -> None:
-        """Run ``workers`` worker processes in all (more units found than expected)."""
+        """Run ``workers`` worker processes in all (more units found than expected),
+        never more than there are units: ``-j 100000`` on one file starts one."""
         if self._closed:
             return
-        while len(self._threads) < workers:
+        while len(self._threads) < min(workers, len(self._units)):
             thread = threading.Thread(target=self._feed, daemon=True)
             self._threads.append(thread)
             thread.start()

@@ -261,12 +261,27 @@ def write_report(path: str, text: str) -> None:
     (created with the umask's permissions, as ``open`` would), then ``os.replace``. On
     any error (an unencodable character, a full disk) the temporary file is removed and
     ``path`` is left as it was, never empty or half-written. Raises ``OSError`` (a
-    ``UnicodeError`` becomes one)."""
+    ``UnicodeError`` becomes one).
+
+    A symbolic link is followed (its target is written, the link stays); a path that
+    is not a regular file (``/dev/stdout``, a FIFO, ``/dev/full``) is written to as it
+    is: replacing it would put a file where a device or a pipe was."""
+    import stat
+
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as error:
         raise OSError(f"the report holds a character UTF-8 cannot encode: {error}") from error
-    directory, name = os.path.split(os.path.abspath(path))
+    path = os.path.realpath(path)
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:
+        with open(path, "wb") as stream:  # a device or a pipe: no rename, no fsync
+            stream.write(data)
+        return
+    directory, name = os.path.split(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     while True:
         temporary = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
