@@ -216,9 +216,17 @@ def _entry(data: object, where: str) -> Example:
     args = data.get("args", {})
     if not isinstance(args, dict):
         raise DemonstrationError(f"{where}: 'args' must be a mapping of the query's fields")
+    if not all(isinstance(k, str) for k in args):
+        raise DemonstrationError(f"{where}: 'args' must be a mapping of the query's fields")
     if ("answer" in data) == ("answer_text" in data):
         raise DemonstrationError(f"{where}: give exactly one of 'answer' (a value) and "
                                  f"'answer_text' (the text as written)")
+    if "answer" in data:
+        try:  # written as JSON to the model: refused now, as a Delphyne entry's answer is
+            json.dumps(data["answer"], allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise DemonstrationError(f"{where}: 'answer' is not a JSON value: "
+                                     f"{error}") from None
     if "answer_text" in data and not isinstance(data["answer_text"], str):
         raise DemonstrationError(f"{where}: 'answer_text' must be a string")
     mode = data.get("mode")
@@ -241,6 +249,17 @@ def load_demonstrations(source: str | Path | Iterable[Example | dict[str, Any]]
             found.extend([e] if isinstance(e, Example) else _entries(e, f"demonstration [{i}]"))
         return found
     path = Path(source)
+    try:
+        return _read(path)
+    except DemonstrationError:
+        raise
+    except (ValueError, RecursionError) as error:  # a file's numbers and nesting are foreign
+        raise DemonstrationError(f"{str(path)[:200]}: cannot be read: {type(error).__name__}: "
+                                 f"{str(error)[:200]}") from None
+
+
+def _read(path: Path) -> list[Example]:
+    """The examples of the file at ``path`` (see ``load_demonstrations``)."""
     try:
         if path.exists() and not path.is_file():  # a FIFO would block, a device never end
             raise IsADirectoryError(0, "not a regular file")
