@@ -449,6 +449,7 @@ def field_type(rng: random.Random, depth: int = 0) -> FieldType:
     return ftype
 
 
+SWAPPED_ALIASES = 0.05  # output models whose first two fields read each other's key
 CONFIGS: tuple[str, ...] = (
     "", "", "", "model_config = ConfigDict(strict=True)",
     "model_config = ConfigDict(extra='forbid')", "model_config = ConfigDict(extra='allow')",
@@ -469,6 +470,18 @@ def draw_model(rng: random.Random, name: str, count: int) -> Model:
     config = rng.choice(CONFIGS)
     parent = rng.randrange(0, count + 1) if count and rng.random() < 0.15 else 0
     features = [f"config:{config.split('(', 1)[1][:-1] if config else 'default'}"]
+    # decided from what was drawn, not from ``rng``: the other cases stay as they were
+    roll = random.Random(f"{[t.annotation for _, t in fields]}|{config}").random()
+    if prefix == "f" and count >= 2 and roll < SWAPPED_ALIASES:
+        # each of two fields of one type is read from the other's key: the JSON text
+        # {"f0": 1, "f1": 2} validates to f0 == 2, f1 == 1 (a decoding schema keyed by
+        # field name constrained the wrong field)
+        fields[1] = ("f1", fields[0][1])
+        swap = "alias_generator=lambda n: {'f0': 'f1', 'f1': 'f0'}.get(n, n)"
+        config = f"model_config = ConfigDict({swap}, " + config.split("(", 1)[1] \
+            if config else f"model_config = ConfigDict({swap})"
+        config = config.replace(", )", ")")
+        features.append("model:swapped-aliases")
     if parent:
         features.append("model:inherited")
     return Model(name, fields, config, parent_fields=parent, features=tuple(features))

@@ -18,7 +18,9 @@ a verdict excludes:
   output (only claimed when the output domain was enumerated exhaustively);
   ``warn``: its counterexample input has a passing output;
 * the pre-flight: ``unsatisfiable`` for an input with a passing output;
-  ``satisfiable`` for one with none (enumerated exhaustively).
+  ``satisfiable`` for one with none (enumerated exhaustively);
+* the decoding schema (``decoding.py``, a third of the cases): a text it admits failing
+  a predicate it calls enforced, or an accepted output it turns away.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pydantic import BaseModel
 from hoare.declaration.models import type_spec
 
 from .cases import Case, load, unload
+from .decoding import check_decoding
 from .models import Model, Pool
 
 __all__ = ["CaseResult", "Contradiction", "run_case"]
@@ -44,6 +47,7 @@ OUTPUT_DRAWS = 250
 RUNNABLE_CAP = 12  # inputs passing the pre-conditions that the search pairs with outputs
 PREFLIGHT_CAP = 8  # inputs the pre-flight is asked about
 ENUMERATION_CAP = 3000
+DECODING_SHARE = 0.35  # cases whose decoding schema is compiled and replayed
 
 
 @dataclass(frozen=True)
@@ -134,15 +138,19 @@ def _build_input(model: type[BaseModel], raw: Any, rng: random.Random) -> BaseMo
         return None
 
 
-def _build_output(model: type[BaseModel], raw: Any) -> BaseModel | None:
+def _build_output(model: type[BaseModel], raw: Any, texts: list[str] | None = None
+                  ) -> BaseModel | None:
     try:
         text = json.dumps(raw)
     except (TypeError, ValueError):
         return None
     try:
-        return model.model_validate_json(text)
+        value = model.model_validate_json(text)
     except Exception:
         return None
+    if texts is not None:
+        texts.append(text)
+    return value
 
 
 def _unjson(value: Any) -> Any:
@@ -285,9 +293,10 @@ def _run(case: Case, module: Any, result: CaseResult, timeout_ms: int,
     inputs, _every_input = _values(case.inp, module.In, rng, case.pool, INPUT_DRAWS,
                                  _suggested(checks, "input"),
                                  lambda raw: _build_input(module.In, raw, rng))
+    texts: list[str] = []  # the outputs' JSON texts, for the decoding schema's replay
     outputs, outputs_all = _values(case.out, module.Out, rng, case.pool, OUTPUT_DRAWS,
                                    _suggested(checks, "output"),
-                                   lambda raw: _build_output(module.Out, raw))
+                                   lambda raw: _build_output(module.Out, raw, texts))
     runnable = [x for x in inputs if all(passes(p, x) for p in pre)]
 
     def post_ok(o: BaseModel, x: BaseModel) -> bool:
@@ -359,6 +368,10 @@ def _run(case: Case, module: Any, result: CaseResult, timeout_ms: int,
             _vacuity(check, source, where, module, inputs, outputs, contradiction)
     if preflight:
         _preflight(desc, cls, runnable, outputs, outputs_all, post_ok, result, contradiction)
+    if pipeline is None and random.Random(f"decoding {case.seed}").random() < DECODING_SHARE:
+        status = check_decoding(desc, module.Out, texts, runnable, passes, contradiction)
+        if status is not None:
+            result.statuses[f"decoding:{status}"] += 1
 
 
 def _vacuity(check: Any, source: Any, where: str, module: Any, inputs: list[BaseModel],
