@@ -210,7 +210,8 @@ def classify(query: Query[T], engine: Any, *, top_logprobs: int = 20,
         raise UsageError(f"classify needs a finite answer set: {type(query).__name__}'s "
                          f"answer type {query.answer_type()!r} is not a Literal, an Enum or "
                          f"bool")
-    if not isinstance(top_logprobs, int) or not 1 <= top_logprobs <= 20:
+    if not isinstance(top_logprobs, int) or isinstance(top_logprobs, bool) or \
+            not 1 <= top_logprobs <= 20:
         raise UsageError(f"top_logprobs must be an integer from 1 to 20 (OpenAI's limit), "
                          f"got {top_logprobs!r}")
     session = _LogprobSession(query, engine, budget, policy_settings(

@@ -305,10 +305,16 @@ def with_tags(*tags: str) -> Selector:
     return lambda query, examples: [e for e in examples if wanted <= set(e.tags)]
 
 
+def _count(k: object, name: str) -> None:
+    """Refuse a ``k`` that is not a whole number >= 0 when the selector is made (a
+    ``bool``, a float, ``nan`` would fail, or pass as 1, only when examples are chosen)."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise ValueError(f"{name}({k!r}): k must be a whole number >= 0")
+
+
 def take(k: int) -> Selector:
     """Keep the first ``k`` examples."""
-    if k < 0:
-        raise ValueError(f"take({k}): k must be >= 0")
+    _count(k, "take")
     return lambda query, examples: examples[:k]
 
 
@@ -322,8 +328,7 @@ def _words(data: object) -> set[str]:
 def most_similar(k: int) -> Selector:
     """The ``k`` examples whose fields share the most words with the query's (Jaccard
     similarity; ties keep file order)."""
-    if k < 0:
-        raise ValueError(f"most_similar({k}): k must be >= 0")
+    _count(k, "most_similar")
 
     def select(query: object, examples: list[Example]) -> list[Example]:
         mine = _words(fields_of(query))

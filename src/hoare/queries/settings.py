@@ -59,7 +59,8 @@ def policy_settings(query: Query[Any], *, params: Mapping[str, Any] | None = Non
                          f"{num_completions!r}")
     if iterative_mode and num_completions != 1:
         raise UsageError("iterative_mode keeps one conversation: it needs num_completions=1")
-    if max_requests is not None and (not isinstance(max_requests, int) or max_requests < 1):
+    if max_requests is not None and (not isinstance(max_requests, int)
+                                     or isinstance(max_requests, bool) or max_requests < 1):
         raise UsageError(f"max_requests must be an integer >= 1 or None, got {max_requests!r}")
     if not isinstance(no_wrap_parse_errors, bool):
         raise UsageError(f"no_wrap_parse_errors must be True or False, got "
