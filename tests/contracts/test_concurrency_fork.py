@@ -117,6 +117,7 @@ HELD_AT_FORK = textwrap.dedent(r'''
     from hoare.queries.query import runtime_of as query_runtime
     from hoare.stats.store import open_store
     from hoare.verifier.solve.lock import Z3_LOCK
+    from hoare.queries import auto_examples, embeddings, pricing, templates
 
     class Q(LLMDataModel):
         text: str
@@ -134,11 +135,14 @@ HELD_AT_FORK = textwrap.dedent(r'''
 
     agent = ContractAgent(FunctionEngine(lambda r: "{}"), agent_type="constrained")
     store = open_store(sys.argv[1])
+    budget, vectors = pricing.QueryBudget({}), embeddings._Vectors(lambda texts: [])
     # every lock a call takes that another thread may hold at the fork, by who owns it
     locks = {"z3": Z3_LOCK.raw, "contract counters": Echo.__hoare_runtime__.tracker._lock,
              "query counters": query_runtime(Twice).tracker._lock,
              "query attempt rates": query_runtime(Twice).rates._lock,
-             "agent counters": agent._counters._lock, "stats store": store._in_database}
+             "agent counters": agent._counters._lock, "stats store": store._in_database,
+             "query templates": templates._LOCK, "query examples": auto_examples._LOCK,
+             "query budget": budget._lock, "query embeddings": vectors.lock}
     results = {}
     for name, lock in locks.items():
         held = threading.Event()
@@ -167,4 +171,4 @@ def test_no_lock_of_the_call_path_is_held_in_a_forked_child(tmp_path: Path) -> N
                           env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
     assert done.returncode == 0, done.stderr[-3000:]
     results = __import__("json").loads(done.stdout.strip().splitlines()[-1])
-    assert results == dict.fromkeys(results, 0) and len(results) == 6, results
+    assert results == dict.fromkeys(results, 0) and len(results) == 10, results

@@ -11,10 +11,12 @@ shown when no such value is found: an example is never a guess.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any
 
+from hoare.forking import hold_across_fork
 from hoare.queries.query import Query, QueryRuntime, init_fields
 from hoare.queries.templates import fields_of
 
@@ -22,6 +24,7 @@ __all__ = ["auto_example_lines", "find_example"]
 
 _CACHE: OrderedDict[tuple[str, str, str | None], tuple[Any, Any]] = OrderedDict()
 _LOCK = threading.Lock()
+hold_across_fork(sys.modules[__name__], _LOCK)  # free in a forked child
 _SIZE = 256
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hoare.errors import HoareError
+from hoare.forking import hold_across_fork
 from hoare.queries.demonstrations import Example, Selector
 from hoare.queries.templates import fields_of
 
@@ -137,6 +138,7 @@ class _Vectors:
         self.embed = embed
         self.known: dict[str, tuple[float, ...]] = {}
         self.lock = threading.Lock()
+        hold_across_fork(self, self.lock)  # free in a forked child
 
     def of(self, texts: list[str]) -> list[tuple[float, ...]]:
         with self.lock:

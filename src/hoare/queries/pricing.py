@@ -30,6 +30,7 @@ from typing import Any, Literal
 from hoare.engines.base import BudgetExceeded, Options, Request, Response, Usage
 from hoare.engines.budget import Budget, BudgetedEngine, Price, Spend
 from hoare.engines.openai_engine import OpenAIEngine
+from hoare.forking import hold_across_fork
 
 __all__ = [
     "DEEPSEEK_MODELS",
@@ -187,6 +188,7 @@ class QueryBudget:
 
     def __init__(self, limits: Mapping[str, float]) -> None:
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child
         self._prices: dict[str, Price] = {}
         grouped: dict[str | None, dict[str, float]] = {None: {}}
         for key, value in limits.items():

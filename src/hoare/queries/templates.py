@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import sys
 import textwrap
 import threading
 from pathlib import Path
@@ -36,6 +37,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
+from hoare.forking import hold_across_fork
 from hoare.queries.extras import require
 
 __all__ = ["Kind", "add_template_folder", "render", "template_folders"]
@@ -44,6 +46,7 @@ Kind = Literal["system", "instance", "repair", "more", "feedback"]
 
 _FOLDERS: list[Path] = []
 _LOCK = threading.Lock()
+hold_across_fork(sys.modules[__name__], _LOCK)  # free in a forked child
 _ENVIRONMENTS: dict[tuple[Path, ...], Any] = {}
 
 DEFAULT_REPAIR = ("Invalid answer. Please consider the following feedback and try again:"
