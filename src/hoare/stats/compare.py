@@ -239,15 +239,19 @@ def _range(bounds: Sequence[float | None]) -> str:
 
 
 def render_table(results: Sequence[dict[str, Any]], baseline: str, candidate: str) -> str:
+    """The comparison as text: names (contract, labels) shown with ``display_text``,
+    so a newline or a terminal control in one cannot add, break or redraw a line."""
+    from hoare.stats.values import display_text
+
     lines = []
     for item in results:
         a, b, d = item["baseline"], item["candidate"], item["difference"]
-        lines.append(f"{item['contract']}: {item['verdict']}; gate (max drop "
+        lines.append(f"{display_text(item['contract'])}: {item['verdict']}; gate (max drop "
                      f"{item['max_drop']:g}, confidence {item['confidence']:g}): "
                      f"{item['gate']}")
         for name, side in ((baseline, a), (candidate, b)):
             lo, hi = side["sequence"]
-            lines.append(f"  {name:<20} P_succ {_pct(side['p_succ'])}  "
+            lines.append(f"  {display_text(name):<20} P_succ {_pct(side['p_succ'])}  "
                          f"[{lo:.3f}, {hi:.3f}] over {side['calls']} call(s); cost per "
                          f"success {_pct(side['cost_per_success'])}; latency p50 "
                          f"{_pct(side['latency_ms_p50'])} ms")

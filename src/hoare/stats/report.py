@@ -104,17 +104,23 @@ def _figure(value: float | None, digits: int = 3) -> str:
 
 
 def render_table(summary: dict[str, Any]) -> str:
+    """The summary as text, one line per figure: every name in it (contract, label,
+    family) shown with ``display_text``, so a newline or a terminal control in a name
+    cannot add, break or redraw a line."""
+    from hoare.stats.values import display_text
+
     lines = []
     for item in summary["contracts"]:
         low, high = item["interval_95"] or (None, None)
-        lines.append(f"{item['name']}  [label {item['label']}]")
+        lines.append(f"{display_text(item['name'])}  [label {display_text(item['label'])}]")
         lines.append(f"  P_succ {_figure(item['p_succ'])}  95% [{_figure(low)}, "
                      f"{_figure(high)}]  over {item['calls']} call(s); first attempt "
                      f"{_figure(item['first_attempt_p_succ'])}")
         for family, rate in item["families"].items():
             f_low, f_high = rate["interval_95"] or (None, None)
-            lines.append(f"    {family:<28} {_figure(rate['p_succ'])}  [{_figure(f_low)}, "
-                         f"{_figure(f_high)}]  ({rate['successes']}/{rate['calls']})")
+            lines.append(f"    {display_text(family):<28} {_figure(rate['p_succ'])}  "
+                         f"[{_figure(f_low)}, {_figure(f_high)}]  "
+                         f"({rate['successes']}/{rate['calls']})")
         if item["family_product"] is not None:
             lines.append(f"  product of the family rates {_figure(item['family_product'])} "
                          f"vs joint {_figure(item['p_succ'])}")

@@ -342,6 +342,9 @@ def read_rows(path: str, columns: Sequence[str], contract: str | None, label: st
             f"SELECT {', '.join(selected)} FROM calls WHERE {where} ORDER BY ts, id",
             args).fetchall()
     except (sqlite3.Error, ValueError, OverflowError) as error:
+        if getattr(error, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+            raise StoreError(f"{path}: locked by another process (waited 30 s): try again "
+                             f"when it is done") from error  # a store, but busy
         raise StoreError(f"{path}: not a hoare stats store ({error})") from error
     finally:
         connection.close()

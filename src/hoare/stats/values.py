@@ -64,12 +64,18 @@ def storable_text(value: str, limit: int = TEXT_LIMIT) -> str:
     return text.replace("\x00", "\\x00") if "\x00" in text else text
 
 
+# Characters that move or reorder what a terminal shows: line and paragraph separators
+# (a log reader breaks the line there) and the bidirectional controls (Trojan Source:
+# U+202E shows "b" + RLO + "dac" as "b" "cad"), escaped like the C0/C1 controls
+LAYOUT_CONTROLS = (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
+                   *range(0x2066, 0x206A))
 _CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROL.update({code: f"\\u{code:04x}" for code in LAYOUT_CONTROLS})
 
 
 def display_text(value: str, limit: int = TEXT_LIMIT) -> str:
-    """``value`` safe to show in a terminal, a log or XML: control characters and
-    lone surrogates escaped."""
+    """``value`` safe to show in a terminal, a log or XML: control characters, line
+    and paragraph separators, bidirectional controls and lone surrogates escaped."""
     return storable_text(value, limit).translate(_CONTROL)
 
 

@@ -24,9 +24,11 @@ _RANK = {"pass": 0, "warn": 1, "unknown": 2, "fail": 3}
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls and DEL: a file name or message holding them could redraw a
-# terminal (ANSI escapes) or break the one-line-per-check table
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_CONTROL_IN_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+# terminal (ANSI escapes) or break the one-line-per-check table; line and paragraph
+# separators and bidirectional controls likewise (they break or reorder a line)
+_LAYOUT = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_LAYOUT}]")
+_CONTROL_IN_LINES = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_LAYOUT}]")
 
 
 def json_text(value: Any, indent: int | None = None) -> str:
