@@ -266,3 +266,37 @@ def test_an_internal_error_is_one_line_and_status_2(monkeypatch: pytest.MonkeyPa
     assert main(["stats", "--db", "x.db"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error: ValueError: a bug \\x1b[2J" in err
+
+
+def test_a_junit_file_that_cannot_be_written_whole_is_left_as_it_was(tmp_path: Path) -> None:
+    """``hoare compare --junit`` on a full disk (a file size limit): status 2 and the
+    previous file intact (before, it was truncated: opened for writing in place)."""
+    import resource
+    import signal
+    import time
+
+    from hoare.stats.records import CallRecord
+    from hoare.stats.store import StatsStore
+
+    db = tmp_path / "calls.db"
+    store = StatsStore(db)
+    for label in ("old", "new"):
+        for k in range(40):
+            store.record(CallRecord(time.time(), "m:C", "h", label, k % 4 != 0, True, 1, 0,
+                                    None, None, None, 0.01, 5.0, "E", None, ()))
+    store.close()
+    previous = "<testsuite name='the last run'/>\n" * 3
+    (tmp_path / "junit.xml").write_text(previous)
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (120, 120))
+
+    env = {**os.environ, "PYTHONPATH": LIBRARY, "NO_COLOR": "1"}
+    done = subprocess.run([sys.executable, "-m", "hoare", "compare", "--db", str(db),
+                           "--baseline", "old", "--candidate", "new", "--junit",
+                           "junit.xml"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300, preexec_fn=small_files)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "junit.xml" in done.stderr and "Traceback" not in done.stderr
+    assert (tmp_path / "junit.xml").read_text() == previous

@@ -47,9 +47,10 @@ def compare_command(args: argparse.Namespace) -> int:
         for name in contracts]
     status = verdict_status(results)
     if args.junit:
-        try:
-            with open(args.junit, "w", encoding="utf-8") as handle:
-                handle.write(junit_text(results, args.baseline, args.candidate))
+        from hoare.verifier.report import write_report
+
+        try:  # as hoare verify -o: atomic, a link followed, a FIFO or device written as is
+            write_report(args.junit, junit_text(results, args.baseline, args.candidate))
         except OSError as error:
             print(f"hoare compare: error: cannot write {terminal_safe(args.junit)}: "
                   f"{terminal_safe(str(error))}", file=sys.stderr)
