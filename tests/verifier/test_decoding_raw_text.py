@@ -9,7 +9,9 @@ the nearest double (``exclusiveMaximum 1.0`` admits ``0.99999999999999999``, rea
 ``1.0``). Before the fix the schema folded ``minLength 2`` onto a stripped field and
 called ``len(o.a) >= 2`` enforced (``" a"`` passes the schema and is read as ``"a"``),
 constrained the wrong field of two swapped aliases (turning away outputs the contract
-accepts), and called ``0.0 <= o.score < 1.0`` enforced by ``exclusiveMaximum``.
+accepts), called ``0.0 <= o.score < 1.0`` enforced by ``exclusiveMaximum``, and
+forbade extra keys in OpenAI's strict subset for a model that keeps them
+(``extra='allow'``: every output a post-condition reading one accepts was turned away).
 
 The oracle: ``jsonschema`` on the text parsed with exact decimals (the decoder's view),
 pydantic's ``model_validate_json`` and the real predicate on the same text. Two claims
@@ -64,6 +66,7 @@ FIELDS: list[tuple[str, str]] = [
             "        return v * 2 if isinstance(v, int) else v"),
     ("int", "a: int = Field(alias='b')\n    b: int = Field(alias='a')"),
     ("int", "a: int"),
+    ("int", "model_config = ConfigDict(extra='allow')\n    a: int"),
     ("float", "a: float = Field(allow_inf_nan=False)"),
     ("float", "a: float"),
 ]
@@ -71,7 +74,8 @@ FIELDS: list[tuple[str, str]] = [
 POSTS: dict[str, list[str]] = {
     "str": ["len(o.a) >= 2", "len(o.a) <= 2", "len(o.a) == 1", "o.a.startswith('x')",
             "o.a.endswith('b')", "o.a in ('ab', 'x', 'Y', ' y')", "o.a == 'SS'"],
-    "int": ["o.a <= 5", "o.a > 2", "o.a in (1, 2)", "o.a == 3 or o.a == 12"],
+    "int": ["o.a <= 5", "o.a > 2", "o.a in (1, 2)", "o.a == 3 or o.a == 12",
+            "o.a <= 5 and getattr(o, 'zzz', 0) == 1"],
     "float": ["o.a > 5", "0.0 <= o.a < 1.0", "o.a >= 0.5 and o.a <= 2.5", "o.a in (1.5, 2.5)"],
 }
 
@@ -97,6 +101,8 @@ def texts(kind: str, body: str, rng: random.Random) -> list[str]:
                              for _ in range(30)]
         bodies = [b for b in bodies if b not in ("nan", "inf", "-inf")]
     out = [f'{{"a": {b}}}' for b in bodies]
+    if "extra='allow'" in body:  # a key the model keeps and a predicate may read
+        out += [f'{{"a": {b}, "zzz": 1}}' for b in bodies]
     if "alias='a'" in body:  # both keys: each is the other field's
         out += [f'{{"a": {b}, "b": {c}}}' for b in bodies[:8] for c in bodies[:8]]
     return out

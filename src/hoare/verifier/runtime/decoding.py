@@ -515,8 +515,11 @@ def _strict_subset(compiled: Compiled) -> None:
     """OpenAI's strict subset: ``const`` becomes an ``enum`` of one; the types'
     ``minLength``/``maxLength`` are dropped (said in ``dropped``: pydantic still checks
     them); every object lists all its properties as required (a defaulted field may
-    always be sent with its value) and forbids others (pydantic ignores extra keys, so
-    no value the contract accepts is lost)."""
+    always be sent with its value) and forbids others (pydantic ignores or refuses
+    extra keys, so no value the contract accepts is lost), except an object whose
+    model keeps them (``extra='allow'``, ``additionalProperties`` not false): forbidding
+    them could turn away every accepted output, so that schema stays out of the subset
+    (the engine then does not ask for strict mode)."""
     def visit(node: Any, path: str) -> None:
         if isinstance(node, list):
             for index, item in enumerate(node):
@@ -528,7 +531,12 @@ def _strict_subset(compiled: Compiled) -> None:
             node["enum"] = [node.pop("const")]
         if isinstance(node.get("properties"), dict):
             node["required"] = list(node["properties"])
-            node["additionalProperties"] = False
+            if node.get("additionalProperties", False) is False:
+                node["additionalProperties"] = False
+            else:  # extra='allow': the extra keys are kept, and predicates may read them
+                compiled.dropped.append(f"{path or '(root)'}: additionalProperties false "
+                                        f"not set (the model keeps extra keys): the schema "
+                                        f"is not in OpenAI's strict subset")
         for keyword in ("minLength", "maxLength", "default"):
             if keyword in node:
                 value = node.pop(keyword)
