@@ -395,6 +395,20 @@ def _tool_name(tool: type) -> str:
     return str(getattr(tool, "__tool_name__", None) or tool.__name__)
 
 
+def _offered_name(tool: type) -> str:
+    """The name a tool type is offered under, refused (``TypeError``) when a native tool
+    call cannot carry it (``NAME_PATTERN``: a provider answers 400 to every request
+    offering ``Résumé`` or ``has space``)."""
+    from hoare.agents.tool import NAME_PATTERN
+
+    name = _tool_name(tool)
+    if not NAME_PATTERN.fullmatch(name):
+        raise TypeError(f"the tool name {name!r} of {tool.__qualname__} is not one a native "
+                        f"tool call can carry (letters, digits, _ and -, at most 64): "
+                        f"set __tool_name__ on the class")
+    return name
+
+
 def tool_spec(tool: type) -> dict[str, Any]:
     """The OpenAI function spec of a tool type (its docstring, its JSON schema)."""
     schema = type_spec(tool).schema
@@ -424,6 +438,7 @@ def final_tool_call_as(annotation: Any) -> Parser[Any]:
                                               or hasattr(annotation, "__dataclass_fields__"))):
         raise TypeError(f"final_tool_call_as needs a pydantic model or a dataclass, "
                         f"got {annotation!r}")
+    _offered_name(annotation)
 
     def parse(answer: Answer) -> Any:
         calls = [c for c in answer.tool_calls if c.name == _tool_name(annotation)]
@@ -452,7 +467,7 @@ def response_with(tools: Sequence[type], final: Parser[Any] | None = None
     if odd is not None:
         raise TypeError(f"response_with needs tool classes, got {type(odd).__name__}")
     reader = final or get_text
-    names = {_tool_name(t) for t in tools}
+    names = {_offered_name(t) for t in tools}
     own = {_tool_name(t) for t in reader.tools}
     clash = names & own
     if clash:
