@@ -164,3 +164,34 @@ def test_the_private_unsupported_classes_are_one_unmodelled_class() -> None:
     assert strays == []
     assert issubclass(unmodelled.Unsupported, unmodelled.Unmodelled)
     assert issubclass(unmodelled.Unmodelled, errors.HoareError)
+
+
+class _Raising(Exception):
+    pass
+
+
+def _raise(*_args: object) -> object:
+    raise _Raising("a foreign dunder")
+
+
+class _LoudText(str):
+    """A str whose own dunders raise: what a foreign __repr__ may return."""
+
+    __len__ = __format__ = __getitem__ = __add__ = __hash__ = _raise  # type: ignore[assignment]
+
+
+def _values() -> list[object]:
+    returns_loud = type("ReturnsLoud", (), {"__repr__": lambda self: _LoudText("x" * 500)})
+    returns_number = type("ReturnsNumber", (), {"__repr__": lambda self: 5})
+    raising = type("Raising", (), {"__repr__": _raise, "__class__": property(_raise)})
+    return [returns_loud(), returns_number(), raising(), "é\ud800\U0010ffff", 10**5000 // 3,
+            float("nan"), -0.0]
+
+
+@pytest.mark.parametrize("index", range(len(_values())))
+def test_shown_never_raises_and_is_a_bounded_plain_str(index: int) -> None:
+    """``errors.shown``: what an argument check quotes of a bad value (made in the test:
+    pytest itself reads a parameter's ``__class__``)."""
+    text = errors.shown(_values()[index], limit=100)
+    assert type(text) is str and 0 < len(text) <= 101
+    assert f"{text}" == text

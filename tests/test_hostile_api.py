@@ -15,16 +15,24 @@ fails the test naming the case).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile.registry import registry
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from library_under_test import LIBRARY
+
+import hoare
 
 TESTS = Path(__file__).resolve().parent
 KINDS = sorted({entry.kind for entry in registry().values() if entry.drive is not None})
@@ -65,3 +73,62 @@ def test_only_documented_exceptions_escape_and_interrupts_propagate(kind: str) -
     bad = [f"{line['entry']} <- {line['value']}: {line['detail']}"
            for line in verdicts if line["verdict"] == "bad"]
     assert not bad, "\n\n".join(bad)
+
+
+class _Dunder(Exception):
+    """What an in-process hostile argument's dunder raises."""
+
+
+def _raise(*_args: object, **_kwargs: object) -> Any:
+    raise _Dunder("a hostile dunder")
+
+
+_DUNDERS = ("__eq__", "__hash__", "__bool__", "__len__", "__iter__", "__repr__", "__str__",
+            "__format__", "__getattr__", "__class__", "__index__", "__float__", "__int__",
+            "__lt__", "__gt__", "__fspath__")
+
+
+def _hostile(names: frozenset[str]) -> object:
+    namespace: dict[str, Any] = {name: property(_raise) if name == "__class__" else _raise
+                                 for name in names}
+    return type("Hostile", (), namespace)()
+
+
+_CONFIGURE = ("engine", "cache_size", "stats", "label", "stats_retention_days", "preflight")
+
+
+@contextlib.contextmanager
+def _configuration_kept() -> Iterator[Any]:
+    """``hoare.configure`` (typed loosely: the arguments are wrong on purpose), the
+    settings reset afterwards."""
+    try:
+        yield hoare.configure
+    finally:
+        hoare.configure(engine=None, stats=None, label=None, stats_retention_days=None,
+                        preflight=None)
+
+
+@settings(max_examples=80, deadline=None)
+@given(names=st.frozensets(st.sampled_from(_DUNDERS), min_size=1),
+       keyword=st.sampled_from(_CONFIGURE))
+def test_configure_refuses_a_hostile_argument_naming_it(names: frozenset[str],
+                                                        keyword: str) -> None:
+    """configure() checks its arguments by their real type (never their ``__class__``
+    or operators) and names the argument in a text that does not raise."""
+    with _configuration_kept() as configure, pytest.raises((TypeError, ValueError)) as raised:
+        configure(**{keyword: _hostile(names)})
+    text = str(raised.value)
+    assert keyword.split("_")[0] in text and "Hostile" in text
+
+
+@settings(max_examples=150, deadline=None)
+@given(days=st.one_of(st.integers(), st.integers(10**300, 10**400), st.floats(),
+                      st.sampled_from([-0.0, 0.0, math.nan, math.inf, -math.inf, True])))
+def test_configure_takes_only_a_finite_positive_retention(days: float) -> None:
+    finite = type(days) is not bool and 0 < days < 10**300
+    with _configuration_kept() as configure:
+        if finite:
+            configure(stats_retention_days=days)
+        else:
+            with pytest.raises(ValueError, match="stats_retention_days"):
+                configure(stats_retention_days=days)

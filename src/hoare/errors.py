@@ -89,6 +89,7 @@ __all__ = [
     "StoppedEarly",
     "UsageError",
     "safe_text",
+    "shown",
 ]
 
 
@@ -159,3 +160,18 @@ def safe_text(error: BaseException, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[:limit] + f"… [truncated: {limit} of {len(text)} characters shown]"
     return text
+
+
+def shown(value: object, limit: int = 200) -> str:
+    """``repr(value)`` for an error message about a bad argument, at most ``limit``
+    characters. Never raises: the value may be a foreign object whose ``__repr__``
+    raises or returns a ``str`` subclass with dunders of its own; then its type is
+    named (read with ``type()``, never its ``__class__``)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = None
+    if not isinstance(text, str):
+        return f"a {type(value).__name__} object"
+    text = str.__str__(text)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -12,10 +12,10 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from hoare.engines.base import Engine
-from hoare.errors import EngineNotConfigured
+from hoare.errors import EngineNotConfigured, shown
 from hoare.kernel import PreflightResult, Verdict
 
 if TYPE_CHECKING:
@@ -70,17 +70,22 @@ def configure(*, engine: Engine | _Keep | None = _KEEP, cache_size: int | None =
     global _configured, _cache_size, _stats, _label, _retention, _store, _preflight
     if preflight is not _KEEP and preflight is not None:
         check_preflight(preflight, "configure(preflight=...)")
-    if stats is not _KEEP and stats is not None and not isinstance(stats, (str, os.PathLike)):
-        raise TypeError(f"stats must be a path (or None), got {stats!r}")
-    if label is not _KEEP and label is not None and not isinstance(label, str):
-        raise TypeError(f"label must be a string (or None), got {label!r}")
-    if engine is not _KEEP and engine is not None and not isinstance(engine, Engine):
-        raise TypeError(f"engine must have complete() and acomplete(), got {engine!r}")
+    # type(): a foreign value's __class__ (and a Protocol's attribute reads) may raise
+    if stats is not _KEEP and stats is not None and \
+            not issubclass(type(stats), (str, os.PathLike)):
+        raise TypeError(f"stats must be a path (or None), got {shown(stats)}")
+    if label is not _KEEP and label is not None and not issubclass(type(label), str):
+        raise TypeError(f"label must be a string (or None), got {shown(label)}")
+    if engine is not _KEEP and engine is not None and not _is_engine(engine):
+        raise TypeError(f"engine must have complete() and acomplete(), got {shown(engine)}")
     if stats_retention_days is not _KEEP and stats_retention_days is not None:
         _check_days(stats_retention_days, "stats_retention_days")
-    if cache_size is not None and (isinstance(cache_size, bool)
-                                   or not isinstance(cache_size, int) or cache_size < 1):
-        raise ValueError(f"cache_size must be an integer >= 1, got {cache_size!r}")
+    if cache_size is not None:
+        exact = int.__index__(cache_size) if issubclass(type(cache_size), int) \
+            and type(cache_size) is not bool else None  # a subclass's __lt__ is foreign
+        if exact is None or exact < 1:
+            raise ValueError(f"cache_size must be an integer >= 1, got {shown(cache_size)}")
+        cache_size = exact
     with _lock:
         if engine is not _KEEP:
             _configured = engine
@@ -97,11 +102,31 @@ def configure(*, engine: Engine | _Keep | None = _KEEP, cache_size: int | None =
             _store = (_KEEP, None)  # the next call hands the store its retention
 
 
+def _is_engine(value: object) -> bool:
+    try:
+        return isinstance(value, Engine)
+    except Exception:  # a foreign object's attribute raised: it is no engine
+        return False
+
+
+def _exact_number(value: object) -> float | None:
+    """``value`` as a float when it is an int (not a bool) or a float, read without its
+    own operators (a subclass's are foreign code); None otherwise, or for an int too
+    large for a float."""
+    kind = type(value)
+    if issubclass(kind, float):
+        return float.__float__(cast("float", value))
+    if issubclass(kind, int) and kind is not bool:
+        exact = int.__index__(cast("int", value))
+        return float(exact) if abs(exact) < 10**300 else None
+    return None
+
+
 def _check_days(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
-            or value == float("inf"):
-        raise ValueError(f"{what} must be a number of days > 0, got {value!r}")
-    return float(value)
+    number = _exact_number(value)
+    if number is None or not 0 < number < float("inf"):
+        raise ValueError(f"{what} must be a number of days > 0, got {shown(value)}")
+    return number
 
 
 def _retention_days() -> float | None:
@@ -160,7 +185,7 @@ def check_preflight(value: object, what: str) -> bool | str:
     if value is True or value is False or (type(value) is str and value == "shadow"):
         return value
     raise ValueError(f"{what} must be True (refuse an input no output can pass), "
-                     f"'shadow' (check, log, never refuse) or False, got {value!r}")
+                     f"'shadow' (check, log, never refuse) or False, got {shown(value)}")
 
 
 def preflight_mode(chosen: bool | str | None = None) -> bool | str:

@@ -18,10 +18,11 @@ from hoare.declaration.source import (  # re-exported for description.py
     raise_literals,
     source_expression,
 )
+from hoare.errors import shown
 from hoare.kernel import Policy
 
 __all__ = ["Condition", "Post", "Pre", "is_asynchronous", "positional_arity", "raise_literals",
-           "required_parameters", "shown", "source_expression"]
+           "required_parameters", "source_expression"]
 
 
 @dataclass(frozen=True)
@@ -70,19 +71,6 @@ class Condition:
         except Exception:  # a foreign callable's attribute
             name = None
         return name if type(name) is str and name else shown(self.fn)
-
-
-def shown(value: object) -> str:
-    """``repr(value)``, at most 200 characters; the type's name when that fails (a
-    foreign object's ``__repr__`` may raise or return a non-string)."""
-    try:
-        shown = repr(value)
-    except Exception:
-        shown = None
-    if not isinstance(shown, str):
-        return f"a {type(value).__name__} object"
-    shown = str.__str__(shown)
-    return shown if len(shown) <= 200 else shown[:200] + "…"
 
 
 class Pre(Condition):

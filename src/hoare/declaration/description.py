@@ -22,11 +22,10 @@ from hoare.declaration.conditions import (
     positional_arity,
     raise_literals,
     required_parameters,
-    shown,
     source_expression,
 )
 from hoare.declaration.models import TypeSpec, type_spec
-from hoare.errors import ContractDefinitionError, safe_text
+from hoare.errors import ContractDefinitionError, safe_text, shown
 from hoare.kernel import ContractConfig, Policy
 
 __all__ = ["ContractDefinitionError", "ContractDescription", "PredicateSource", "describe"]
