@@ -300,3 +300,53 @@ def test_a_junit_file_that_cannot_be_written_whole_is_left_as_it_was(tmp_path: P
     assert done.returncode == 2, done.stdout + done.stderr
     assert "junit.xml" in done.stderr and "Traceback" not in done.stderr
     assert (tmp_path / "junit.xml").read_text() == previous
+
+
+# -- modules hoare schema and hoare eval import in their own process ----------------------
+
+_MODULES = {
+    "exits 0": ("import sys\nsys.exit(0)\n", "SystemExit: 0"),
+    "exits with text": ("import sys\nsys.exit('bye')\n", "SystemExit: bye"),
+    "raises": ("raise RuntimeError('boom at import')\n", "RuntimeError: boom at import"),
+    "has a NUL byte": (CONTRACT + "\x00\n", "SyntaxError"),
+    "raises in __getattr__": ("def __getattr__(name):\n    raise ValueError('no ' + name)\n",
+                              "ValueError: no Task"),
+}
+
+
+@pytest.mark.parametrize("command", [["schema", "m:Task", "--json"],
+                                     ["eval", "m:Task", "d.jsonl", "--db", "s.db",
+                                      "--json"]])
+@pytest.mark.parametrize("module", sorted(_MODULES))
+def test_a_module_that_ends_or_fails_at_import_is_an_import_error(
+        tmp_path: Path, command: list[str], module: str) -> None:
+    """Status 2 naming the module (a ``sys.exit(0)`` at import ended the command with
+    status 0 and no output; ``sys.exit('bye')`` with 1, read as a failed gate)."""
+    body, named = _MODULES[module]
+    (tmp_path / "m.py").write_text(body)
+    (tmp_path / "d.jsonl").write_text('{"n": 1}\n')
+    done = _hoare(*command, cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "m:Task" in done.stderr and named in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("command", [["schema", "m:Task", "--json"],
+                                     ["eval", "m:Task", "d.jsonl", "--db", "s.db",
+                                      "--engine", "m:engine", "--json"]])
+def test_what_a_module_prints_stays_out_of_the_json(tmp_path: Path,
+                                                    command: list[str]) -> None:
+    import json
+
+    noisy = ("print('NOISE at import {')\n" + CONTRACT.replace(
+        "        return self.contract_result",
+        "        print('NOISE in forward')\n        return self.contract_result") +
+        "import json as _json\nfrom hoare.engines import FunctionEngine\n"
+        "def engine():\n    print('NOISE making the engine')\n"
+        "    return FunctionEngine(lambda r: _json.dumps({'m': 5}))\n")
+    (tmp_path / "m.py").write_text(noisy)
+    (tmp_path / "d.jsonl").write_text('{"n": 1}\n{"n": 2}\n')
+    done = _hoare(*command, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    json.loads(done.stdout)  # nothing else on stdout
+    assert "NOISE at import" in done.stderr

@@ -5,6 +5,7 @@ bound (``--min-p-succ``). Named ``evaluate`` so as not to shadow the builtin ``e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -31,11 +32,12 @@ def eval_command(args: argparse.Namespace) -> int:
     if target is None:
         return 2
     label = storable_text(args.label or os.environ.get("HOARE_LABEL") or "eval")
-    try:
-        engine = engine_of(args.engine, args.model)
-        configuration.configure(stats=target, label=label)
-        store = configuration.stats_store()
-        name, run = run_eval(args.contract, Path(args.dataset), engine, args.jobs)
+    try:  # what the user's engine and contract print goes to stderr: not the output
+        with contextlib.redirect_stdout(sys.stderr):
+            engine = engine_of(args.engine, args.model)
+            configuration.configure(stats=target, label=label)
+            store = configuration.stats_store()
+            name, run = run_eval(args.contract, Path(args.dataset), engine, args.jobs)
     except EvalError as error:
         print(f"hoare eval: error: {terminal_safe(str(error))}", file=sys.stderr)
         return 2

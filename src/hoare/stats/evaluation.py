@@ -43,7 +43,14 @@ class EvalRun:
 
 
 def resolve(target: str, what: str) -> Any:
-    """``module:attribute`` (the module imported from the current directory too)."""
+    """``module:attribute`` (the module imported from the current directory too).
+
+    The module is the user's code, run at import: what it prints goes to stderr (the
+    command's output, JSON for ``--json``, stays clean), and a ``sys.exit`` in it is
+    an import error like any other (it ended ``hoare schema``/``eval`` with the
+    module's status, 0 included, having done nothing)."""
+    import contextlib
+
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
         raise EvalError(f"{what} {target!r}: give module:attribute (e.g. "
@@ -51,8 +58,9 @@ def resolve(target: str, what: str) -> Any:
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
-        module = importlib.import_module(module_name)
-    except Exception as error:
+        with contextlib.redirect_stdout(sys.stderr):
+            module = importlib.import_module(module_name)
+    except (Exception, SystemExit) as error:
         raise EvalError(f"{what} {target!r}: cannot import {module_name}: "
                         f"{type(error).__name__}: {error}") from error
     value: Any = module
@@ -61,6 +69,9 @@ def resolve(target: str, what: str) -> Any:
             value = getattr(value, part)
         except AttributeError:
             raise EvalError(f"{what} {target!r}: {module_name} has no {attribute}") from None
+        except Exception as error:  # a module __getattr__ or descriptor that raises
+            raise EvalError(f"{what} {target!r}: reading {part} raised "
+                            f"{type(error).__name__}: {error}") from error
     return value
 
 
