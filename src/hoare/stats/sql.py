@@ -76,7 +76,8 @@ _LOCK_KEY = 0x686F617265  # "hoare": a PostgreSQL advisory lock serializing migr
 def _engine(url: str) -> sa.Engine:
     try:
         return sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=0)
-    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as error:
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError,
+            ValueError) as error:  # ValueError: a port that is not a number ("[::1")
         raise StoreError(f"not a usable SQLAlchemy URL ({error})") from error
 
 
