@@ -80,3 +80,29 @@ def test_a_comparison_of_hostile_names_keeps_its_lines(baseline: str, candidate:
     hostile = table(baseline, candidate, contract)
     assert not any(_unsafe(c, newline_allowed=True) for c in hostile), ascii(hostile)
     assert hostile.count("\n") == table("A", "B", "C").count("\n")
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages=st.lists(TEXT, min_size=1, max_size=4), name=TEXT, error=TEXT)
+def test_the_verify_table_has_one_line_per_check_whatever_the_messages(
+        messages: list[str], name: str, error: str) -> None:
+    """A newline in a predicate's message (it is part of a check's message) started a
+    line at the table's left edge, where it could read as another check."""
+    import re
+
+    from hoare.verifier.report.model import CheckResult, ContractReport, ImportProblem, Report
+
+    report = Report(contracts=[ContractReport(name, checks=[
+        CheckResult("predicate_vacuous", "fail", f'"{m}" can never pass', predicate=m)
+        for m in messages])], errors=[ImportProblem("t.py", error, "t.py", 1)])
+    table = report.render()
+    assert not any(_unsafe(c, newline_allowed=True) for c in table), ascii(table)
+    lines = table.split("\n")
+    starts = [line for line in lines
+              if re.match(r"(contract|pipeline|import error:) |  (PASS|FAIL|WARN|UNKNOWN) ",
+                          line)]
+    assert len(starts) == 1 + len(messages) + 1, table
+    # every other line is a detail (indented under its check) or the summary
+    for line in lines:
+        assert line in starts or line == "" or line.startswith(" " * 12) or \
+            re.match(r"\d+ contract\(s\), ", line), (line, table)

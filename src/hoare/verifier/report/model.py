@@ -216,8 +216,10 @@ class Report:
             for check in report.checks:
                 subject = shown(f"{check.kind}" +
                                 (f" [{check.predicate}]" if check.predicate else ""))
-                lines.append(f"  {check.status.upper():<8}{subject:<38} "
-                             f"{shown(check.message, lines=True)}")
+                # a message's own lines go under it, indented as details: a newline in
+                # a predicate's message must not start a line that reads as a check
+                message = shown(check.message, lines=True).replace("\n", "\n" + " " * 12)
+                lines.append(f"  {check.status.upper():<8}{subject:<38} {message}")
                 if check.ignored is not None:
                     lines.append(f"{'':12}ignored ([tool.hoare] ignore): "
                                  f"{shown(check.ignored)}")
@@ -245,7 +247,8 @@ class Report:
                     notes.append(note)
             lines.append("")
         for problem in self.errors:
-            lines.append(f"import error: {shown(str(problem), lines=True)}")
+            text = shown(str(problem), lines=True).replace("\n", "\n" + " " * 14)
+            lines.append(f"import error: {text}")
         if self.errors:
             lines.append("")
         summary = self.summary()
