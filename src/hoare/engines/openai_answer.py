@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -273,23 +274,69 @@ NOT_OBJECTS = (str, bytes, bytearray, int, float, list, tuple, type(None))
 no fields (``getattr("text", "index")`` would find ``str.index``, a method, not a field)."""
 
 
+_MAPPING, _SCALAR, MODEL = 0, 1, 2
+"""Kinds of value where an object belongs: a mapping, not an object, any other object
+(a client model: its fields are its attributes)."""
+OBJECT_KINDS: dict[type, int] = {dict: _MAPPING}
+"""Each type's kind, decided once (a stream reads three objects per chunk)."""
+_MAX_KINDS = 1024
+
+
+def _kind(value: Any) -> int:
+    cls = type(value)
+    kind = OBJECT_KINDS.get(cls)
+    if kind is None:
+        kind = _MAPPING if isinstance(value, Mapping) else \
+            _SCALAR if isinstance(value, NOT_OBJECTS) else MODEL
+        if len(OBJECT_KINDS) < _MAX_KINDS:
+            OBJECT_KINDS[cls] = kind
+    return kind
+
+
 def is_object(value: Any) -> bool:
     """Whether ``value`` is a JSON object or a client model (not text, a number, a list)."""
-    return not isinstance(value, NOT_OBJECTS)
+    return _kind(value) != _SCALAR
 
 
 def attribute(obj: Any, name: str) -> Any:
     """``obj[name]`` of a JSON object, ``obj.name`` of a client model (the ``openai``
     client builds its models without validating them, so the value may be of any type);
     None when absent or when ``obj`` is not an object."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    if not is_object(obj):
+    kind = _kind(obj)
+    if kind == _MAPPING:
+        try:
+            return obj.get(name)
+        except Exception:  # a foreign mapping's get
+            return None
+    if kind == _SCALAR:
         return None
     try:
         return getattr(obj, name, None)
     except Exception:  # a foreign object's __getattr__
         return None
+
+
+def fields(obj: Any, *names: str) -> tuple[Any, ...] | None:
+    """``attribute(obj, name)`` for each name (None for ``obj`` that is not an object):
+    one call per object, as a stream reads three objects per chunk."""
+    kind = OBJECT_KINDS.get(type(obj))
+    if kind is None:
+        kind = _kind(obj)
+    if kind == MODEL:
+        getter = _GETTERS.get(names)
+        if getter is None:
+            getter = _GETTERS.setdefault(names, operator.attrgetter(*names))
+        try:
+            found = getter(obj)
+            return found if len(names) > 1 else (found,)
+        except Exception:  # a field absent, a foreign object's __getattr__: one by one
+            pass
+    elif kind == _SCALAR:
+        return None
+    return tuple([attribute(obj, name) for name in names])
+
+
+_GETTERS: dict[tuple[str, ...], Callable[[Any], Any]] = {}
 
 
 def _count(value: Any) -> int | None:

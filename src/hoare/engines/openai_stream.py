@@ -10,6 +10,7 @@ handed to the watch's ``feed`` once.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,13 +24,20 @@ from hoare.engines.base import (
     Usage,
 )
 from hoare.engines.openai_answer import (
+    MODEL,
+    OBJECT_KINDS,
     attribute,
     checked_usage,
     dialect_of,
     excerpt,
-    is_object,
+    fields,
     read_tokens,
 )
+
+# the fields of a chunk, a choice and a delta, read at once from the client's models
+_CHUNK = operator.attrgetter("usage", "model", "choices")
+_CHOICE = operator.attrgetter("index", "delta", "finish_reason", "logprobs")
+_DELTA = operator.attrgetter("content", "refusal")
 
 
 def should_stream(request: Request, params: Mapping[str, Any]) -> bool:
@@ -72,43 +80,71 @@ class StreamReading:
         token: each piece is handed to the watch's ``feed`` once (no join per chunk).
         Every field is checked (``EngineAnswerError`` names the one that is wrong): the
         ``openai`` client builds its chunks without validating them."""
-        if not is_object(chunk):
-            raise self._malformed("a chunk that is not an object", chunk)
-        usage = attribute(chunk, "usage")
+        read: tuple[Any, ...] | None = None
+        if OBJECT_KINDS.get(type(chunk)) == MODEL:  # the client's model: its attributes
+            try:
+                read = _CHUNK(chunk)
+            except Exception:  # a field absent: read one by one below
+                pass
+        if read is None:
+            read = fields(chunk, "usage", "model", "choices")
+            if read is None:
+                raise self._malformed("a chunk that is not an object", chunk)
+        usage, model, choices = read
         if usage is not None:
             self.usage = usage  # any type: ``checked_usage`` reads it
-        model = attribute(chunk, "model")
-        if isinstance(model, str) and model:
+        if type(model) is str and model:
             self.model = model
-        choices = attribute(chunk, "choices")
         if choices is not None and not isinstance(choices, list | tuple):
             raise self._malformed("choices that are not a list", choices)
         reason = None
         for position, choice in enumerate(choices or ()):
-            if not is_object(choice):
-                raise self._malformed("a choice that is not an object", choice)
-            index = attribute(choice, "index")
-            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            read = None
+            if OBJECT_KINDS.get(type(choice)) == MODEL:
+                try:
+                    read = _CHOICE(choice)
+                except Exception:
+                    pass
+            if read is None:
+                read = fields(choice, "index", "delta", "finish_reason", "logprobs")
+                if read is None:
+                    raise self._malformed("a choice that is not an object", choice)
+            index, delta, finish, logprobs = read
+            if type(index) is not int or index < 0:
                 index = position  # as a non-streamed answer's choices are read
             if index != 0:
                 continue
-            delta = attribute(choice, "delta")
-            if delta is not None and not is_object(delta):
-                raise self._malformed("a delta that is not an object", delta)
-            piece = self._text(attribute(delta, "content"), "content")
-            refused = self._text(attribute(delta, "refusal"), "refusal")
-            if refused:
-                self.refusal.append(refused)
-            content = attribute(attribute(choice, "logprobs"), "content")
-            if content and self.tokens is not None:
-                tokens = read_tokens(content)
-                if tokens is None:
-                    self.tokens = None
-                else:
-                    self.tokens.extend(tokens)
-            finish = self._text(attribute(choice, "finish_reason"), "finish_reason")
-            if finish:
-                self.finish = finish
+            piece = refused = None
+            if delta is not None:
+                read = None
+                if OBJECT_KINDS.get(type(delta)) == MODEL:
+                    try:
+                        read = _DELTA(delta)
+                    except Exception:
+                        pass
+                if read is None:
+                    read = fields(delta, "content", "refusal")
+                    if read is None:
+                        raise self._malformed("a delta that is not an object", delta)
+                piece, refused = read
+                if piece is not None and type(piece) is not str:
+                    piece = self._text(piece, "content")
+                if refused is not None:
+                    refused = self._text(refused, "refusal")
+                    if refused:
+                        self.refusal.append(refused)
+            if logprobs is not None and self.tokens is not None:
+                content = attribute(logprobs, "content")
+                if content:
+                    tokens = read_tokens(content)
+                    if tokens is None:
+                        self.tokens = None
+                    else:
+                        self.tokens.extend(tokens)
+            if finish is not None:
+                finish = self._text(finish, "finish_reason")
+                if finish:
+                    self.finish = finish
             if piece:
                 self.parts.append(piece)
                 self.chunks += 1
