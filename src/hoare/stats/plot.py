@@ -94,7 +94,8 @@ def plot_stats(rows: Sequence[dict[str, Any]], path: str,
         over_time.set_ylim(-0.02, 1.02)
         over_time.set_ylabel("P_succ")
         at_first = sum(1 for call in calls if call["first_attempt"])
-        over_time.set_title(f"{name}  [label {label}]: {successes}/{len(calls)} calls met "
+        over_time.set_title(f"{_shown(name)}  [label {_shown(label)}]: "
+                            f"{successes}/{len(calls)} calls met "
                             f"the contract, after any remedy ({at_first} at the first "
                             f"attempt)", fontsize=10)
         over_time.legend(loc="lower right", fontsize=8)
@@ -166,11 +167,11 @@ def plot_compare(results: Sequence[dict[str, Any]], a_rows: Sequence[dict[str, A
             rates.fill_between(xs, [band[x][1] for x in xs], [band[x][2] for x in xs],
                                alpha=0.2, color=color)
             rates.plot(xs, [band[x][0] for x in xs], color=color,
-                       label=f"{label} ({total} calls)")
+                       label=f"{_shown(label)} ({total} calls)")
         rates.set_ylim(-0.02, 1.02)
         rates.set_xlabel("calls so far (of each label)")
         rates.set_ylabel("P_succ")
-        rates.set_title(f"{name}: confidence sequences (valid at every look)", fontsize=10)
+        rates.set_title(f"{_shown(name)}: confidence sequences (valid at every look)", fontsize=10)
         rates.legend(loc="lower right", fontsize=8)
         rates.grid(alpha=0.3)
         common = shared
@@ -180,7 +181,8 @@ def plot_compare(results: Sequence[dict[str, Any]], a_rows: Sequence[dict[str, A
             lows = [y[1] - x[2] for x, y in zip(a, b, strict=True)]
             highs = [y[2] - x[1] for x, y in zip(a, b, strict=True)]
             difference.fill_between(common, lows, highs, alpha=0.25, color="tab:purple",
-                                    label=f"{candidate} − {baseline} (sequence)")
+                                    label=f"{_shown(candidate)} − {_shown(baseline)} "
+                                          f"(sequence)")
             settled = len(common) // 5  # zoom on the later looks, where the gate is read
             bottom = max(-1.02, min(*lows[settled:], -result["max_drop"]) - 0.05)
             top = min(1.02, max(*highs[settled:], 0.0) + 0.05)
@@ -200,14 +202,43 @@ def plot_compare(results: Sequence[dict[str, Any]], a_rows: Sequence[dict[str, A
 
 
 def _save(figure: Any, path: str, left_out: int, narrow: str) -> int:
-    """Write the figure (saying how many contracts were left out); the rows drawn."""
+    """Write the figure (saying how many contracts were left out); the rows drawn.
+
+    Drawn in memory in the format the path's suffix names (none: PNG), then written as
+    ``hoare verify -o`` writes: atomically, a link followed, a FIFO or device as it is.
+    Handing the path to matplotlib wrote ``..png`` for ``.``, and lost the error of a
+    full disk (``/dev/full``: "plot written")."""
+    import io
+    import os
+
+    from hoare.verifier.report import write_report
+
     if left_out > 0:
         figure.suptitle(f"{left_out} more contract(s) not drawn: use {narrow}", fontsize=9)
+    suffix = os.path.splitext(path)[1][1:].lower() or "png"
+    supported = figure.canvas.get_supported_filetypes()
+    if suffix not in supported:
+        plt.close(figure)
+        raise ValueError(f"no image format for {suffix!r} (known: "
+                         f"{', '.join(sorted(supported))})")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    image = io.BytesIO()
+    try:
+        figure.savefig(image, dpi=110, format=suffix)
+    finally:
+        plt.close(figure)
+    write_report(path, image.getvalue())
     return len(figure.axes) // 2
 
 
+def _shown(text: str) -> str:
+    """A name as a plot shows it: control characters escaped (a font has no glyph for
+    them: matplotlib warned, and drew nothing), and ``$`` too (mathtext)."""
+    from hoare.stats.values import display_text
+
+    return display_text(text).replace("$", r"\$")
+
+
 def _short(text: str, width: int = 34) -> str:
+    text = _shown(text)
     return text if len(text) <= width else text[:width - 1] + "…"

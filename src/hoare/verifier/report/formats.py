@@ -256,7 +256,7 @@ def to_junit(report: Report) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
-def write_report(path: str, text: str) -> None:
+def write_report(path: str, text: str | bytes) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically: a new file in the same directory
     (created with the umask's permissions, as ``open`` would), then ``os.replace``. On
     any error (an unencodable character, a full disk) the temporary file is removed and
@@ -269,7 +269,7 @@ def write_report(path: str, text: str) -> None:
     import stat
 
     try:
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if isinstance(text, str) else text  # bytes: a plot
     except UnicodeEncodeError as error:
         raise OSError(f"the report holds a character UTF-8 cannot encode: {error}") from error
     path = os.path.realpath(path)
