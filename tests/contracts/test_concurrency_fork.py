@@ -172,3 +172,83 @@ def test_no_lock_of_the_call_path_is_held_in_a_forked_child(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr[-3000:]
     results = __import__("json").loads(done.stdout.strip().splitlines()[-1])
     assert results == dict.fromkeys(results, 0) and len(results) == 10, results
+
+
+OVER_HTTP = textwrap.dedent(r'''
+    import json, os, re, signal, sys, threading, time
+    sys.path.insert(0, sys.argv[1])
+    from openai_server import OpenAIServer, completion
+    from hoare import Contract, LLMDataModel, contract
+
+    class In(LLMDataModel):
+        id: int
+
+    class Out(LLMDataModel):
+        id: int
+
+    @contract(remedy_retry_params={"tries": 1, "delay": 0, "jitter": 0}, preflight=False)
+    class Echo(Contract):  # no post-condition: an answer to another request would pass
+        prompt = "echo the id"
+
+        def forward(self, i: In) -> Out:
+            return self.contract_result if self.contract_successful else Out(id=-1)
+
+    def reply(body):
+        user = [m["content"] for m in body["messages"] if m["role"] == "user"][0]
+        time.sleep(0.002)  # answers in flight while the parent forks
+        return completion(json.dumps({"id": int(re.findall(r'"id":\s*(-?\d+)', user)[-1])}))
+
+    with OpenAIServer([], default=reply) as server:
+        echo = Echo(engine=server.engine())
+        stop = threading.Event()
+        crossed = []
+
+        def work(t):
+            k = 0
+            while not stop.is_set():
+                k += 1
+                out = echo(In(id=t * 10**6 + k))
+                if out.id != t * 10**6 + k:
+                    crossed.append([t * 10**6 + k, out.id])
+
+        threads = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(3)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)
+        children = []
+        for n in range(12):
+            time.sleep(0.02)
+            pid = os.fork()
+            if pid == 0:
+                signal.alarm(60)
+                got = [[9 * 10**8 + 10 * n + k, echo(In(id=9 * 10**8 + 10 * n + k)).id]
+                       for k in range(4)]
+                print(json.dumps(["child", got]), flush=True)
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            children.append(os.waitstatus_to_exitcode(status))
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        print(json.dumps(["parent", crossed, children]), flush=True)
+''')
+
+
+def test_a_forked_child_never_reads_the_parents_http_answers(tmp_path: Path) -> None:
+    """An ``OpenAIEngine`` shared by the parent's threads when it forks: the child's
+    requests go out on connections of its own. Before, the child inherited the parent's
+    pooled keep-alive connections: 5 of 15 children got an answer to one of the parent's
+    requests as their own (a successful call with another call's data), the parent
+    got theirs, and 4 hung."""
+    tests = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", OVER_HTTP, tests], capture_output=True,
+                          text=True, timeout=600,
+                          env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [__import__("json").loads(line) for line in done.stdout.splitlines()
+             if line.startswith("[")]
+    children = [line[1] for line in lines if line[0] == "child"]
+    (crossed, codes), = [rest for who, *rest in lines if who == "parent"]
+    assert codes == [0] * 12 and len(children) == 12
+    assert all(sent == answered for got in children for sent, answered in got), children
+    assert crossed == []

@@ -86,6 +86,7 @@ from hoare.engines.openai_stream import StreamReading, should_stream, streaming_
 from hoare.engines.redaction import Redactor, split_credentials
 from hoare.engines.transport import Failure, RequestRejected, TransportRetry
 from hoare.errors import EngineError, RetryableEngineError
+from hoare.forking import hold_across_fork
 
 log = logging.getLogger("hoare.engines.openai")
 
@@ -146,6 +147,7 @@ class OpenAIEngine:
         self._format: Format = "json_schema" if structured == "auto" else structured
         self._token_param = "max_tokens"
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child
         if max_async_clients < 1:
             raise EngineConfigError(f"OpenAIEngine(max_async_clients={max_async_clients}): "
                                     "must be ≥ 1")
@@ -193,6 +195,7 @@ class OpenAIEngine:
             d for d in capabilities.DIALECTS
             if self.capabilities.enforced(d) >= capabilities.BUILT_IN.enforced(d))
         self._client = client.with_options(max_retries=0) if client is not None else None
+        self._built_in: int | None = None  # the process that built our own sync client
         self._shared_async = (async_client.with_options(max_retries=0)
                               if async_client is not None else None)
         # one async client per live event loop: id(loop) -> (loop, client, closer)
@@ -230,7 +233,13 @@ class OpenAIEngine:
     def client(self) -> openai.OpenAI:
         """The synchronous client (built on first use, with a whole-request deadline)."""
         with self._lock:
+            if self._built_in is not None and self._built_in != os.getpid():
+                # a forked child: the pooled connections are the parent's too, and a
+                # request sent on one reads whichever answer comes (the parent's); a
+                # fresh pool, the inherited one left alone (closing it could end them)
+                self._client = self._built_in = None
             if self._client is None:
+                self._built_in = os.getpid()
                 http = openai.DefaultHttpxClient(
                     transport=DeadlineTransport(httpx.HTTPTransport(limits=_LIMITS)),
                     auth=self._auth())
