@@ -76,24 +76,27 @@ def _class_locks() -> Iterator[Lock]:
 
 
 def _before_fork() -> None:
-    _registry_lock.acquire()
-    seen: set[int] = set()
+    """Take every lock, the registry's last: a lock of the call path may be held while
+    its owner registers a new one (an engine built under the configuration's lock)."""
+    with _registry_lock:
+        registered = [lock for locks in _registered.values() for lock in locks]
     try:
-        locks = [*(lock for locks in _registered.values() for lock in locks),
-                 *_class_locks()]
+        locks = [*registered, *_class_locks()]
     except Exception:  # a class walk that fails must not stop the fork
-        locks = [lock for locks in _registered.values() for lock in locks]
+        locks = registered
+    seen: set[int] = set()
     for lock in locks:
         if id(lock) not in seen:
             seen.add(id(lock))
             lock.acquire()
             _held.append(lock)
+    _registry_lock.acquire()  # so that the child may register
 
 
 def _after_fork() -> None:
+    _registry_lock.release()
     while _held:
         _held.pop().release()
-    _registry_lock.release()
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
