@@ -204,8 +204,13 @@ class Session(Front):
         if limit is not None and self.requests >= limit:
             self.exhausted = True
             raise RequestsSpent(f"max_requests={limit} requests were sent")
-        options = Options(temperature=self.settings.temperature,
-                          max_tokens=self.settings.max_tokens, n=self.settings.num_completions)
+        try:
+            options = Options(temperature=self.settings.temperature,
+                              max_tokens=self.settings.max_tokens,
+                              n=self.settings.num_completions)
+        except Exception as error:  # not the engine's: no retry or later call can succeed
+            self.fatal = True
+            raise FatalEngineError(f"the request cannot be built: {error}") from error
         return Request(messages=self._messages(effect), schema=self.schema,
                        schema_name=self.runtime.output.model.__name__, options=options,
                        input=self.query, feedback=tuple(v.message for v in effect.feedback),

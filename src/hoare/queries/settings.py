@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from hoare.engines.base import Options
 from hoare.engines.budget import Budget, BudgetedEngine, Spend
 from hoare.errors import FatalEngineError, UsageError
 from hoare.queries.demonstrations import Example, Selector, examples_for, load_demonstrations
@@ -86,9 +87,13 @@ def policy_settings(query: Query[Any], *, params: Mapping[str, Any] | None = Non
                              f"{type(examples).__name__}")
         chosen = examples_for(query, loaded, mode, select_examples)
     mode_settings = query.mode_settings(mode)
-    return Settings(dict(params or {}), mode,
-                    temperature if temperature is not None else mode_settings.temperature,
-                    max_tokens if max_tokens is not None else mode_settings.max_tokens,
+    chosen_temperature = temperature if temperature is not None else mode_settings.temperature
+    chosen_max_tokens = max_tokens if max_tokens is not None else mode_settings.max_tokens
+    # refused now, as the caller's error: every request would carry these options, and
+    # an option no request can carry fails before any is sent, on every retry
+    Options(temperature=chosen_temperature, max_tokens=chosen_max_tokens,
+            n=1 if auto_n else int(num_completions))
+    return Settings(dict(params or {}), mode, chosen_temperature, chosen_max_tokens,
                     0 if auto_n else int(num_completions), max_requests, iterative_mode,
                     tries, tuple(chosen), auto, near_miss, no_wrap_parse_errors)
 
