@@ -207,5 +207,36 @@ def test_a_parameter_pydantic_cannot_describe_is_a_definition_error() -> None:
     def takes(thing: Opaque) -> int:
         return 0
 
+    chosen = tool(takes)  # a function still: hoare verify finds a plain @pre one
     with pytest.raises(ContractDefinitionError, match="'takes'"):
-        tool(takes)
+        chosen.parameters  # noqa: B018  # offered to a model: refused
+    with pytest.raises(ContractDefinitionError, match="'takes'"):
+        ContractAgent(ScriptedEngine(), [chosen])
+
+
+def test_hoare_verify_finds_a_plain_pre_function_pydantic_cannot_describe(
+        tmp_path: Any) -> None:
+    """Failing before: building its ``Tool`` raised, so ``hoare verify`` reported the
+    whole module as an import error and checked nothing in it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    (tmp_path / "plain_pre.py").write_text(textwrap.dedent('''
+        from hoare.agents import pre
+
+        class Opaque:
+            a = 1
+
+        @pre(lambda x: x.a > 0, "positive")
+        def uses(x: Opaque) -> int:
+            return 1
+
+        @pre(lambda n: n > 0, "positive")
+        def counts(n: int) -> int:
+            return n
+    '''))
+    done = subprocess.run([sys.executable, "-m", "hoare.cli", "verify", "plain_pre.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "import error" not in done.stdout + done.stderr, done.stdout[-1500:]
+    assert "2 contract(s)" in done.stdout, done.stdout[-1500:]

@@ -106,6 +106,8 @@ class ContractAgent:
             raise ContractDefinitionError(
                 f"tool names must be distinct (the model calls a tool by its name): "
                 f"{repeated} given more than once; pass tool(fn, name=...) to rename one")
+        for chosen in self.tools:
+            chosen.parameters  # noqa: B018  # built now: a tool pydantic cannot describe is refused here
         misnamed = [t.name for t in self.tools if not NAME_PATTERN.fullmatch(t.name)]
         if agent_type == "react" and misnamed:
             raise ContractDefinitionError(

@@ -53,7 +53,21 @@ class Tool:
         self.description = description if description is not None else \
             doc.split("\n\n", 1)[0].strip()
         self._signature = _signature(func, self.name)
-        self.parameters = _parameters_schema(func, self._signature, self.name)
+        self._parameters: dict[str, Any] | None = None
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the parameters, built on first use: only a tool offered to
+        a model needs it (``ContractAgent`` reads it when it is built), so a plain
+        ``@pre`` function whose parameters pydantic cannot describe is still a function
+        ``hoare verify`` finds. Raises ``ContractDefinitionError`` for such a one."""
+        if self._parameters is None:
+            self._parameters = _parameters_schema(self.func, self._signature, self.name)
+        return self._parameters
+
+    @parameters.setter
+    def parameters(self, schema: dict[str, Any]) -> None:
+        self._parameters = schema
 
     @property
     def _contracts(self) -> Any:
