@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, SecretBytes, SecretStr
 
@@ -154,12 +154,18 @@ def _everything_shown(instance: Contract[Keyed, Short], error: BaseException,
 @given(secret=secret_texts.filter(lambda text: "*" not in text),
        form=st.sampled_from(sorted(FORMS)))
 def test_a_contract_shows_no_form_of_its_input_secret(secret: str, form: str) -> None:
-    instance = Quoting(engine=FunctionEngine(lambda request: '{"text": "t"}'))
-    instance.form = form
-    with _Captured() as logs, pytest.raises(Exception) as raised:
-        instance(Keyed(key=SecretStr(secret)))
-    shown = _everything_shown(instance, raised.value, "\n".join(logs.texts))
-    leaked = {part for part in _shown_forms(secret) if part in shown}
+    """A secret the texts hold anyway (``Secret``, a word of their own) is no leak: the
+    same call with another secret tells."""
+    def everything_shown(key: str) -> str:
+        instance = Quoting(engine=FunctionEngine(lambda request: '{"text": "t"}'))
+        instance.form = form
+        with _Captured() as logs, pytest.raises(Exception) as raised:
+            instance(Keyed(key=SecretStr(key)))
+        return _everything_shown(instance, raised.value, "\n".join(logs.texts))
+
+    forms = _shown_forms(secret)
+    assume(not any(part in everything_shown("zq" * 8) for part in forms))
+    leaked = {part for part in forms if part in everything_shown(secret)}
     assert not leaked, leaked
 
 
@@ -175,7 +181,7 @@ class Echoed(Contract[Keyed, Short]):
 
 
 @settings(max_examples=40, deadline=None)
-@given(padding=st.integers(80, 116), secret=st.text(alphabet="QRSTUVW0123", min_size=30,
+@given(padding=st.integers(80, 116), secret=st.text(alphabet="QVWXZ", min_size=30,
                                                    max_size=40))
 def test_an_answer_cut_inside_a_secret_shows_no_start_of_it(padding: int,
                                                            secret: str) -> None:

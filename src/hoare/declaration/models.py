@@ -38,6 +38,7 @@ from pydantic.types import _SecretBase  # SecretStr, SecretBytes and Secret[T] a
 from pydantic_core import SchemaValidator
 
 from hoare.contracts.json_text import extract_json, json_candidates
+from hoare.declaration.rendering import plain_json
 from hoare.declaration.revalidation import (
     Boundary,
     clean_locations,
@@ -186,27 +187,46 @@ class TypeSpec:
         return True
 
     def dump(self, value: object) -> Any:
-        """A JSON-compatible rendering of a value of this type."""
-        if isinstance(value, BaseModel):
-            return value.model_dump(mode="json")
+        """A JSON-compatible rendering of a value of this type (``json.dumps`` writes
+        it). Never raises: a value pydantic cannot serialise (``Any`` holding a foreign
+        object, bytes that are not UTF-8, a cycle, an int beyond ``json``'s digits…) is
+        rendered by ``plain_json``."""
+        try:
+            dumped = self._pydantic_dump(value)
+            if _is_jsonable(dumped):
+                return dumped
+        except Exception:  # the fallback below renders any value
+            pass
+        return json.loads(plain_json(value))
+
+    def dump_json(self, value: object) -> str:
+        """``dump`` as JSON text (a contract's input in its prompt). Never raises, as
+        ``dump``."""
+        try:
+            if instance_of(value, BaseModel):
+                return cast("BaseModel", value).model_dump_json()
+            return json.dumps(self._pydantic_dump(value), ensure_ascii=False)
+        except Exception:  # a value pydantic or json cannot write: plainly
+            return plain_json(value)
+
+    def _pydantic_dump(self, value: object) -> Any:
+        """pydantic's JSON-mode dump of the value (the value itself when it is not one
+        of this type); may raise, or hold what ``json`` cannot write."""
+        if instance_of(value, BaseModel):
+            return cast("BaseModel", value).model_dump(mode="json")
         if self.wrapped:
             try:
-                return self.model.model_validate({"value": value}).model_dump(mode="json")["value"]
+                return self.model.model_validate({"value": value}).model_dump(
+                    mode="json")["value"]
             except ValidationError:
                 pass
         return value if _is_jsonable(value) else safe_repr(value)
-
-    def dump_json(self, value: object) -> str:
-        """``dump`` as JSON text."""
-        if isinstance(value, BaseModel):
-            return value.model_dump_json()
-        return json.dumps(self.dump(value), ensure_ascii=False)
 
 
 def _is_jsonable(value: object) -> bool:
     try:
         json.dumps(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
     return True
 
