@@ -125,12 +125,28 @@ def _dumped(value: object) -> Any:
         return None
     try:
         adapter = TypeAdapter(type(value))
-        return _non_finite_kept(adapter.dump_python(value, mode="json"),
-                                adapter.dump_python(value, mode="python"))
+        shown = adapter.dump_python(value, mode="json")
+        if not _holds_none(shown):
+            return shown  # no null that could stand for a nan: the common case, one dump
+        return _non_finite_kept(shown, adapter.dump_python(value, mode="python"))
     except Exception:
         from hoare.declaration.models import safe_repr
 
         return safe_repr(value)
+
+
+def _holds_none(shown: Any) -> bool:
+    """Is there a ``None`` anywhere in ``shown`` (JSON-mode data)?"""
+    stack = [shown]
+    while stack:
+        item = stack.pop()
+        if item is None:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _non_finite_kept(shown: Any, value: Any, depth: int = 0) -> Any:
