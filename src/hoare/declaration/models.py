@@ -21,7 +21,7 @@ import json
 import threading
 import typing
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, cast
@@ -315,6 +315,9 @@ def safe_repr(value: object) -> str:
 _ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
 
 
+_QUOTED = frozenset("'\"\\")  # what repr and JSON escape in printable ASCII
+
+
 def _secret_texts(value: _SecretBase[object]) -> tuple[str, ...]:
     """The texts a secret shows as once revealed (``SecretStr``, ``SecretBytes``,
     ``Secret[T]``): itself, and as a message usually quotes it, escaped: its ``repr``,
@@ -332,24 +335,38 @@ def _secret_texts(value: _SecretBase[object]) -> tuple[str, ...]:
 
 def _escaped(text: str) -> tuple[str, ...]:
     """``text`` as ``repr``, ``ascii`` and ``json.dumps`` (both ways) write it, and its
-    UTF-8 bytes' ``repr``, quotes removed."""
+    UTF-8 bytes' ``repr``, quotes removed (none for printable ASCII without a quote or
+    a backslash, which every form writes as it is)."""
+    if text.isascii() and text.isprintable() and not _QUOTED.intersection(text):
+        return ()
     return (repr(text)[1:-1], ascii(text)[1:-1], json.dumps(text)[1:-1],
             json.dumps(text, ensure_ascii=False)[1:-1],
             repr(text.encode("utf-8", "surrogatepass"))[2:-1])
 
 
+_COLLECTIONS = (list, tuple, set, frozenset, deque)
+
+
 def _children(value: object) -> Iterable[object]:
     """The values inside ``value`` where a secret can hide and be shown: a model's fields
     and its extra fields (``extra="allow"``), a dataclass's fields, a mapping's keys and
-    values, the items of a list, tuple, set or deque."""
-    if instance_of(value, BaseModel):
+    values, the items of a list, tuple, set or deque. ``isinstance`` (which sees a
+    proxy's ``__class__``), else, when a foreign ``__class__`` raises, the real type."""
+    try:
+        return _children_by(value, isinstance)
+    except Exception:
+        return _children_by(value, instance_of)
+
+
+def _children_by(value: object, is_a: Callable[[object, Any], bool]) -> Iterable[object]:
+    if is_a(value, BaseModel):
         model = cast("BaseModel", value)
         extra = model.__pydantic_extra__
         return (*model.__dict__.values(), *(extra.values() if extra else ()))
-    if instance_of(value, Mapping):
+    if is_a(value, Mapping):
         mapping = cast("Mapping[object, object]", value)
         return (*mapping.keys(), *mapping.values())
-    if any(instance_of(value, kind) for kind in (list, tuple, set, frozenset, deque)):
+    if is_a(value, _COLLECTIONS):
         return cast("Iterable[object]", value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return tuple(getattr(value, f.name, None) for f in dataclasses.fields(value))
@@ -368,7 +385,11 @@ def secret_values(*values: object) -> frozenset[str]:
     stack = [value for value in values if type(value) not in _ATOMIC]
     while stack:
         value = stack.pop()
-        if instance_of(value, _SecretBase):
+        try:
+            secret = isinstance(value, _SecretBase)
+        except Exception:  # a foreign __class__ raised: its real type
+            secret = instance_of(value, _SecretBase)
+        if secret:
             try:
                 found.update(_secret_texts(cast("_SecretBase[object]", value)))
             except Exception:  # a foreign secret type whose value cannot be shown
@@ -412,18 +433,34 @@ def _redact_cuts(text: str, secrets: frozenset[str]) -> str:
     """``text`` with the longest start of a secret that ends where a cut mark begins
     (any length) or where the text ends (at least ``_CUT_AT_END`` characters) replaced
     by ``**********``."""
-    cuts = {(index, 1) for mark in CUT_MARKS for index in _find_all(text, mark)}
-    cuts.add((len(text), _CUT_AT_END))
-    for end, shortest in sorted(cuts, reverse=True):  # right to left: indices stay valid
+    cuts = [(len(text), _CUT_AT_END)]
+    for mark in CUT_MARKS:
+        if mark in text:
+            cuts.extend((index, 1) for index in _find_all(text, mark))
+    if len(cuts) > 1:
+        cuts.sort(reverse=True)  # right to left: the indices left of a cut stay valid
+    for end, shortest in cuts:
         longest = 0
         for secret in secrets:
-            for size in range(min(len(secret), end), max(shortest, longest + 1) - 1, -1):
-                if text.startswith(secret[:size], end - size):
-                    longest = size
-                    break
-        if longest:
+            found = _cut_start(text, end, secret)
+            if found > longest:
+                longest = found
+        if longest >= shortest:
             text = text[:end - longest] + REDACTED + text[end:]
     return text
+
+
+def _cut_start(text: str, end: int, secret: str) -> int:
+    """The length of the longest proper start of ``secret`` that ``text[:end]`` ends
+    with (0: none): the first place in the last ``len(secret) - 1`` characters where
+    the rest of the text is a start of the secret."""
+    first = secret[:1]
+    position = text.find(first, max(0, end - len(secret) + 1), end) if first else -1
+    while position >= 0:
+        if secret.startswith(text[position:end]):
+            return end - position
+        position = text.find(first, position + 1, end)
+    return 0
 
 
 def _find_all(text: str, part: str) -> list[int]:
