@@ -118,6 +118,7 @@ HELD_AT_FORK = textwrap.dedent(r'''
     from hoare.stats.store import open_store
     from hoare.verifier.solve.lock import Z3_LOCK
     from hoare.queries import auto_examples, embeddings, pricing, templates
+    from hoare.contracts import configuration, logs
 
     class Q(LLMDataModel):
         text: str
@@ -133,6 +134,7 @@ HELD_AT_FORK = textwrap.dedent(r'''
         """Double k."""
         k: int
 
+    echo = Echo()  # alive: its perf aggregate's lock is held across a fork while it lives
     agent = ContractAgent(FunctionEngine(lambda r: "{}"), agent_type="constrained")
     store = open_store(sys.argv[1])
     budget, vectors = pricing.QueryBudget({}), embeddings._Vectors(lambda texts: [])
@@ -142,7 +144,10 @@ HELD_AT_FORK = textwrap.dedent(r'''
              "query attempt rates": query_runtime(Twice).rates._lock,
              "agent counters": agent._counters._lock, "stats store": store._in_database,
              "query templates": templates._LOCK, "query examples": auto_examples._LOCK,
-             "query budget": budget._lock, "query embeddings": vectors.lock}
+             "query budget": budget._lock, "query embeddings": vectors.lock,
+             "perf aggregate": echo._hoare_perf()._lock,
+             "configuration": configuration._lock, "repeated warnings": logs.REPEATED._lock,
+             "verbose log": logs._VERBOSE_LOCK}
     results = {}
     for name, lock in locks.items():
         held = threading.Event()
@@ -171,7 +176,7 @@ def test_no_lock_of_the_call_path_is_held_in_a_forked_child(tmp_path: Path) -> N
                           env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
     assert done.returncode == 0, done.stderr[-3000:]
     results = __import__("json").loads(done.stdout.strip().splitlines()[-1])
-    assert results == dict.fromkeys(results, 0) and len(results) == 10, results
+    assert results == dict.fromkeys(results, 0) and len(results) == 14, results
 
 
 OVER_HTTP = textwrap.dedent(r'''

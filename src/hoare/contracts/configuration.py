@@ -10,12 +10,14 @@ from __future__ import annotations
 import enum
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, cast
 
 from hoare.engines.base import Engine
 from hoare.errors import EngineNotConfigured, shown
+from hoare.forking import hold_across_fork
 from hoare.kernel import PreflightResult, Verdict
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ DEFAULT_CACHE_SIZE = 256
 
 
 _lock = threading.Lock()
+hold_across_fork(sys.modules[__name__], _lock)  # free in a forked child (hoare.forking)
 _configured: Engine | None = None
 _from_environment: Engine | None = None
 _cache_size = DEFAULT_CACHE_SIZE
@@ -169,8 +172,9 @@ def stats_store() -> StatsStore | None:
         return None
     from hoare.stats.store import open_store
 
-    store = open_store(str(path), _retention_days())
-    _store = (path, store)
+    with _lock:  # the retention read and handed over at once: configure() cannot come
+        store = open_store(str(path), _retention_days())  # between (a stale one would win)
+        _store = (path, store)
     return store
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import atexit
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
 
 from hoare.declaration.models import redact, secret_values
 from hoare.engines.base import Request, Response
+from hoare.forking import hold_across_fork
 from hoare.kernel import Generate, Outcome, Phase, Violation, ViolationKind
 
 logger = logging.getLogger("hoare")
@@ -32,6 +34,7 @@ class RepeatedWarnings:
         self._clock = clock
         self._keys = keys
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
         # (contract, kind) -> [when the latest shown one was logged, held back since]
         self._seen: dict[tuple[str, str], list[float]] = {}
 
@@ -119,6 +122,7 @@ def _describe_without_values(violation: Violation) -> str:
 
 
 _VERBOSE_LOCK = threading.Lock()
+hold_across_fork(sys.modules[__name__], _VERBOSE_LOCK)  # free in a forked child
 
 
 def _verbose_log() -> logging.Logger:

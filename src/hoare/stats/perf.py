@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat, starmap
 from typing import Any
 
+from hoare.forking import hold_across_fork
 from hoare.kernel import Phase
 
 __all__ = ["OPERATIONS", "PerfStats"]
@@ -90,6 +91,7 @@ class PerfStats:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
         self._queue: deque[Figures] = deque()
         self._sums = {name: _Sums() for name in _NAMES}
 
