@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from hoare.contracts.binding import bind_predicate
 from hoare.contracts.current import current_forward
-from hoare.contracts.driver import Front, Send
+from hoare.contracts.driver import Front, Send, spent_by
 from hoare.contracts.logs import log_answer, log_request
 from hoare.contracts.prompts import render_messages
 from hoare.contracts.runtime import call_secrets
@@ -66,8 +66,8 @@ class Call(Front):
     effects, and (once known) its outcome. The instance's context variable points at
     the latest ``Call`` of the current thread or task."""
 
-    __slots__ = ("engine", "forward_error", "input_secrets", "instance", "last_error",
-                 "outcome", "previous",
+    __slots__ = ("engine", "error_usage", "forward_error", "input_secrets", "instance",
+                 "last_error", "outcome", "previous",
                  "rest", "running", "runtime", "sent", "slot", "spend", "started_ns",
                  "telemetry", "varied")
 
@@ -81,6 +81,9 @@ class Call(Front):
         # the latest exception a predicate, act or the engine raised in this call: what
         # contract_exception carries as .original / __cause__ (SymbolicAI code reads it)
         self.last_error: BaseException | None = None
+        # what the engine's errors said their requests cost (a refusal, a filtered
+        # answer): the kernel sums answers only; ``finish`` adds it to the outcome
+        self.error_usage: Usage | None = None
         self.running = True
         self.started_ns = 0  # perf_counter_ns() when the call began (``begin``)
         # the secrets of the caller's own input object (``begin``): the input check
@@ -267,6 +270,10 @@ class Call(Front):
 
     def failed(self, error: Exception) -> None:
         self.last_error = error
+        spent = spent_by(error)
+        if spent is not None:
+            previous = self.error_usage
+            self.error_usage = spent if previous is None else previous + spent
 
     def _reply(self, response: object, request: Request) -> Reply:
         """Any other reply than ``received``'s common one."""

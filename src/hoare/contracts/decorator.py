@@ -87,6 +87,7 @@ def contract(
     policy: Policy | str = ..., preflight: bool | Literal["shadow"] | None = ...,
     on_violation: Callable[[Outcome], object] | None = ..., options: Options | None = ...,
     feedback: Literal["errors", "messages"] = ..., feedback_chars: int = ...,
+    resend: Literal["vary", "stop"] = ..., stream: bool = ...,
 ) -> Callable[[C], C]: ...
 
 

@@ -29,10 +29,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from hoare import telemetry
-from hoare.engines.base import Request
+from hoare.engines.base import Request, Usage
 from hoare.kernel import Generate, Sleep
 
-__all__ = ["Front", "Invoke", "Send", "Sender"]
+__all__ = ["Front", "Invoke", "Send", "Sender", "spent_by"]
 
 
 class Send(NamedTuple):
@@ -131,6 +131,23 @@ class Front:
         if span is not None:
             telemetry.finish_engine(span, response, None)
         return self.received(response, request)
+
+
+def spent_by(error: BaseException) -> Usage | None:
+    """What an engine's error says its request cost (``ModelRefusal``, ``ContentFiltered``,
+    a broken stream's error: a ``usage`` that is a real ``Usage``), as a plain ``Usage``;
+    None when it says nothing. The kernel sums only answers, so every front end adds this
+    to its call's usage (spec/pipeline.md §8.12). Never raises: a foreign exception's
+    ``usage`` (a property or ``__getattr__`` that raises, a look-alike) counts as none."""
+    try:
+        usage = getattr(error, "usage", None)
+        if not isinstance(usage, Usage):
+            return None
+        # a plain copy: a subclass's fields or ``__add__`` are not trusted further
+        return Usage(usage.requests, usage.input_tokens, usage.output_tokens,
+                     usage.cached_input_tokens)
+    except Exception:
+        return None
 
 
 def _invoked(effect: object) -> object:

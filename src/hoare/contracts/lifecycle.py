@@ -116,6 +116,8 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     elif isinstance(raised, ContractViolationError) and raised is not call.forward_error:
         call.outcome = raised.outcome  # this call's own failure (or its result check)
     # else: forward (or something it called) raised; call.outcome is what forward got
+    if call.error_usage is not None:  # an engine error said what its request cost
+        _add_error_usage(call, raised)
     recorded = call.outcome
     if recorded is not None and recorded.violations:
         _redact_secrets(call, raised)
@@ -217,6 +219,23 @@ def _attach_original(call: Call, raised: BaseException | None) -> None:
             vars(error)["original"] = original  # the kernel's class declares no such field
             if original is not None and error.__cause__ is None:
                 error.__cause__ = original
+
+
+def _add_error_usage(call: Call, raised: BaseException | None) -> None:
+    """Add what the engine's errors cost (``Call.failed`` summed it) to the call's outcome
+    usage: the kernel sums answers only, and a refusal or a filtered answer was paid for.
+    A new outcome (the kernel's untouched); the errors that carried the old one now carry
+    it, so ``contract_outcome``, the raised error, the stats record and the span agree."""
+    outcome, spent = call.outcome, call.error_usage
+    if outcome is None or spent is None:
+        return
+    usage = dict(outcome.usage)
+    for key, amount in spent.as_dict().items():
+        usage[key] = usage.get(key, 0) + amount
+    call.outcome = outcome._replace(usage=usage)
+    for error in (raised, outcome.exception):  # the raised error, contract_exception
+        if isinstance(error, ContractViolationError) and error.outcome is outcome:
+            error.outcome = call.outcome
 
 
 def _redact_secrets(call: Call, raised: BaseException | None) -> None:
