@@ -263,8 +263,22 @@ def test_hostile_errors_never_fail_the_call_nor_count() -> None:
         def usage(self) -> Usage:
             raise RuntimeError("unreadable")
 
-    ask = Ask(engine=_Failing(Hostile("one"), ModelRefusal("no", usage=Usage(1, 10, 4))))
+    ask = Seen(engine=_Failing(Hostile("one"), ModelRefusal("no", usage=Usage(1, 10, 4))))
     assert ask(Question(text="q")) == Answer(value=42)
     outcome = ask.contract_outcome
     assert outcome is not None
     assert _tokens(outcome.usage) == (2, 13, 6)
+    assert ask.seen == [(2, 13, 6)]  # what forward saw: the same
+
+
+@contract(remedy_retry_params=FAST)
+class Seen(Ask):
+    """Keeps the usage its ``forward`` sees in ``contract_outcome``."""
+
+    seen: list[tuple[int, int, int]]
+
+    def forward(self, question: Question) -> Answer:
+        outcome = self.contract_outcome
+        assert outcome is not None
+        vars(self).setdefault("seen", []).append(_tokens(outcome.usage))
+        return self.contract_result

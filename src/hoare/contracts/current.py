@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextvars
 from typing import TYPE_CHECKING
 
+from hoare.contracts.driver import with_spent
 from hoare.kernel import Outcome
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ def current_forward(used: object, outcome: Outcome) -> object:
     """The hooks' ``forward``: the user's ``forward`` for the current call, with its extra
     kwargs; the call keeps the outcome (what ``contract_*`` read) and what it raised."""
     call = CURRENT_CALL.get()
-    call.outcome = outcome
+    spent = call.error_usage  # what the engine's errors cost: the kernel sums answers only
+    call.outcome = outcome if spent is None else with_spent(outcome, spent)
     try:
         rest = call.rest
         if rest:

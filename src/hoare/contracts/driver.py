@@ -30,9 +30,9 @@ from typing import Any, NamedTuple
 
 from hoare import telemetry
 from hoare.engines.base import Request, Usage
-from hoare.kernel import Generate, Sleep
+from hoare.kernel import ContractViolationError, Generate, Outcome, Sleep
 
-__all__ = ["Front", "Invoke", "Send", "Sender", "spent_by"]
+__all__ = ["Front", "Invoke", "Send", "Sender", "spent_by", "with_spent"]
 
 
 class Send(NamedTuple):
@@ -148,6 +148,21 @@ def spent_by(error: BaseException) -> Usage | None:
                      usage.cached_input_tokens)
     except Exception:
         return None
+
+
+def with_spent(outcome: Outcome, spent: Usage, *errors: BaseException | None) -> Outcome:
+    """``outcome`` with ``spent`` (what its engine's errors cost) added to its usage: a
+    new outcome (the kernel's untouched). Each ``ContractViolationError`` of ``errors``
+    (the raised one, ``contract_exception``) that carried the old outcome carries the new
+    one, so every view of the call agrees."""
+    usage = dict(outcome.usage)
+    for key, amount in spent.as_dict().items():
+        usage[key] = usage.get(key, 0) + amount
+    merged = outcome._replace(usage=usage)
+    for error in (*errors, outcome.exception):
+        if isinstance(error, ContractViolationError) and error.outcome is outcome:
+            error.outcome = merged
+    return merged
 
 
 def _invoked(effect: object) -> object:

@@ -16,6 +16,7 @@ from hoare import telemetry as _telemetry
 from hoare.contracts import configuration
 from hoare.contracts.call import Call, prompt_of
 from hoare.contracts.current import current_act, current_forward
+from hoare.contracts.driver import with_spent
 from hoare.contracts.latest import Done, Slot
 from hoare.contracts.logs import log_outcome
 from hoare.contracts.runtime import Runtime, call_secrets, runtime_of
@@ -111,12 +112,14 @@ def finish(call: Call, outcome: Outcome | None, raised: BaseException | None) ->
     raised, or its value failed the result check. A ``ContractViolationError`` that
     did not come out of ``forward`` is this call's own, carrying its outcome."""
     call.running = False
+    kernels = True  # call.outcome is the kernel's: without what the engine's errors cost
     if raised is None:
         call.outcome = outcome
     elif isinstance(raised, ContractViolationError) and raised is not call.forward_error:
         call.outcome = raised.outcome  # this call's own failure (or its result check)
-    # else: forward (or something it called) raised; call.outcome is what forward got
-    if call.error_usage is not None:  # an engine error said what its request cost
+    else:  # forward (or something it called) raised; call.outcome is what forward got,
+        kernels = False  # with what the engine's errors cost (``current_forward``)
+    if call.error_usage is not None and kernels:  # an engine error said what it cost
         _add_error_usage(call, raised)
     recorded = call.outcome
     if recorded is not None and recorded.violations:
@@ -227,15 +230,8 @@ def _add_error_usage(call: Call, raised: BaseException | None) -> None:
     A new outcome (the kernel's untouched); the errors that carried the old one now carry
     it, so ``contract_outcome``, the raised error, the stats record and the span agree."""
     outcome, spent = call.outcome, call.error_usage
-    if outcome is None or spent is None:
-        return
-    usage = dict(outcome.usage)
-    for key, amount in spent.as_dict().items():
-        usage[key] = usage.get(key, 0) + amount
-    call.outcome = outcome._replace(usage=usage)
-    for error in (raised, outcome.exception):  # the raised error, contract_exception
-        if isinstance(error, ContractViolationError) and error.outcome is outcome:
-            error.outcome = call.outcome
+    if outcome is not None and spent is not None:
+        call.outcome = with_spent(outcome, spent, raised)
 
 
 def _redact_secrets(call: Call, raised: BaseException | None) -> None:

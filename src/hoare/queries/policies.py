@@ -80,7 +80,7 @@ def one_call(session: Session) -> tuple[Outcome, object]:
     except BaseException as error:
         _settle(session, error, started, span)
         raise
-    session.record(outcome, started, span)
+    outcome = session.record(outcome, started, span)  # with its engine errors' usage
     return outcome, value
 
 
@@ -95,7 +95,7 @@ async def one_acall(session: Session) -> tuple[Outcome, object]:
     except BaseException as error:
         _settle(session, error, started, span)
         raise
-    session.record(outcome, started, span)
+    outcome = session.record(outcome, started, span)  # with its engine errors' usage
     return outcome, value
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hoare import telemetry
 from hoare.contracts import configuration
-from hoare.contracts.driver import Front, Send
+from hoare.contracts.driver import Front, Send, spent_by, with_spent
 from hoare.engines.base import Message, Options, Request, Response, Usage
 from hoare.errors import FatalEngineError, RetryableEngineError, UsageError
 from hoare.kernel import (
@@ -81,6 +81,9 @@ class Session(Front):
         self.last_accepted: Answer | None = None
         self.requests = self.samples = 0
         self.usage = Usage()
+        # what the engine's errors cost (a refusal, a filtered answer) since the last
+        # kernel call was recorded: the kernel sums answers only (``record`` adds it)
+        self.error_usage: Usage | None = None
         self.exhausted = self.fatal = False
         self.hint = ""  # an extra line of the format (classify: the possible answers)
         self._base: tuple[Message, ...] | None = None
@@ -241,6 +244,12 @@ class Session(Front):
     def failed(self, error: Exception) -> None:
         if isinstance(error, FatalEngineError):
             self.fatal = True
+        spent = spent_by(error)
+        if spent is not None:  # a paid request: counted as an answer's is
+            self.requests += spent.requests
+            self.usage = self.usage + spent
+            previous = self.error_usage
+            self.error_usage = spent if previous is None else previous + spent
 
     # -- the kernel's hooks ---------------------------------------------------------------
     def hooks(self) -> Hooks:
@@ -260,7 +269,8 @@ class Session(Front):
             if outcome.success:
                 return outcome.result
             if self.fallback is not None:
-                return self.fallback(outcome)
+                spent = self.error_usage  # the fallback sees what the call cost
+                return self.fallback(outcome if spent is None else with_spent(outcome, spent))
             return _FAILED
 
         bounded = answers_bounded(self.parser, self.runtime.output)
@@ -289,10 +299,14 @@ class Session(Front):
         return spent
 
     def record(self, outcome: Outcome, started_ns: int, span: tuple[Any, Any] | None = None,
-               raised: BaseException | None = None) -> None:
+               raised: BaseException | None = None) -> Outcome:
         """Count the call for this query class (P_succ) and, with the one record that
         ``call_record`` builds, in the stats store and on the call's span (when either
-        is there); never raises."""
+        is there); never raises. Returns the outcome with what the engine's errors cost
+        added to its usage (``raised`` then carries that outcome)."""
+        spent, self.error_usage = self.error_usage, None
+        if spent is not None:
+            outcome = with_spent(outcome, spent, raised)
         self.runtime.tracker.record(outcome)
         self.runtime.rates.record(outcome)
         # configuration returns the configured StatsStore (typed object there: it is
@@ -313,6 +327,7 @@ class Session(Front):
                 logging.getLogger("hoare.stats").debug("query not recorded", exc_info=True)
         if span is not None:
             telemetry.finish_call(span, record, raised, self.model)
+        return outcome
 
 
 _FAILED = object()
