@@ -160,7 +160,7 @@ def test_the_secret_walk_reads_past_hostile_neighbours(names: frozenset[str],
     assert secret in found
 
 
-def _contract_with(conditions: list[object], where: str = "pre") -> Any:
+def _contract_with(conditions: object, where: str = "pre") -> Any:
     class In(LLMDataModel):
         a: int = 0
 
@@ -239,3 +239,23 @@ def test_a_repr_returning_a_hostile_str_subclass_is_shown_as_plain_text() -> Non
     with pytest.raises(ValidationError) as raised:
         TypeAdapter(int).validate_python(Shown())
     assert "(got xxx" in format_validation_error(raised.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=dunder_sets, container=st.sampled_from([list, tuple]),
+       where=st.sampled_from(["pre", "post"]))
+def test_a_hostile_condition_list_or_item_is_a_definition_error(
+        names: frozenset[str], container: type, where: str) -> None:
+    """``pre_conditions``/``post_conditions``: a list or tuple subclass whose own
+    dunders raise, or an item that is a foreign object, is refused naming the attribute
+    (never the foreign object's own exception)."""
+    hostile_list = type("HostileList", (container,), {
+        name: _raise for name in names & {"__iter__", "__len__", "__getitem__", "__repr__",
+                                          "__eq__", "__hash__", "__bool__"}})
+    kind = Pre if where == "pre" else Post
+    for declared in (hostile_list([kind(lambda value: True)]),
+                     container([hostile_class(names)()])):
+        try:
+            _contract_with(declared, where)
+        except ContractDefinitionError as error:
+            assert f"{where}_conditions" in str(error)

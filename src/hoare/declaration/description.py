@@ -25,6 +25,7 @@ from hoare.declaration.conditions import (
     source_expression,
 )
 from hoare.declaration.models import TypeSpec, type_spec
+from hoare.declaration.revalidation import instance_of
 from hoare.errors import ContractDefinitionError, safe_text, shown
 from hoare.kernel import ContractConfig, Policy
 
@@ -226,13 +227,19 @@ def declared_conditions(cls: type, attribute: str, kind: type[Condition],
     ``post_conditions``), checked at definition: each a condition of ``kind`` with a
     unique id and a callable shape the kernel can call (contracts and queries share it)."""
     declared = getattr(cls, attribute, ())
-    if isinstance(declared, Condition) or not isinstance(declared, (list, tuple)):
+    if instance_of(declared, Condition) or not instance_of(declared, (list, tuple)):
         raise ContractDefinitionError(
             f"{cls.__qualname__}.{attribute} must be a list of {kind.__name__}(...) conditions")
+    try:  # a list or tuple subclass's own __iter__ is foreign code
+        items = list(declared)
+    except Exception as error:
+        raise ContractDefinitionError(
+            f"{cls.__qualname__}.{attribute} cannot be read ({type(error).__name__}): make "
+            f"it a plain list of {kind.__name__}(...) conditions") from None
     sources = []
     seen: set[str] = set()
-    for index, condition in enumerate(declared):
-        if not isinstance(condition, kind):
+    for index, condition in enumerate(items):
+        if not instance_of(condition, kind):
             raise ContractDefinitionError(
                 f"{cls.__qualname__}.{attribute}[{index}] must be {kind.__name__}(fn, message), "
                 f"got {shown(condition)}")

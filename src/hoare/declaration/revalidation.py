@@ -86,7 +86,7 @@ INSTANCE_TAG, DATA_TAG = "<instance>", "<data>"
 ``loc`` names them: ``clean_locations`` removes them)."""
 
 
-def instance_of(value: object, cls: type) -> bool:
+def instance_of(value: object, cls: type | tuple[type, ...]) -> bool:
     """``isinstance(value, cls)`` that never raises: ``isinstance`` reads a foreign
     value's ``__class__`` (and an ABC's check more), which may raise anything. Then the
     value's real type decides, as pydantic-core, which takes such a value as no instance
