@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hoare.contracts import configuration
-from hoare.engines.base import ContentFiltered, ModelRefusal, Request, Response, Usage
+from hoare.engines.base import ContentFiltered, Message, ModelRefusal, Request, Response, Usage
 from hoare.queries import Query, afew_shot, few_shot
 from hoare.queries.policies import outcome_of
 
@@ -113,3 +113,47 @@ def test_a_failed_query_calls_outcome_counts_every_refusal(
     total = sum((usage for _, usage in answers), Usage())
     assert _tokens(outcome.usage) == (total.requests, total.input_tokens,
                                       total.output_tokens)
+
+
+class Refusing:
+    """An engine whose every answer is a refusal (or a filtered answer) with usage."""
+
+    model = "m"
+
+    def __init__(self, usages: list[tuple[bool, Usage]]) -> None:
+        self.usages = list(usages)
+
+    def complete(self, request: Request) -> Response:
+        refused, usage = self.usages.pop(0)
+        if refused:
+            raise ModelRefusal("refused", refusal="no", usage=usage)
+        raise ContentFiltered("filtered", usage=usage)
+
+    async def acomplete(self, request: Request) -> Response:
+        return self.complete(request)
+
+
+@given(usages=st.lists(st.tuples(st.booleans(), st.builds(
+    Usage, st.just(1), st.integers(0, 1000), st.integers(0, 100), st.integers(0, 1000))),
+    min_size=1, max_size=5), asynchronous=st.booleans())
+def test_a_query_budget_counts_what_refusals_spent(
+        usages: list[tuple[bool, Usage]], asynchronous: bool) -> None:
+    """Every meter of a Delphyne budget counts a refusal's usage: requests and tokens
+    (the hoare meters) and cached input tokens (``cached_input_tokens``'s cap)."""
+    from hoare.queries import budget_from_limits
+
+    budget = budget_from_limits({"num_requests": 100})
+    engine = budget.engine(Refusing(usages))
+    for _ in usages:
+        request = Request(messages=(Message("user", "hi"),))
+        with pytest.raises((ModelRefusal, ContentFiltered)):
+            if asynchronous:
+                asyncio.run(engine.acomplete(request))
+            else:
+                engine.complete(request)
+    total = sum((usage for _, usage in usages), Usage())
+    spent = budget.spent()
+    assert (spent["num_requests"], spent["input_tokens"], spent["output_tokens"],
+            spent["cached_input_tokens"]) == (total.requests, total.input_tokens,
+                                              total.output_tokens, total.cached_input_tokens)
+    assert spent["num_completions"] == 0

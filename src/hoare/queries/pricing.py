@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from hoare.contracts.driver import spent_by
 from hoare.engines.base import BudgetExceeded, Options, Request, Response, Usage
 from hoare.engines.budget import Budget, BudgetedEngine, Price, Spend
 from hoare.engines.openai_engine import OpenAIEngine
@@ -294,18 +295,21 @@ class _Counted:
                 level.completions += got - n
                 level.cached += cached
 
-    def _release(self, request: Request) -> None:
+    def _release(self, request: Request, error: BaseException) -> None:
         n = max(1, request.options.n)
+        spent = spent_by(error)  # a refusal was paid for: its cached input tokens count
+        cached = 0 if spent is None else spent.cached_input_tokens
         with self.lock:
             for level in self.levels:
                 level.completions -= n
+                level.cached += cached
 
     def complete(self, request: Request) -> Response:
         self._admit(request)
         try:
             response: Response = self.inner.complete(request)
-        except BaseException:
-            self._release(request)
+        except BaseException as error:
+            self._release(request, error)
             raise
         self._settle(request, response)
         return response
@@ -314,8 +318,8 @@ class _Counted:
         self._admit(request)
         try:
             response: Response = await self.inner.acomplete(request)
-        except BaseException:
-            self._release(request)
+        except BaseException as error:
+            self._release(request, error)
             raise
         self._settle(request, response)
         return response
