@@ -19,7 +19,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field, SecretBytes, SecretStr
+from pydantic import BaseModel, Field, PrivateAttr, SecretBytes, SecretStr
 
 from hoare import Contract, LLMDataModel, contract
 from hoare.declaration.models import CUT_MARKS, redact, secret_values
@@ -191,3 +191,28 @@ def test_an_answer_cut_inside_a_secret_shows_no_start_of_it(padding: int,
         instance(Keyed(key=SecretStr(secret)))
     shown = _everything_shown(instance, raised.value, "\n".join(logs.texts))
     assert secret[:4] not in shown, shown
+
+
+class Private(BaseModel):
+    visible: int = 0
+    _token: SecretStr = PrivateAttr(default=SecretStr("private-default-secret"))
+    _other: object = PrivateAttr(default=None)
+
+
+class PrivateHolder(LLMDataModel):
+    inner: Private = Private()
+    many: list[Private] = []
+
+
+@settings(max_examples=60, deadline=None)
+@given(secret=st.text(alphabet="KLMNP", min_size=8, max_size=16),
+       where=st.sampled_from(["default", "set", "nested list"]))
+def test_a_secret_in_a_private_attribute_is_found(secret: str, where: str) -> None:
+    """A model's private attributes (``PrivateAttr``) hold values a predicate may quote
+    though no dump shows them: the walk reads them too."""
+    private = Private()
+    if where == "set":
+        private._other = [SecretStr(secret)]
+    expected = secret if where == "set" else "private-default-secret"
+    holder = PrivateHolder(many=[private]) if where == "nested list" else private
+    assert expected in secret_values(holder)

@@ -348,10 +348,11 @@ _COLLECTIONS = (list, tuple, set, frozenset, deque)
 
 
 def _children(value: object) -> Iterable[object]:
-    """The values inside ``value`` where a secret can hide and be shown: a model's fields
-    and its extra fields (``extra="allow"``), a dataclass's fields, a mapping's keys and
-    values, the items of a list, tuple, set or deque. ``isinstance`` (which sees a
-    proxy's ``__class__``), else, when a foreign ``__class__`` raises, the real type."""
+    """The values inside ``value`` where a secret can hide and be shown: a model's fields,
+    its extra fields (``extra="allow"``) and private attributes, a dataclass's fields, a
+    mapping's keys and values, the items of a list, tuple, set or deque. ``isinstance``
+    (which sees a proxy's ``__class__``), else, when a foreign ``__class__`` raises, the
+    real type."""
     try:
         return _children_by(value, isinstance)
     except Exception:
@@ -361,8 +362,9 @@ def _children(value: object) -> Iterable[object]:
 def _children_by(value: object, is_a: Callable[[object, Any], bool]) -> Iterable[object]:
     if is_a(value, BaseModel):
         model = cast("BaseModel", value)
-        extra = model.__pydantic_extra__
-        return (*model.__dict__.values(), *(extra.values() if extra else ()))
+        extra, private = model.__pydantic_extra__, model.__pydantic_private__
+        return (*model.__dict__.values(), *(extra.values() if extra else ()),
+                *(private.values() if private else ()))
     if is_a(value, Mapping):
         mapping = cast("Mapping[object, object]", value)
         return (*mapping.keys(), *mapping.values())
