@@ -79,7 +79,43 @@ class StreamReading:
         """Take one chunk; True: stop reading (the watch gave a reason). Called once per
         token: each piece is handed to the watch's ``feed`` once (no join per chunk).
         Every field is checked (``EngineAnswerError`` names the one that is wrong): the
-        ``openai`` client builds its chunks without validating them."""
+        ``openai`` client builds its chunks without validating them. The common chunk
+        (the client's objects, one choice of index 0 with a text piece and nothing
+        else) is checked here in full; any other goes to ``_add_checked``."""
+        piece: Any = None
+        kinds = OBJECT_KINDS
+        if kinds.get(type(chunk)) == MODEL:
+            try:  # reading only: a field absent or foreign goes to the checked reading
+                usage, model, choices = _CHUNK(chunk)
+                choice = choices[0] if type(choices) is list and len(choices) == 1 \
+                    and usage is None else None
+                if choice is not None and kinds.get(type(choice)) == MODEL:
+                    index, delta, finish, logprobs = _CHOICE(choice)
+                    if type(index) is int and index == 0 and finish is None \
+                            and logprobs is None and kinds.get(type(delta)) == MODEL:
+                        piece, refused = _DELTA(delta)
+                        if refused is not None:
+                            piece = None
+            except Exception:
+                piece = None
+        if type(piece) is str:
+            if type(model) is str and model:
+                self.model = model
+            if piece:
+                self.parts.append(piece)
+                self.chunks += 1
+                if self.finish is None and self.watch is not None:
+                    feed = self.feed
+                    reason = feed(piece) if feed is not None else \
+                        self.watch("".join(self.parts))
+                    if reason:
+                        self.stopped = reason
+                        return True
+            return False
+        return self._add_checked(chunk)
+
+    def _add_checked(self, chunk: Any) -> bool:
+        """``add`` for any chunk, every field checked."""
         read: tuple[Any, ...] | None = None
         if OBJECT_KINDS.get(type(chunk)) == MODEL:  # the client's model: its attributes
             try:
@@ -95,7 +131,8 @@ class StreamReading:
             self.usage = usage  # any type: ``checked_usage`` reads it
         if type(model) is str and model:
             self.model = model
-        if choices is not None and not isinstance(choices, list | tuple):
+        if type(choices) is not list and choices is not None \
+                and not isinstance(choices, (list, tuple)):  # the client's list first: no union
             raise self._malformed("choices that are not a list", choices)
         reason = None
         for position, choice in enumerate(choices or ()):
