@@ -14,6 +14,13 @@ registered with ``hold_across_fork`` (an agent's counters, a query class's attem
 rates). z3's lock, held for a whole pre-flight check, is held across the fork by
 ``hoare.verifier.solve.lock``; the stats store starts a fresh writer in the child
 (``hoare.stats.store``).
+
+A lock held while another is taken (a cache's lock held while its entry is built,
+which may take z3's lock or a registered one) cannot be taken in turn at the fork
+without an order between them, and a wrong order deadlocks the fork: such locks are
+registered with ``free_in_child`` instead, made new in the child (what they guard
+is a cache whose entry the dead thread never stored, built again on first use).
+``fork_safe_locks`` says which locks are covered (``tests/test_fork_locks.py``).
 """
 
 from __future__ import annotations
@@ -25,11 +32,12 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["hold_across_fork"]
+__all__ = ["fork_safe_locks", "free_in_child", "hold_across_fork"]
 
 Lock = Any  # a threading.Lock or RLock: what ``acquire``/``release`` takes
 
 _registered: weakref.WeakKeyDictionary[Any, tuple[Lock, ...]] = weakref.WeakKeyDictionary()
+_renewed: weakref.WeakKeyDictionary[Any, tuple[Lock, ...]] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
 _held: list[Lock] = []  # taken before the fork, released after it (one forking thread)
 
@@ -39,6 +47,22 @@ def hold_across_fork(owner: object, *locks: Lock) -> None:
     here must never be held while another lock of the call path is taken."""
     with _registry_lock:
         _registered[owner] = locks
+
+
+def free_in_child(owner: object, *locks: Lock) -> None:
+    """Make ``locks`` new in every forked child for as long as ``owner`` lives: for a
+    lock held while another is taken, which the fork may not take in turn."""
+    with _registry_lock:
+        _renewed[owner] = locks
+
+
+def fork_safe_locks() -> frozenset[int]:
+    """The ids of the locks free in a forked child (held across the fork or made new
+    in the child), the success counters' included."""
+    with _registry_lock:
+        locks = [lock for table in (_registered, _renewed)
+                 for owned in table.values() for lock in owned]
+    return frozenset(id(lock) for lock in (*locks, *_class_locks()))
 
 
 def _subclasses(root: type) -> Iterator[type]:
@@ -99,5 +123,17 @@ def _after_fork() -> None:
         _held.pop().release()
 
 
+def _after_fork_in_child() -> None:
+    """Release what the fork held, and make new the locks another thread may have
+    held (``_at_fork_reinit``: the standard library's own, for its locks and
+    conditions); a reentrant one the forking thread holds itself is left as it is."""
+    _after_fork()
+    for locks in list(_renewed.values()):
+        for lock in locks:
+            owned = getattr(lock, "_is_owned", None)
+            if owned is None or not owned():
+                lock._at_fork_reinit()
+
+
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
-                    after_in_child=_after_fork)
+                    after_in_child=_after_fork_in_child)

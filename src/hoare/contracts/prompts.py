@@ -18,6 +18,7 @@ from typing import Generic, Literal, TypeVar
 
 from hoare.declaration.models import TypeSpec
 from hoare.engines.base import Message, Response
+from hoare.forking import hold_across_fork
 from hoare.kernel import Phase, Violation, ViolationKind
 
 __all__ = ["DEFAULT_FEEDBACK_CHARS", "LRUCache", "render_messages", "system_text", "truncate"]
@@ -38,6 +39,7 @@ class LRUCache(Generic[K, V]):
         self.maxsize = maxsize
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
 
     def __len__(self) -> int:
         return len(self._data)

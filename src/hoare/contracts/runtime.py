@@ -36,6 +36,7 @@ from hoare.declaration.models import (
 from hoare.declaration.revalidation import clean_locations
 from hoare.engines.base import Options, Request, Response
 from hoare.errors import ContractDefinitionError, InvalidValue, StoppedEarly, safe_text
+from hoare.forking import free_in_child
 from hoare.kernel import Outcome, Phase, Policy, SuccessTracker, Violation, ViolationKind
 
 if TYPE_CHECKING:  # imported where first used (the pre-flight loads z3)
@@ -70,6 +71,7 @@ class Runtime:
         self._preflight: Preflight | None = None
         self._decoding: dict[str, Any] | None = None
         self._decoding_lock = threading.Lock()
+        free_in_child(self, self._decoding_lock)  # held while a schema is compiled
         self._enforced: dict[str, frozenset[str]] = {}
         self._preflight_ready = False
         self.preflight_choice: bool | str | None = None  # the decorator's; None: configured

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import threading
 import typing
 from collections import deque
@@ -47,6 +48,7 @@ from hoare.declaration.revalidation import (
     revalidation_is_forced,
 )
 from hoare.errors import InvalidValue
+from hoare.forking import free_in_child
 from hoare.kernel import exception_text
 
 __all__ = ["Field", "LLMDataModel", "TypeSpec", "format_validation_error", "read_answer",
@@ -233,6 +235,7 @@ def _is_jsonable(value: object) -> bool:
 
 _SPECS: dict[tuple[Any, ...], TypeSpec] = {}
 _SPECS_LOCK = threading.Lock()
+free_in_child(sys.modules[__name__], _SPECS_LOCK)  # held while a spec is built
 
 
 def _spec_key(annotation: Any) -> tuple[Any, ...]:

@@ -45,6 +45,7 @@ from typing import Any
 
 from hoare.engines.base import BudgetExceeded, Engine, Request, Response, Usage, require_engine
 from hoare.errors import BudgetError, EngineError
+from hoare.forking import hold_across_fork
 
 _PER_MESSAGE_TOKENS = 8  # role markers and separators a chat template adds per message
 _WAIT_POLL = 0.005  # seconds between admission checks of an async caller that must wait
@@ -202,6 +203,7 @@ class Spend:
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         self._lock = threading.Condition()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
         self._requests = 0
         self._input = 0
         self._output = 0

@@ -87,6 +87,7 @@ from hoare.engines.cache_format import (
     no_constant,
 )
 from hoare.errors import FatalEngineError
+from hoare.forking import hold_across_fork
 
 log = logging.getLogger("hoare.engines")
 
@@ -196,6 +197,7 @@ class CachedEngine:
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
         self._seen: dict[str, int] = {}
         self._spans: dict[Slot, Span] = {}
         self._loose_slots: dict[Slot, list[Slot]] = {}  # (model-free digest, index) -> slots

@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import os
+import sys
 import threading
 import time
 import tomllib
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from hoare.errors import HoareError
+from hoare.forking import hold_across_fork
 
 __all__ = ["BUILT_IN", "DIALECTS", "KEYWORDS", "MAX_ENUM_RANGE", "VERDICTS",
            "CapabilityError", "CapabilityTable", "cache_path",
@@ -315,6 +317,7 @@ def integer_ranges_as_enums(schema: Any, limit: int = MAX_ENUM_RANGE,
 _SHAPED: dict[tuple[int, str, int],
               tuple[Mapping[str, Any], CapabilityTable, dict[str, Any]]] = {}
 _SHAPED_LOCK = threading.Lock()
+hold_across_fork(sys.modules[__name__], _SHAPED_LOCK)  # free in a forked child
 
 
 def shaped(schema: Mapping[str, Any], dialect: str,

@@ -9,6 +9,7 @@ on that server: an engine made later starts from the format that worked.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -17,6 +18,7 @@ from hoare.engines import capabilities
 from hoare.engines.base import Options, Request
 from hoare.engines.openai_config import DEFAULT_TIMEOUT
 from hoare.engines.transport import RequestRejected
+from hoare.forking import hold_across_fork
 
 Structured = Literal["auto", "json_schema", "json_object_schema", "json_object", "text"]
 Format = Literal["json_schema", "json_object_schema", "json_object", "text"]
@@ -30,6 +32,7 @@ _FORMAT_WORDS = ("response_format", "response format", "json_schema", "json sche
 # same server starts from the format that worked, not from the one that was rejected.
 _LEARNED: dict[str, Format] = {}
 _LEARNED_LOCK = threading.Lock()
+hold_across_fork(sys.modules[__name__], _LEARNED_LOCK)  # free in a forked child
 _STRICT_UNSUPPORTED = frozenset({
     "default", "minLength", "maxLength", "minProperties", "maxProperties", "patternProperties",
     "unevaluatedProperties", "propertyNames", "if", "then", "else", "not", "allOf", "oneOf",

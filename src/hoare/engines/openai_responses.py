@@ -54,6 +54,7 @@ from hoare.engines.openai_config import (
 from hoare.engines.openai_request import Format, response_format
 from hoare.engines.openai_sending import bounded_send, watched_send
 from hoare.errors import EngineError
+from hoare.forking import hold_across_fork
 
 if TYPE_CHECKING:
     from hoare.engines.openai_engine import OpenAIEngine
@@ -70,6 +71,7 @@ class ReasoningMemory:
         self.size = size
         self._items: OrderedDict[str, tuple[dict[str, Any], ...]] = OrderedDict()
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
 
     @staticmethod
     def key(text: str, calls: Sequence[ToolCall]) -> str:

@@ -23,6 +23,7 @@ from collections import deque
 from hoare.engines.base import ONE_REQUEST, Request, Response
 from hoare.engines.function import FunctionEngine
 from hoare.errors import EngineError, FatalEngineError
+from hoare.forking import hold_across_fork
 
 __all__ = ["DummyEngine", "FailingEngine", "ScriptedEngine"]
 
@@ -43,6 +44,7 @@ class _Recording:
         self.model = model
         self.requests: list[Request] = []
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
 
     @property
     def calls(self) -> int:

@@ -39,6 +39,7 @@ from pydantic import TypeAdapter, ValidationError
 from hoare.declaration.models import format_validation_error
 from hoare.engines.base import Request, Response, ToolCall, Usage
 from hoare.errors import FatalEngineError, UsageError
+from hoare.forking import hold_across_fork
 from hoare.queries.answers import dump_answer
 from hoare.queries.extras import require
 from hoare.queries.templates import fields_of, yaml_text
@@ -368,6 +369,7 @@ class DummyModel:
     def __init__(self, examples: str | Path | Iterable[Example | dict[str, Any]]) -> None:
         self.examples = load_demonstrations(examples)
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
         self._served: dict[tuple[str, str], int] = {}
 
     def _answers(self, request: Request) -> list[Example]:

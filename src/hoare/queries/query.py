@@ -45,6 +45,7 @@ from hoare.declaration.revalidation import (
     revalidation_is_forced,
 )
 from hoare.errors import ContractDefinitionError, safe_text
+from hoare.forking import free_in_child
 from hoare.kernel import ContractConfig, Policy, Predicate, RetryPolicy, SuccessTracker
 from hoare.queries.answers import Response, WrappedParseError
 from hoare.queries.best_of_n import AttemptRates
@@ -387,6 +388,7 @@ def _skip_wrapped(predicate: Predicate) -> Predicate:
 
 
 _RUNTIMES_LOCK = threading.Lock()
+free_in_child(sys.modules[__name__], _RUNTIMES_LOCK)  # held while one is built
 
 
 def runtime_of(cls: type) -> QueryRuntime:

@@ -18,6 +18,7 @@ and cached:
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -27,6 +28,7 @@ from typing import Any
 import z3
 
 from hoare.declaration.description import ContractDescription, PredicateSource
+from hoare.forking import free_in_child, hold_across_fork
 from hoare.kernel import Policy, PreflightResult, Verdict
 from hoare.verifier.runtime.certificate import DOMAIN, Certificate
 from hoare.verifier.runtime.input_keys import ABSENT, NotPlain, Snapshot, freeze, input_key
@@ -119,6 +121,7 @@ _REGISTRY: weakref.WeakKeyDictionary[ContractDescription,
                                      weakref.ref[Preflight] | None] = \
     weakref.WeakKeyDictionary()
 _REGISTRY_LOCK = threading.Lock()
+hold_across_fork(sys.modules[__name__], _REGISTRY_LOCK)  # free in a forked child
 
 
 class Preflight:
@@ -149,6 +152,7 @@ class Preflight:
         self._inputs: OrderedDict[tuple[Any, ...], tuple[_Prepared, PreflightResult]] = \
             OrderedDict()
         self._lock = threading.RLock()
+        free_in_child(self, self._lock)  # held while z3's is taken (hoare.forking)
         self._unkeyed: bool | None = None  # a method post reads self beyond attributes
         self._constant: PreflightResult | None = None  # the verdict of every call, if one
 

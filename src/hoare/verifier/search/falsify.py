@@ -30,6 +30,7 @@ from typing import Any
 
 from hoare.declaration.description import PredicateSource
 from hoare.declaration.models import TypeSpec
+from hoare.forking import hold_across_fork
 from hoare.verifier.search.candidates import Constants, Sampler
 from hoare.verifier.search.witness import call_predicate
 
@@ -239,6 +240,7 @@ class Confirmed:
         self._seen: OrderedDict[int, tuple[object, object]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
+        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
 
     def get(self, verdict: object) -> object | None:
         with self._lock:

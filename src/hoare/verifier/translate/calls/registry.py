@@ -57,6 +57,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from hoare.forking import free_in_child
 from hoare.verifier.translate.values import (
     Opaque,
     SBool,
@@ -151,6 +152,9 @@ class _Registration:
 
     done = False
     lock = threading.Lock()
+
+
+free_in_child(_Registration, _Registration.lock)  # held while the calls register
 
 
 def _add(entry: Construct, fn: object = None, receiver: str | None = None) -> None:
