@@ -281,4 +281,31 @@ class Seen(Ask):
         outcome = self.contract_outcome
         assert outcome is not None
         vars(self).setdefault("seen", []).append(_tokens(outcome.usage))
-        return self.contract_result
+        return self.contract_result if self.contract_successful else Answer(value=0)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 10**6), st.integers(0, 10**6)),
+                min_size=1, max_size=3))
+def test_on_violation_sees_what_the_refusals_cost(
+        refusals: list[tuple[bool, int, int]]) -> None:
+    """The handler, ``forward`` and the outcome after the call see the same usage."""
+    errors = [ModelRefusal("no", usage=Usage(1, i, o)) if refused
+              else ContentFiltered("withheld", usage=Usage(1, i, o))
+              for refused, i, o in refusals]
+    handled: list[tuple[int, int, int]] = []
+
+    @contract(remedy_retry_params={**FAST, "tries": len(refusals)}, policy="observe",
+              on_violation=lambda outcome: handled.append(_tokens(outcome.usage)))
+    class Observed(Seen):
+        pass
+
+    ask = Observed(engine=_Failing(*errors))
+    ask(Question(text="q"))  # observe: forward runs on the failed outcome
+    total = (len(refusals), sum(i for _, i, _ in refusals), sum(o for _, _, o in refusals))
+    outcome = ask.contract_outcome
+    assert outcome is not None and not outcome.success
+    assert handled == [total]
+    assert ask.seen == [total]
+    assert _tokens(outcome.usage) == total
+    exception = ask.contract_exception
+    assert exception is not None and exception.outcome is outcome

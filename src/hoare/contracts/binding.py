@@ -12,7 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from hoare.contracts import configuration
-from hoare.contracts.current import CURRENT_CALL
+from hoare.contracts.current import CURRENT_CALL, handled_by
 from hoare.declaration.description import PredicateSource
 from hoare.declaration.models import redact, secret_values
 from hoare.errors import SecretRedacted, safe_text
@@ -107,7 +107,7 @@ class Bound:
                 runtime.preflight_choice, description.name,
                 partial(checker.check, instance))  # check(instance, used), no frame
         method = getattr(instance, "on_violation", None)
-        self.handler = runtime.handler or method or runtime.log_violation
+        self.handler = handled_by(runtime.handler or method or runtime.log_violation)
         self.hooks: Hooks | None = None  # the hooks of a call without extra kwargs
         # the engine, and what names its stats records with that engine
         self.recorded_as: tuple[object, RecordedAs] | None = None

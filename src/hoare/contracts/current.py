@@ -6,6 +6,7 @@ predicate that raises records its error on it."""
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hoare.contracts.driver import with_spent
@@ -37,3 +38,13 @@ def current_forward(used: object, outcome: Outcome) -> object:
 def current_act(accepted: object) -> object:
     """The shared hooks' ``act``: the current call's."""
     return CURRENT_CALL.get().act(accepted)
+
+
+def handled_by(handler: Callable[[Outcome], object]) -> Callable[[Outcome], object]:
+    """An instance's ``on_violation`` handler given the outcome with what the current
+    call's engine errors cost (the kernel sums answers only), as ``forward`` sees it."""
+    def handle(outcome: Outcome) -> object:
+        call = CURRENT_CALL.get(None)
+        spent = None if call is None else call.error_usage
+        return handler(outcome if spent is None else with_spent(outcome, spent))
+    return handle

@@ -153,13 +153,15 @@ def spent_by(error: BaseException) -> Usage | None:
 def with_spent(outcome: Outcome, spent: Usage, *errors: BaseException | None) -> Outcome:
     """``outcome`` with ``spent`` (what its engine's errors cost) added to its usage: a
     new outcome (the kernel's untouched). Each ``ContractViolationError`` of ``errors``
-    (the raised one, ``contract_exception``) that carried the old outcome carries the new
-    one, so every view of the call agrees."""
+    (the raised one, ``contract_exception``: passed by the call's last view, ``finish``)
+    that carried the old outcome carries the new one, so every view of the call agrees;
+    a view lent before (``forward``, a handler) repoints nothing, or ``finish`` would
+    find no kernel outcome to add to."""
     usage = dict(outcome.usage)
     for key, amount in spent.as_dict().items():
         usage[key] = usage.get(key, 0) + amount
     merged = outcome._replace(usage=usage)
-    for error in (*errors, outcome.exception):
+    for error in errors:
         if isinstance(error, ContractViolationError) and error.outcome is outcome:
             error.outcome = merged
     return merged

@@ -231,7 +231,7 @@ def _add_error_usage(call: Call, raised: BaseException | None) -> None:
     it, so ``contract_outcome``, the raised error, the stats record and the span agree."""
     outcome, spent = call.outcome, call.error_usage
     if outcome is not None and spent is not None:
-        call.outcome = with_spent(outcome, spent, raised)
+        call.outcome = with_spent(outcome, spent, raised, outcome.exception)
 
 
 def _redact_secrets(call: Call, raised: BaseException | None) -> None:

@@ -306,7 +306,7 @@ class Session(Front):
         added to its usage (``raised`` then carries that outcome)."""
         spent, self.error_usage = self.error_usage, None
         if spent is not None:
-            outcome = with_spent(outcome, spent, raised)
+            outcome = with_spent(outcome, spent, raised, outcome.exception)
         self.runtime.tracker.record(outcome)
         self.runtime.rates.record(outcome)
         # configuration returns the configured StatsStore (typed object there: it is
