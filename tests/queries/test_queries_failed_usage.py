@@ -157,3 +157,26 @@ def test_a_query_budget_counts_what_refusals_spent(
             spent["cached_input_tokens"]) == (total.requests, total.input_tokens,
                                               total.output_tokens, total.cached_input_tokens)
     assert spent["num_completions"] == 0
+
+
+class Empty:
+    """An engine answering no completion (paid for), then ``"7"``."""
+
+    def __init__(self, empty: Usage, valid: Usage) -> None:
+        self.script = [Response(texts=(), usage=empty), Response(texts=("7",), usage=valid)]
+
+    def complete(self, request: Request) -> Response:
+        return self.script.pop(0)
+
+    async def acomplete(self, request: Request) -> Response:
+        return self.complete(request)
+
+
+@given(USAGES, USAGES)
+def test_an_empty_answers_usage_is_in_the_outcome(empty: Usage, valid: Usage) -> None:
+    solution = next(few_shot(Pick(1), Empty(empty, valid), tries=TRIES))
+    total = empty + valid
+    want = (total.requests, total.input_tokens, total.output_tokens)
+    assert _tokens(solution.outcome.usage) == want
+    assert (solution.budget["num_requests"], solution.budget["input_tokens"],
+            solution.budget["output_tokens"]) == want

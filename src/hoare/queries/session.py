@@ -227,7 +227,10 @@ class Session(Front):
                                        f"not a Response")
         self.requests += 1
         self.usage = self.usage + response.usage
-        if not response.texts and not response.tool_calls:
+        if not response.texts and not response.tool_calls:  # paid for: counted as an error's
+            previous = self.error_usage
+            self.error_usage = response.usage if previous is None \
+                else previous + response.usage
             raise RetryableEngineError("the engine answered with no completion")
         texts = response.texts or ("",)
         reasons = response.finish_reasons
