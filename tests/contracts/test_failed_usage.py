@@ -309,3 +309,61 @@ def test_on_violation_sees_what_the_refusals_cost(
     assert _tokens(outcome.usage) == total
     exception = ask.contract_exception
     assert exception is not None and exception.outcome is outcome
+
+
+THREADS_CHILD = r'''
+import threading
+from typing import Any
+from hoare import Contract, Field, LLMDataModel, contract
+from hoare.engines.base import ContentFiltered, ModelRefusal, Response, Usage
+
+class Question(LLMDataModel):
+    text: str = Field(description="the question")
+
+class Answer(LLMDataModel):
+    value: int = Field(description="the answer")
+
+class Engine:
+    """Attempt 1 is refused or filtered, attempt 2 answered; each request's usage is
+    told by the question's number, so every thread's sum is its own."""
+    def complete(self, request: Any) -> Response:
+        k = int(request.input.text)
+        if request.attempt == 1:
+            error = ModelRefusal if k % 2 else ContentFiltered
+            raise error("no", usage=Usage(1, 100 * k, k))
+        return Response(texts=('{"value": %d}' % k,), usage=Usage(1, 3, 2))
+    async def acomplete(self, request: Any) -> Response:
+        return self.complete(request)
+
+@contract(remedy_retry_params={"delay": 0, "jitter": 0, "tries": 2})
+class Ask(Contract[Question, Answer]):
+    prompt = "Answer."
+    def forward(self, question: Question) -> Answer:
+        return self.contract_result
+
+ask = Ask(engine=Engine())
+wrong = []
+def run(k: int) -> None:
+    for _ in range(20):
+        ask(Question(text=str(k)))
+        usage = dict(ask.contract_outcome.usage)
+        if usage != {"requests": 2, "input_tokens": 100 * k + 3, "output_tokens": k + 2}:
+            wrong.append((k, usage))
+threads = [threading.Thread(target=run, args=(k,)) for k in range(1, 9)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("wrong", wrong[:3], len(wrong))
+'''
+
+
+def test_threads_sharing_an_instance_each_count_their_own_refusals() -> None:
+    """A shared instance under 8 threads: each call's outcome counts its own refusal
+    (child process: threads in the test process would share its state)."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", THREADS_CHILD], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": "0"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "wrong [] 0", done.stdout
