@@ -308,7 +308,7 @@ def test_on_violation_sees_what_the_refusals_cost(
     assert ask.seen == [total]
     assert _tokens(outcome.usage) == total
     exception = ask.contract_exception
-    assert exception is not None and exception.outcome is outcome
+    assert isinstance(exception, ContractViolationError) and exception.outcome is outcome
 
 
 THREADS_CHILD = r'''
