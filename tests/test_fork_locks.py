@@ -216,3 +216,47 @@ def test_a_child_forked_while_another_thread_holds_any_found_lock_can_take_it() 
     results = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(results) >= 8
     assert {where: code for where, code in results.items() if code != 0} == {}
+
+
+NESTED = textwrap.dedent(r'''
+    import os, sys, threading, time
+    from hoare.engines import OpenAIEngine
+    from hoare.engines.openai_request import _LEARNED_LOCK
+    engine = OpenAIEngine(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    stop = threading.Event()
+
+    def learn():  # what OpenAIEngine does: its lock held while it learns a format
+        while not stop.is_set():
+            with engine._lock:
+                time.sleep(0)
+                with _LEARNED_LOCK:
+                    pass
+
+    threads = [threading.Thread(target=learn, daemon=True) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for n in range(int(sys.argv[1])):
+        pid = os.fork()
+        if pid == 0:
+            with engine._lock, _LEARNED_LOCK:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    stop.set()
+    print("forked", sys.argv[1])
+''')
+
+
+def test_a_fork_never_deadlocks_with_a_thread_holding_one_lock_while_taking_another() -> None:
+    """The locks held across a fork are taken while others are held (an engine's
+    while it learns a server's format, registered after the format table's): taken
+    in turn, in the order registered, the fork held the inner one and waited for the
+    outer one, whose holder waited for the inner one (before: the parent hung within
+    a few forks)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", NESTED, "200"], capture_output=True,
+                              text=True, timeout=120,
+                              env={"PYTHONPATH": LIBRARY, "PATH": os.environ.get("PATH", "")})
+    except subprocess.TimeoutExpired as error:
+        raise AssertionError("the parent deadlocked at a fork") from error
+    assert done.returncode == 0 and done.stdout.strip() == "forked 200", done.stderr[-3000:]

@@ -4,9 +4,10 @@ finds every lock of the call path free and the counts it guards whole.
 Only the forking thread survives a fork: a lock another thread held at that moment
 stays held in the child for good, and the child's first call waiting for it hangs
 (a web server's workers forking, ``multiprocessing``'s fork start method). The locks
-of the call path are held for microseconds and never while another is taken, so the
-forking thread takes each in turn before the fork and lets them go on both sides
-after it, as the standard library does for its own locks (``logging``). Held here:
+of the call path are held for microseconds, so the forking thread takes them all
+before the fork (all at once, never waiting while it holds one: some are taken while
+another is held) and lets them go on both sides after it, as the standard library
+does for its own locks (``logging``). Held here:
 the success counters of every contract and query class (the kernel's
 ``SuccessTracker``, which the kernel may not change to register itself: found by
 walking the decorated classes at the fork, so a call pays nothing), and the locks
@@ -15,11 +16,11 @@ rates). z3's lock, held for a whole pre-flight check, is held across the fork by
 ``hoare.verifier.solve.lock``; the stats store starts a fresh writer in the child
 (``hoare.stats.store``).
 
-A lock held while another is taken (a cache's lock held while its entry is built,
-which may take z3's lock or a registered one) cannot be taken in turn at the fork
-without an order between them, and a wrong order deadlocks the fork: such locks are
-registered with ``free_in_child`` instead, made new in the child (what they guard
-is a cache whose entry the dead thread never stored, built again on first use).
+A lock held while z3's is taken, or for as long as a cache entry is built (which may
+take z3's lock), would keep the fork waiting, or wait for z3's lock that the fork
+already holds (its own hook, first): such locks are registered with ``free_in_child``
+instead and made new in the child (what they guard is a cache whose entry the dead
+thread never stored, built again on first use).
 ``fork_safe_locks`` says which locks are covered (``tests/test_fork_locks.py``).
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +42,9 @@ _registered: weakref.WeakKeyDictionary[Any, tuple[Lock, ...]] = weakref.WeakKeyD
 _renewed: weakref.WeakKeyDictionary[Any, tuple[Lock, ...]] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
 _held: list[Lock] = []  # taken before the fork, released after it (one forking thread)
+_missed: list[Lock] = []  # not free in time before the fork: made new in the child
+PATIENCE = 2.0
+"""How long a fork waits for the registered locks to be free together (seconds)."""
 
 
 def hold_across_fork(owner: object, *locks: Lock) -> None:
@@ -99,26 +104,51 @@ def _class_locks() -> Iterator[Lock]:
                 yield lock
 
 
+def _take_all(locks: list[Lock], first: int, patience: float) -> int | None:
+    """Take every one of ``locks``, waiting (``patience`` seconds at most) only for
+    ``locks[first]``, while holding none, then for none: ``None`` when all are held,
+    else the index of one that was not free (what was taken is let go)."""
+    if not locks[first].acquire(timeout=max(patience, 0.0)):
+        return first
+    for index, lock in enumerate(locks):
+        if index != first and not lock.acquire(blocking=False):
+            for taken in (first, *(k for k in range(index) if k != first)):
+                locks[taken].release()
+            return index
+    return None
+
+
 def _before_fork() -> None:
-    """Take every lock, the registry's last: a lock of the call path may be held while
-    its owner registers a new one (an engine built under the configuration's lock)."""
+    """Take every lock, never waiting while holding one (the busy one is waited for
+    alone, then the others tried, as C++'s ``std::lock`` does): a lock may be taken
+    while another is held (an engine's lock while it learns a server's format, the
+    configuration's while the engine is built), so taking them in turn, in whatever
+    order they were registered, could wait for a thread that waits for us. The
+    registry's is last: a lock of the call path may be held while its owner registers
+    a new one. Should they not all be free together within ``PATIENCE`` seconds (a
+    thread forking from inside a critical section), the fork goes on with those that
+    are, and the child makes the others new."""
     with _registry_lock:
         registered = [lock for locks in _registered.values() for lock in locks]
     try:
-        locks = [*registered, *_class_locks()]
+        found = [*registered, *_class_locks()]
     except Exception:  # a class walk that fails must not stop the fork
-        locks = registered
-    seen: set[int] = set()
-    for lock in locks:
-        if id(lock) not in seen:
-            seen.add(id(lock))
-            lock.acquire()
-            _held.append(lock)
-    _registry_lock.acquire()  # so that the child may register
+        found = registered
+    locks = list({id(lock): lock for lock in found}.values())
+    locks.append(_registry_lock)  # so that the child may register
+    deadline = time.monotonic() + PATIENCE
+    busy: int | None = 0
+    while busy is not None:
+        busy = _take_all(locks, busy, deadline - time.monotonic())
+        if busy is not None and time.monotonic() > deadline:
+            for lock in locks:
+                (_held if lock.acquire(blocking=False) else _missed).append(lock)
+            return
+    _held.extend(locks)
 
 
 def _after_fork() -> None:
-    _registry_lock.release()
+    _missed.clear()
     while _held:
         _held.pop().release()
 
@@ -127,7 +157,10 @@ def _after_fork_in_child() -> None:
     """Release what the fork held, and make new the locks another thread may have
     held (``_at_fork_reinit``: the standard library's own, for its locks and
     conditions); a reentrant one the forking thread holds itself is left as it is."""
+    missed = list(_missed)
     _after_fork()
+    for lock in missed:  # another thread held it throughout: made new
+        lock._at_fork_reinit()
     for locks in list(_renewed.values()):
         for lock in locks:
             owned = getattr(lock, "_is_owned", None)
