@@ -132,3 +132,61 @@ def test_configure_takes_only_a_finite_positive_retention(days: float) -> None:
         else:
             with pytest.raises(ValueError, match="stats_retention_days"):
                 configure(stats_retention_days=days)
+
+
+_CONTRACT = ("pre_remedy", "post_remedy", "accumulate_errors", "verbose", "remedy_retry_params",
+             "policy", "preflight", "on_violation", "options", "feedback", "feedback_chars",
+             "decoding", "resend", "stream")
+
+
+def _subclass_hostile(base: type, value: object, names: frozenset[str]) -> object:
+    """``value`` as an instance of a subclass of ``base`` whose dunders ``names`` raise."""
+    namespace: dict[str, Any] = {name: _raise for name in names
+                                 if name not in ("__class__", "__getattr__")}
+    return type(f"Hostile{base.__name__}", (base,), namespace)(value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(names=st.frozensets(st.sampled_from(_DUNDERS), min_size=1),
+       keyword=st.sampled_from(_CONTRACT))
+def test_contract_refuses_a_hostile_argument_naming_it(names: frozenset[str],
+                                                       keyword: str) -> None:
+    """``@contract(...)`` checks its arguments by their real type, before the kernel
+    sees them, and names the argument in a text that does not raise (before: the
+    object's own exception escaped for 29 argument/dunder pairs)."""
+    with pytest.raises((TypeError, ValueError)) as raised:
+        hoare.contract(**{keyword: _hostile(names)})
+    assert keyword.split("_")[0] in str(raised.value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(names=st.frozensets(st.sampled_from(("__eq__", "__hash__", "__repr__", "__str__",
+                                            "__index__", "__lt__", "__gt__", "__bool__",
+                                            "__format__")), min_size=1),
+       case=st.sampled_from([("policy", str, "observe"), ("feedback", str, "errors"),
+                             ("decoding", str, "schema"), ("resend", str, "vary"),
+                             ("feedback_chars", int, 4000), ("policy", str, "nonsense"),
+                             ("resend", str, "nonsense"), ("feedback_chars", int, 0)]))
+def test_contract_reads_a_str_or_int_subclass_argument_as_its_plain_value(
+        names: frozenset[str], case: tuple[str, type, object]) -> None:
+    """A ``str``/``int`` subclass with raising operators is read as its plain value:
+    taken when that value is valid, refused naming the argument when it is not."""
+    keyword, base, value = case
+    argument = _subclass_hostile(base, value, names)
+    valid = value not in ("nonsense", 0)
+    if valid:
+        hoare.contract(**{keyword: argument})
+    else:
+        with pytest.raises(ValueError) as raised:
+            hoare.contract(**{keyword: argument})
+        assert keyword.split("_")[0] in str(raised.value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(names=st.frozensets(st.sampled_from(_DUNDERS), min_size=1),
+       key=st.sampled_from(["tries", "delay", "max_delay", "jitter", "backoff", "graceful"]))
+def test_contract_refuses_a_hostile_retry_parameter_naming_it(names: frozenset[str],
+                                                             key: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        hoare.contract(remedy_retry_params={key: _hostile(names)})
+    assert key in str(raised.value)

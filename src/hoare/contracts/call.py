@@ -101,7 +101,7 @@ class Call(Front):
         budget = state.get("_hoare_budget_value")
         self.spend: Spend | None = None
         if budget is not None:  # one meter per call, or the caller's shared meter
-            self.spend = budget.meter() if isinstance(budget, Budget) else budget
+            self.spend = budget.call_meter() if isinstance(budget, Budget) else budget
             engine = BudgetedEngine(engine, self.spend)
         self.engine = engine
 

@@ -8,9 +8,16 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, cast, overload
 
 from hoare.contracts import configuration
+from hoare.contracts.arguments import (
+    checked_choice,
+    checked_flag,
+    checked_policy,
+    checked_retry_params,
+    checked_whole,
+)
 from hoare.contracts.base import Contract
 from hoare.contracts.current import CURRENT_CALL
 from hoare.contracts.lifecycle import begin, finish
@@ -18,7 +25,7 @@ from hoare.contracts.prompts import DEFAULT_FEEDBACK_CHARS
 from hoare.contracts.runtime import Runtime
 from hoare.declaration.description import describe
 from hoare.engines.base import Options
-from hoare.errors import ContractDefinitionError
+from hoare.errors import ContractDefinitionError, shown
 from hoare.kernel import ContractConfig, Outcome, Policy, RetryPolicy, run_sync
 
 __all__ = ["contract"]
@@ -128,34 +135,37 @@ def contract(
     reading only complete fields fails (``hoare.contracts.early_stop``), counted in
     ``outcome.usage["stopped_early"]`` with an estimate of the output tokens saved.
     """
-    if not isinstance(stream, bool):
-        raise ValueError(f"stream must be True or False, got {stream!r}")
+    stream = checked_flag(stream, "stream")
+    verbose = checked_flag(verbose, "verbose")
     if preflight is not None:
         configuration.check_preflight(preflight, "preflight")
-    if resend not in ("vary", "stop"):
-        raise ValueError(f"resend must be 'vary' (another seed and temperature) or 'stop', "
-                         f"got {resend!r}")
-    if decoding not in ("schema", "types", "none"):
-        raise ValueError(f"decoding must be 'schema' (the type and the post-conditions "
-                         f"folded in), 'types' or 'none', got {decoding!r}")
-    if feedback not in ("errors", "messages"):
-        raise ValueError(f"feedback must be 'errors' (exception texts reach the model) or "
-                         f"'messages' (only texts the author wrote), got {feedback!r}")
-    if isinstance(feedback_chars, bool) or not isinstance(feedback_chars, int) \
-            or feedback_chars < 1:
-        raise ValueError(f"feedback_chars must be an integer >= 1, got {feedback_chars!r}")
-    if remedy_retry_params and "dynamic_engine" in remedy_retry_params:
+    resend = cast("Literal['vary', 'stop']", checked_choice(
+        resend, "resend", ("vary", "stop"), "'vary' (another seed and temperature) or 'stop'"))
+    decoding = cast("Literal['schema', 'types', 'none']", checked_choice(
+        decoding, "decoding", ("schema", "types", "none"),
+        "'schema' (the type and the post-conditions folded in), 'types' or 'none'"))
+    feedback = cast("Literal['errors', 'messages']", checked_choice(
+        feedback, "feedback", ("errors", "messages"),
+        "'errors' (exception texts reach the model) or 'messages' (only texts the author "
+        "wrote)"))
+    feedback_chars = checked_whole(feedback_chars, "feedback_chars", 1)
+    retry_params = checked_retry_params(remedy_retry_params)
+    if "dynamic_engine" in retry_params:
         raise ContractDefinitionError(
             "remedy_retry_params={'dynamic_engine': ...} (SymbolicAI's per-attempt engine "
             "selection) is not supported: pass engine=... to the contract, or an engine "
             "that chooses per attempt, e.g. FunctionEngine(lambda request: (strong if "
             "request.attempt > 1 else fast).complete(request).text)")
     config = ContractConfig(
-        pre_remedy=pre_remedy, post_remedy=post_remedy, accumulate_errors=accumulate_errors,
-        policy=Policy.parse(policy),
-        retry=RetryPolicy.from_mapping(_no_wait_means_no_jitter(remedy_retry_params or {})))
+        pre_remedy=checked_flag(pre_remedy, "pre_remedy"),
+        post_remedy=checked_flag(post_remedy, "post_remedy"),
+        accumulate_errors=checked_flag(accumulate_errors, "accumulate_errors"),
+        policy=checked_policy(policy),
+        retry=RetryPolicy.from_mapping(_no_wait_means_no_jitter(retry_params)))
     if on_violation is not None and not callable(on_violation):
-        raise TypeError(f"on_violation must be callable(outcome), got {on_violation!r}")
+        raise TypeError(f"on_violation must be callable(outcome), got {shown(on_violation)}")
+    if options is not None and not issubclass(type(options), Options):
+        raise TypeError(f"options must be hoare.engines.Options, got {shown(options)}")
 
     def decorate(target: C, caller: Any = None) -> C:
         # the frame that applied the decorator: for @contract(...), our caller
@@ -174,7 +184,8 @@ def contract(
                                forward=original, feedback=feedback, decoding=decoding,
                                localns=defined_in)
         target.__hoare__ = description
-        target.__hoare_runtime__ = Runtime(description, on_violation, options or Options(),
+        target.__hoare_runtime__ = Runtime(description, on_violation,
+                                            Options() if options is None else options,
                                             feedback_chars, resend, stream)
         target.__hoare_runtime__.preflight_choice = preflight
         wrapped = _wrap_forward(target, original)

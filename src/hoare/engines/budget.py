@@ -126,6 +126,11 @@ class Budget:
         """A fresh meter for this budget."""
         return Spend(self)
 
+    def call_meter(self) -> Spend:
+        """A fresh meter for one call alone: no other thread can hold it when another
+        forks (the call's thread is not in the child), so it is not held across a fork."""
+        return Spend(self, False)
+
 
 MAX_METERED = 10**12
 """The most tokens of one kind a meter takes from one answer (``OpenAIEngine`` reports no
@@ -200,10 +205,11 @@ class Spend:
     usage)`` after the answer, ``release(reservation)`` when the call failed.
     """
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, shared: bool = True) -> None:
         self.budget = budget
         self._lock = threading.Condition()
-        hold_across_fork(self, self._lock)  # free in a forked child (hoare.forking)
+        if shared:  # a meter callers share: free in a forked child (hoare.forking)
+            hold_across_fork(self, self._lock)
         self._requests = 0
         self._input = 0
         self._output = 0

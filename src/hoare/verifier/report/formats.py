@@ -14,6 +14,7 @@ whose output says why it is weak; an import error is an ``<error>`` case.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -274,11 +275,22 @@ def write_report(path: str, text: str | bytes) -> None:
         raise OSError(f"the report holds a character UTF-8 cannot encode: {error}") from error
     path = os.path.realpath(path)
     try:
-        special = not stat.S_ISREG(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
-        special = False
-    if special:
-        with open(path, "wb") as stream:  # a device or a pipe: no rename, no fsync
+        mode = stat.S_IFREG
+    if stat.S_ISFIFO(mode):  # a pipe: written only when a process reads it, never waited on
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as error:
+            if error.errno == errno.ENXIO:
+                raise OSError(f"no process is reading the FIFO {path}") from None
+            raise
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+        return
+    if not stat.S_ISREG(mode):
+        with open(path, "wb") as stream:  # a device: no rename, no fsync
             stream.write(data)
         return
     directory, name = os.path.split(path)
