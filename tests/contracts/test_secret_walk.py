@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Secret, SecretBytes, SecretStr
 
-from hoare import Contract, LLMDataModel, contract
+from hoare import Contract, LLMDataModel, Post, contract
 from hoare.declaration.models import secret_values
 from hoare.engines import FunctionEngine
 
@@ -129,3 +129,45 @@ def test_a_secret_in_an_extra_field_never_reaches_a_violation() -> None:
     shown = " ".join(v.message for v in echo.contract_outcome.violations)
     assert "refused token" in shown
     assert "tok-SECRET-42" not in shown
+
+
+class Keyed(LLMDataModel):
+    text: str
+    key: SecretStr
+
+
+class Reply(LLMDataModel):
+    text: str
+
+
+@contract(remedy_retry_params={"tries": 2, "delay": 0, "jitter": 0}, preflight=False)
+class EchoKey(Contract):
+    """Its engine echoes the key into answers that fail their check."""
+
+    prompt = "Answer without the key."
+    post_conditions = (Post(lambda reply: len(reply.text) < 3, "a short text"),)
+
+    def forward(self, keyed: Keyed) -> Reply:
+        return Reply(text="fallback")
+
+
+@given(key=st.text(st.characters(min_codepoint=33, max_codepoint=0x10FFFF,
+                                 exclude_categories=("Cs",)), min_size=6, max_size=20),
+       shape=st.sampled_from(["json", "prose"]))
+def test_an_answer_echoing_the_secret_is_redacted_in_every_attempt(key: str, shape: str
+                                                                   ) -> None:
+    """The raw answers an outcome keeps (``attempts[i].raw``) are redacted as its
+    messages are: an engine echoing the input's secret does not show it there
+    (before: every failed attempt's raw answer held it as the engine wrote it)."""
+    import json
+
+    def answer(request: object) -> str:
+        return json.dumps({"text": f"the key is {key}"}) if shape == "json" \
+            else f"I will not answer, the key is {key}"
+
+    echo = EchoKey(engine=FunctionEngine(answer))
+    echo(Keyed(text="hi", key=SecretStr(key)))
+    outcome = echo.contract_outcome
+    assert outcome is not None and not outcome.success and len(outcome.attempts) == 2
+    for attempt in outcome.attempts:
+        assert key not in " ".join(getattr(attempt.raw, "texts", (str(attempt.raw),)))

@@ -22,6 +22,7 @@ from hoare.contracts.logs import log_outcome
 from hoare.contracts.runtime import Runtime, call_secrets, runtime_of
 from hoare.declaration.description import ContractDescription
 from hoare.declaration.models import redact, secret_values
+from hoare.engines.base import Response
 from hoare.errors import ContractCallError
 from hoare.kernel import ContractViolationError, Hooks, Outcome, Violation, run_call
 from hoare.stats.records import RecordedAs, RecordFields, outcome_record, settled
@@ -251,8 +252,14 @@ def _redact_secrets(call: Call, raised: BaseException | None) -> None:
         return tuple(v if redact(v.message, secrets) == v.message
                      else replace(v, message=redact(v.message, secrets)) for v in violations)
 
-    attempts = tuple(a._replace(feedback=clean(a.feedback), violations=clean(a.violations))
-                     for a in outcome.attempts)
+    def clean_raw(raw: object) -> object:  # the answer itself: it may echo a secret
+        if isinstance(raw, Response):
+            texts = tuple(redact(t, secrets) if isinstance(t, str) else t for t in raw.texts)
+            return raw if texts == raw.texts else replace(raw, texts=texts)
+        return redact(raw, secrets) if isinstance(raw, str) else raw
+
+    attempts = tuple(a._replace(raw=clean_raw(a.raw), feedback=clean(a.feedback),
+                                violations=clean(a.violations)) for a in outcome.attempts)
     handler_error = outcome.handler_error
     call.outcome = outcome._replace(
         violations=clean(outcome.violations), attempts=attempts,
