@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -81,10 +83,31 @@ SQLITE_SCHEMA = (
 )
 
 
+LOCKED_PATIENCE = 30.0
+"""Seconds opening a store tries again while SQLite says the file is locked (as long as
+a write waits for a lock: the connection's timeout)."""
+
+
 class SqliteBackend:
     """The embedded store: one connection, owned by the writing thread."""
 
     def __init__(self, path: str) -> None:
+        # SQLite answers "database is locked" at once, without waiting, to some of the
+        # steps below while other processes open the same new file (turning it to WAL,
+        # reading it mid-creation): those are tried again, for as long as a write waits
+        deadline = time.monotonic() + LOCKED_PATIENCE
+        while True:
+            try:
+                self._open(path)
+                return
+            except (sqlite3.OperationalError, StoreError) as error:
+                cause = error if isinstance(error, sqlite3.Error) else error.__cause__
+                if not (isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)) \
+                        or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.01 + 0.04 * random.random())
+
+    def _open(self, path: str) -> None:
         _check_sqlite(path)  # a refused store is refused before anything touches it
         self.connection = sqlite3.connect(path, timeout=30, isolation_level=None,
                                           check_same_thread=False)

@@ -257,6 +257,29 @@ def to_junit(report: Report) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
+FIFO_WAIT = 5.0
+"""Seconds a report written into a FIFO waits for a process to open it for reading."""
+
+
+def _reader_of(path: str) -> int:
+    """A descriptor writing into the FIFO ``path`` once a process reads it (a reader
+    started just before, as ``cat fifo &`` is, may not have opened it yet); an
+    ``OSError`` naming it after ``FIFO_WAIT`` seconds with none, not a wait forever."""
+    import time
+
+    deadline = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            return os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as error:
+            if error.errno != errno.ENXIO:
+                raise
+            if time.monotonic() >= deadline:
+                raise OSError(f"no process read the FIFO {path} within {FIFO_WAIT:g} s") \
+                    from None
+            time.sleep(0.01)
+
+
 def write_report(path: str, text: str | bytes) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically: a new file in the same directory
     (created with the umask's permissions, as ``open`` would), then ``os.replace``. On
@@ -278,13 +301,8 @@ def write_report(path: str, text: str | bytes) -> None:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         mode = stat.S_IFREG
-    if stat.S_ISFIFO(mode):  # a pipe: written only when a process reads it, never waited on
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except OSError as error:
-            if error.errno == errno.ENXIO:
-                raise OSError(f"no process is reading the FIFO {path}") from None
-            raise
+    if stat.S_ISFIFO(mode):  # a pipe: written once a process reads it, waited on a while
+        fd = _reader_of(path)
         os.set_blocking(fd, True)
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
