@@ -200,13 +200,12 @@ def contract(
     return decorate
 
 
-def _no_wait_means_no_jitter(params: Mapping[str, Any]) -> Mapping[str, Any]:
+def _no_wait_means_no_jitter(params: dict[str, Any]) -> dict[str, Any]:
     """``{"delay": 0}`` asks for no wait: without an explicit ``jitter`` the kernel's
     default (up to 0.1 s per remedy) would still sleep, so it is 0 too. The kernel's
-    defaults (spec §4.3) are unchanged."""
-    delay = params.get("delay") if isinstance(params, Mapping) else None
-    if isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay == 0 \
-            and "jitter" not in params:
+    defaults (spec §4.3) are unchanged. ``params`` is ``checked_retry_params``': a
+    ``delay`` there is an exact finite number."""
+    if params.get("delay") == 0 and "jitter" not in params:
         return {**params, "jitter": 0.0}
     return params
 

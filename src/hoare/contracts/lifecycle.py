@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hoare import telemetry as _telemetry
 from hoare.contracts import configuration
@@ -253,10 +253,13 @@ def _redact_secrets(call: Call, raised: BaseException | None) -> None:
                      else replace(v, message=redact(v.message, secrets)) for v in violations)
 
     def clean_raw(raw: object) -> object:  # the answer itself: it may echo a secret
-        if isinstance(raw, Response):
-            texts = tuple(redact(t, secrets) if isinstance(t, str) else t for t in raw.texts)
-            return raw if texts == raw.texts else replace(raw, texts=texts)
-        return redact(raw, secrets) if isinstance(raw, str) else raw
+        # by real type: an engine's raw answer may be a foreign object (its __class__)
+        if issubclass(type(raw), Response):
+            answer = cast("Response", raw)
+            texts = tuple(redact(t, secrets) if issubclass(type(t), str) else t
+                          for t in answer.texts)
+            return raw if texts == answer.texts else replace(answer, texts=texts)
+        return redact(cast("str", raw), secrets) if issubclass(type(raw), str) else raw
 
     attempts = tuple(a._replace(raw=clean_raw(a.raw), feedback=clean(a.feedback),
                                 violations=clean(a.violations)) for a in outcome.attempts)

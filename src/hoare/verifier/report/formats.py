@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -265,8 +266,6 @@ def _reader_of(path: str) -> int:
     """A descriptor writing into the FIFO ``path`` once a process reads it (a reader
     started just before, as ``cat fifo &`` is, may not have opened it yet); an
     ``OSError`` naming it after ``FIFO_WAIT`` seconds with none, not a wait forever."""
-    import time
-
     deadline = time.monotonic() + FIFO_WAIT
     while True:
         try:
